@@ -1,0 +1,172 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Canonical values are what the engine hands to SQL and stores in cursors:
+//
+//	string, text, email, url, phone  string (valid UTF-8, no NUL)
+//	integer                          int64
+//	decimal                          string holding a plain decimal number ("12.5", "-3")
+//	boolean                          bool
+//	date                             string "YYYY-MM-DD", year 0001..9999
+//	datetime                         time.Time in UTC, truncated to microseconds
+//	reference, uuid                  lowercase hyphenated UUID string
+//
+// Canonical converts a JSON-shaped value (as decoded with json.Decoder.UseNumber) to the canonical value
+// for f, checking its type and format but not options, bounds or lengths (see Check).
+func Canonical(f *Field, v any) (any, error) {
+	switch f.Type {
+	case String, Text, Email, URL, Phone:
+		s, ok := v.(string)
+		if !ok {
+			return nil, errors.New("must be a string")
+		}
+		if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+			return nil, errors.New("must be valid UTF-8 text without NUL characters")
+		}
+		return s, nil
+	case Integer:
+		_, text, ok := jsonNumber(v)
+		if !ok {
+			return nil, errors.New("must be an integer")
+		}
+		r, ok := new(big.Rat).SetString(text)
+		if !ok || !r.IsInt() || !r.Num().IsInt64() {
+			return nil, errors.New("must be an integer")
+		}
+		return r.Num().Int64(), nil
+	case Decimal:
+		_, text, ok := jsonNumber(v)
+		if !ok {
+			return nil, errors.New("must be a number")
+		}
+		return CanonicalDecimal(text)
+	case Boolean:
+		b, ok := v.(bool)
+		if !ok {
+			return nil, errors.New("must be a boolean")
+		}
+		return b, nil
+	case Date:
+		s, ok := v.(string)
+		if !ok {
+			return nil, errors.New("must be a date string YYYY-MM-DD")
+		}
+		t, err := time.Parse(time.DateOnly, s)
+		if err != nil || t.Year() < 1 {
+			return nil, errors.New("must be a date YYYY-MM-DD")
+		}
+		return t.Format(time.DateOnly), nil
+	case DateTime:
+		s, ok := v.(string)
+		if !ok {
+			return nil, errors.New("must be an RFC 3339 date-time string")
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil || t.UTC().Year() < 1 || t.UTC().Year() > 9999 {
+			return nil, errors.New("must be an RFC 3339 date-time such as 2026-01-31T09:30:00Z")
+		}
+		return t.UTC().Truncate(time.Microsecond), nil
+	case Reference, UUID:
+		s, ok := v.(string)
+		if !ok || !IsUUID(s) {
+			return nil, errors.New("must be a UUID")
+		}
+		return strings.ToLower(s), nil
+	}
+	return nil, fmt.Errorf("cannot hold a value of type %s", f.Type)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// IsUUID reports whether s is a hyphenated UUID.
+func IsUUID(s string) bool { return len(s) == 36 && uuidRE.MatchString(s) }
+
+var decimalRE = regexp.MustCompile(`^-?[0-9]{1,30}(\.[0-9]{1,20})?$`)
+
+// CanonicalDecimal normalises a JSON number to a plain decimal string of at most 30 integer and 20
+// fraction digits (exponents are expanded; larger values are refused).
+func CanonicalDecimal(text string) (string, error) {
+	r, ok := new(big.Rat).SetString(text)
+	if !ok {
+		return "", errors.New("must be a number")
+	}
+	s := r.FloatString(20)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	if !decimalRE.MatchString(s) {
+		return "", errors.New("must be a number with at most 30 integer and 20 fraction digits")
+	}
+	return s, nil
+}
+
+// Check verifies a canonical value against f's options, bounds and lengths.
+func Check(f *Field, v any) error {
+	switch x := v.(type) {
+	case string:
+		if f.Type.Textual() {
+			n := utf8.RuneCountInString(x)
+			if f.MaxLength > 0 && n > f.MaxLength {
+				return fmt.Errorf("must be at most %d characters", f.MaxLength)
+			}
+			if n < f.MinLength {
+				return fmt.Errorf("must be at least %d characters", f.MinLength)
+			}
+			if len(f.Options) > 0 && !contains(f.Options, x) {
+				return fmt.Errorf("must be one of %s", strings.Join(f.Options, ", "))
+			}
+		}
+		if f.Type == Decimal {
+			r, _ := new(big.Rat).SetString(x)
+			if f.Minimum != nil && r.Cmp(new(big.Rat).SetFloat64(*f.Minimum)) < 0 {
+				return fmt.Errorf("must be at least %v", *f.Minimum)
+			}
+			if f.Maximum != nil && r.Cmp(new(big.Rat).SetFloat64(*f.Maximum)) > 0 {
+				return fmt.Errorf("must be at most %v", *f.Maximum)
+			}
+		}
+	case int64:
+		if f.Minimum != nil && float64(x) < *f.Minimum {
+			return fmt.Errorf("must be at least %v", *f.Minimum)
+		}
+		if f.Maximum != nil && float64(x) > *f.Maximum {
+			return fmt.Errorf("must be at most %v", *f.Maximum)
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// JSONValue converts a canonical value to its JSON-shaped form for responses and cursors.
+func JSONValue(f *Field, v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+	case string:
+		if f.Type == Decimal {
+			return json.Number(x)
+		}
+	}
+	return v
+}
