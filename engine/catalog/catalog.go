@@ -1,0 +1,121 @@
+// Package catalog renders the discovery documents of GET /v1/resources and GET /v1/resources/{resource}
+// from the model and the compiled write schemas.
+package catalog
+
+import (
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+)
+
+// Summary is one entry of GET /v1/resources.
+func Summary(r *model.Resource) map[string]any {
+	ops := make([]string, 0, 7)
+	for _, op := range r.Ops.List() {
+		ops = append(ops, op.String())
+	}
+	return map[string]any{
+		"name":         r.Name,
+		"label":        r.Label,
+		"label_plural": r.LabelPlural,
+		"group":        r.Group,
+		"description":  r.Description,
+		"path":         "/v1/" + r.Name,
+		"operations":   ops,
+		"read_only":    r.ReadOnly(),
+		"searchable":   len(r.Search) > 0,
+		"model_scoped": r.ModelScoped,
+	}
+}
+
+// Field renders one field for the catalog.
+func Field(f *model.Field) map[string]any {
+	out := map[string]any{
+		"key":        f.Key,
+		"label":      f.Label,
+		"type":       f.Type.String(),
+		"required":   f.Required,
+		"writable":   f.Writable(),
+		"read_only":  !f.Writable(),
+		"managed":    f.Managed,
+		"sortable":   f.Sortable,
+		"filterable": f.Filterable,
+	}
+	if f.Description != "" {
+		out["description"] = f.Description
+	}
+	if f.Filterable {
+		out["filter_key"] = f.Key
+	}
+	if len(f.Options) > 0 {
+		out["options"] = f.Options
+	}
+	if f.Type.Textual() {
+		out["max_length"] = f.MaxLength
+		if f.MinLength > 0 {
+			out["min_length"] = f.MinLength
+		}
+	}
+	if f.Minimum != nil {
+		out["minimum"] = *f.Minimum
+	}
+	if f.Maximum != nil {
+		out["maximum"] = *f.Maximum
+	}
+	if f.Target != "" {
+		out["target"] = f.Target
+	}
+	if f.Default != nil {
+		out["default"] = model.JSONValue(f, f.Default)
+	}
+	return out
+}
+
+// Document is the field catalog of r: GET /v1/resources/{resource}.
+func Document(r *model.Resource, sch *schema.Resource) map[string]any {
+	doc := Summary(r)
+	fields := make([]any, 0, len(r.Fields))
+	var required []string
+	for _, f := range r.Fields {
+		fields = append(fields, Field(f))
+		if f.Required && f.Writable() {
+			required = append(required, f.Key)
+		}
+	}
+	filters := []any{}
+	for _, f := range r.FilterFields() {
+		filters = append(filters, map[string]any{"key": f.Key, "field": f.Key, "type": f.Type.String(), "ops": f.Ops()})
+	}
+	assocs := []any{}
+	for _, a := range r.Associations {
+		attrs := make([]any, 0, len(a.Attributes))
+		for _, f := range a.Attributes {
+			attrs = append(attrs, Field(f))
+		}
+		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs, "path": "/v1/" + r.Name + "/{id}/" + a.Name}
+		if a.Inverse != "" {
+			entry["inverse"] = a.Inverse
+		}
+		assocs = append(assocs, entry)
+	}
+	search := make([]string, 0, len(r.Search))
+	for _, f := range r.Search {
+		search = append(search, f.Key)
+	}
+	if required == nil {
+		required = []string{}
+	}
+	doc["fields"] = fields
+	doc["required"] = required
+	doc["sort_keys"] = r.SortKeys()
+	doc["default_sort"] = map[string]any{"key": "created_at", "order": "desc"}
+	doc["filter_keys"] = filters
+	doc["filter_join"] = []string{"and", "or"}
+	doc["search"] = map[string]any{"supported": len(r.Search) > 0, "fields": search}
+	doc["associations"] = assocs
+	doc["custom_fields"] = []any{}
+	doc["custom_field_forms"] = []string{"cf__<key>", "custom_fields"}
+	if sch != nil && !r.ReadOnly() {
+		doc["schema"] = map[string]any{"create": sch.Doc(schema.Create), "update": sch.Doc(schema.Update)}
+	}
+	return doc
+}

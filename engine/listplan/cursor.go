@@ -1,0 +1,119 @@
+package listplan
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/workspace-records/records/engine/model"
+)
+
+// A cursor is base64url(payload) "." base64url(HMAC-SHA256(secret, payload)[:16]). The payload names the
+// plan it belongs to by fingerprint, so a cursor replayed with another sort, order, search, filter set,
+// join, archived flag, resource, model or workspace is refused, and any edit breaks the MAC.
+type cursorPayload struct {
+	V int             `json:"v"`
+	F string          `json:"f"`
+	K json.RawMessage `json:"k"`
+	I string          `json:"i"`
+}
+
+const macLen = 16
+
+// MaxCursorLen bounds the cursor text a caller may send.
+const MaxCursorLen = 4096
+
+// ErrCursor is returned for any cursor that is not one this server issued for the same query.
+var ErrCursor = errors.New("is not a valid cursor for this query; start again with cursor=start and keep sort, order, search, filters, join and include_archived unchanged")
+
+// EncodeCursor returns the cursor that resumes plan after pos.
+func EncodeCursor(secret []byte, plan *Plan, pos Position) string {
+	key, _ := json.Marshal(model.JSONValue(plan.Sort, pos.Key))
+	payload, _ := json.Marshal(cursorPayload{V: 1, F: plan.Fingerprint, K: key, I: pos.ID})
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(payload)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:macLen])
+}
+
+// DecodeCursor verifies s and returns the position it encodes for plan.
+func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
+	if len(s) > MaxCursorLen {
+		return nil, ErrCursor
+	}
+	body, sig, ok := strings.Cut(s, ".")
+	if !ok {
+		return nil, ErrCursor
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return nil, ErrCursor
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || len(got) != macLen {
+		return nil, ErrCursor
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(payload)
+	if !hmac.Equal(got, mac.Sum(nil)[:macLen]) {
+		return nil, ErrCursor
+	}
+	var c cursorPayload
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	if err := dec.Decode(&c); err != nil || c.V != 1 || c.F != plan.Fingerprint || !model.IsUUID(c.I) {
+		return nil, ErrCursor
+	}
+	var raw any
+	kd := json.NewDecoder(bytes.NewReader(c.K))
+	kd.UseNumber()
+	if err := kd.Decode(&raw); err != nil {
+		return nil, ErrCursor
+	}
+	pos := &Position{ID: strings.ToLower(c.I)}
+	if raw != nil {
+		if pos.Key, err = model.Canonical(plan.Sort, raw); err != nil {
+			return nil, ErrCursor
+		}
+	}
+	return pos, nil
+}
+
+// fingerprint identifies everything that must stay the same during a walk.
+func fingerprint(p *Plan, workspace string) string {
+	type item struct {
+		F string `json:"f"`
+		O string `json:"o"`
+		V any    `json:"v,omitempty"`
+	}
+	filters := make([]item, len(p.Filters))
+	for i, f := range p.Filters {
+		var v any
+		if f.Values != nil {
+			vals := make([]any, len(f.Values))
+			for j, x := range f.Values {
+				vals[j] = model.JSONValue(f.Field, x)
+			}
+			v = vals
+		} else if f.Value != nil {
+			v = model.JSONValue(f.Field, f.Value)
+		}
+		filters[i] = item{F: f.Field.Key, O: f.Op, V: v}
+	}
+	data, _ := json.Marshal(struct {
+		W string   `json:"w"`
+		R string   `json:"r"`
+		M string   `json:"m"`
+		S string   `json:"s"`
+		D bool     `json:"d"`
+		Q []string `json:"q"`
+		F []item   `json:"f"`
+		J bool     `json:"j"`
+		A bool     `json:"a"`
+	}{workspace, p.Resource.Name, p.ModelID, p.Sort.Key, p.Desc, p.Search, filters, p.Or, p.IncludeArchived})
+	sum := sha256.Sum256(data)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}

@@ -1,0 +1,442 @@
+// Package listplan turns list and query parameters into a typed Plan: sort key, direction, filters,
+// search terms, field selection, page or keyset position. Every key in a request is resolved against the
+// model; nothing a caller sends reaches SQL except as a placeholder value.
+package listplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+)
+
+// Limits of list requests.
+const (
+	MaxPage        = 10000
+	PageWindow     = 10000 // page mode reaches only the first PageWindow records
+	MaxPageSize    = 100
+	DefaultSize    = 25
+	MaxFields      = 100
+	MaxFilters     = 50
+	MaxInValues    = 100
+	MaxSearchTerms = 16
+	MaxSearchLen   = 500
+)
+
+// Params are the raw list parameters, from a URL query or a query body.
+type Params struct {
+	Page            *int
+	Cursor          *string
+	PageSize        *int
+	Sort            string
+	Order           string
+	Search          string
+	IncludeArchived bool
+	Filters         []any // raw filter items
+	Join            string
+	Fields          []string
+	HasFields       bool
+	ModelID         string
+}
+
+// Filter is one resolved filter item.
+type Filter struct {
+	Field  *model.Field
+	Op     string
+	Value  any   // canonical; for is_empty / is_not_empty unused
+	Values []any // canonical, for in / not_in
+}
+
+// Position is where a keyset walk resumes: after the row with sort value Key (nil for NULL) and ID.
+type Position struct {
+	Key any
+	ID  string
+}
+
+// Plan is a resolved list request.
+type Plan struct {
+	Resource        *model.Resource
+	Sort            *model.Field
+	Desc            bool
+	Filters         []Filter
+	Or              bool
+	Search          []string
+	IncludeArchived bool
+	Fields          []string // nil means every field
+	PageSize        int
+	Page            int // 0 in cursor mode
+	Offset          int
+	Limit           int // rows the page may hold (page mode: clipped to the window)
+	After           *Position
+	ModelID         string
+	Fingerprint     string
+}
+
+// CursorMode reports whether the plan walks with a keyset cursor.
+func (p *Plan) CursorMode() bool { return p.Page == 0 }
+
+// FromQuery reads Params from a URL query. Unknown parameters are refused.
+func FromQuery(q url.Values) (Params, field.ErrorList) {
+	var p Params
+	var errs field.ErrorList
+	for key, vals := range q {
+		path := field.NewPath(key)
+		if len(vals) != 1 {
+			errs = append(errs, field.New(field.CodeInvalid, path, "must be given once"))
+			continue
+		}
+		v := vals[0]
+		switch key {
+		case "page", "page_size":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, field.New(field.CodeType, path, "must be an integer"))
+				continue
+			}
+			if key == "page" {
+				p.Page = &n
+			} else {
+				p.PageSize = &n
+			}
+		case "cursor":
+			p.Cursor = &v
+		case "sort":
+			p.Sort = v
+		case "order":
+			p.Order = v
+		case "search":
+			p.Search = v
+		case "include_archived":
+			b, err := strconv.ParseBool(v)
+			if err != nil || (v != "true" && v != "false") {
+				errs = append(errs, field.New(field.CodeType, path, "must be true or false"))
+				continue
+			}
+			p.IncludeArchived = b
+		case "filter":
+			items, err := decodeFilterArray([]byte(v))
+			if err != nil {
+				errs = append(errs, field.New(field.CodeType, path, err.Error()))
+				continue
+			}
+			p.Filters = items
+		case "join":
+			p.Join = v
+		case "fields":
+			p.HasFields = true
+			if v != "" {
+				p.Fields = strings.Split(v, ",")
+			}
+		case "model_id":
+			p.ModelID = v
+		default:
+			errs = append(errs, field.New(field.CodeUnknown, path, "is not a list parameter"))
+		}
+	}
+	return p, errs
+}
+
+func decodeFilterArray(data []byte) ([]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("must be a JSON array of filter items")
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("must be a single JSON array")
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("must be a JSON array of filter items")
+	}
+	return items, nil
+}
+
+// FromBody reads Params from a decoded query body. Only the members SPEC.md lists are allowed.
+func FromBody(body map[string]any) (Params, field.ErrorList) {
+	var p Params
+	var errs field.ErrorList
+	intOf := func(path field.Path, v any) (int, bool) {
+		n, ok := v.(json.Number)
+		if !ok {
+			errs = append(errs, field.New(field.CodeType, path, "must be an integer"))
+			return 0, false
+		}
+		i, err := strconv.Atoi(n.String())
+		if err != nil {
+			errs = append(errs, field.New(field.CodeType, path, "must be an integer"))
+			return 0, false
+		}
+		return i, true
+	}
+	strOf := func(path field.Path, v any) (string, bool) {
+		s, ok := v.(string)
+		if !ok {
+			errs = append(errs, field.New(field.CodeType, path, "must be a string"))
+		}
+		return s, ok
+	}
+	for key, v := range body {
+		path := field.NewPath(key)
+		switch key {
+		case "page":
+			if n, ok := intOf(path, v); ok {
+				p.Page = &n
+			}
+		case "page_size":
+			if n, ok := intOf(path, v); ok {
+				p.PageSize = &n
+			}
+		case "cursor":
+			if s, ok := strOf(path, v); ok {
+				p.Cursor = &s
+			}
+		case "sort":
+			p.Sort, _ = strOf(path, v)
+		case "order":
+			p.Order, _ = strOf(path, v)
+		case "search":
+			p.Search, _ = strOf(path, v)
+		case "join":
+			p.Join, _ = strOf(path, v)
+		case "model_id":
+			p.ModelID, _ = strOf(path, v)
+		case "include_archived":
+			b, ok := v.(bool)
+			if !ok {
+				errs = append(errs, field.New(field.CodeType, path, "must be a boolean"))
+			}
+			p.IncludeArchived = b
+		case "filters":
+			items, ok := v.([]any)
+			if !ok {
+				errs = append(errs, field.New(field.CodeType, path, "must be an array of filter items"))
+			}
+			p.Filters = items
+		case "fields":
+			items, ok := v.([]any)
+			if !ok {
+				errs = append(errs, field.New(field.CodeType, path, "must be an array of strings"))
+				continue
+			}
+			if len(items) > MaxFields {
+				errs = append(errs, field.New(field.CodeTooLong, path, fmt.Sprintf("must have at most %d items", MaxFields)))
+				continue
+			}
+			p.HasFields = true
+			for i, it := range items {
+				s, ok := it.(string)
+				if !ok {
+					errs = append(errs, field.New(field.CodeType, path.Index(i), "must be a string"))
+					continue
+				}
+				p.Fields = append(p.Fields, s)
+			}
+		default:
+			errs = append(errs, field.New(field.CodeUnknown, path, "is not a query member"))
+		}
+	}
+	return p, errs
+}
+
+// Scope binds a plan to its caller so that a cursor cannot be replayed elsewhere.
+type Scope struct {
+	Workspace string
+	Secret    []byte // cursor signing key
+}
+
+// Build resolves p against res. Every problem is returned at once.
+func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) {
+	var errs field.ErrorList
+	plan := &Plan{Resource: res, PageSize: DefaultSize, IncludeArchived: p.IncludeArchived, ModelID: p.ModelID}
+
+	if p.PageSize != nil {
+		if *p.PageSize < 1 || *p.PageSize > MaxPageSize {
+			errs = append(errs, field.New(field.CodeRange, field.NewPath("page_size"), fmt.Sprintf("must be between 1 and %d", MaxPageSize)))
+		} else {
+			plan.PageSize = *p.PageSize
+		}
+	}
+	if p.Page != nil && p.Cursor != nil {
+		errs = append(errs, field.New(field.CodeConflicting, field.NewPath("page"), "cannot be combined with cursor"))
+	}
+	if p.Cursor == nil {
+		plan.Page = 1
+		if p.Page != nil {
+			last := PageWindow/plan.PageSize + 1
+			switch {
+			case *p.Page < 1 || *p.Page > MaxPage:
+				errs = append(errs, field.New(field.CodeRange, field.NewPath("page"), fmt.Sprintf("must be between 1 and %d", MaxPage)))
+			case *p.Page > last:
+				errs = append(errs, field.New(field.CodeRange, field.NewPath("page"), fmt.Sprintf("must be at most %d with page_size %d (page mode reaches the first %d records; use cursor to go deeper)", last, plan.PageSize, PageWindow)))
+			default:
+				plan.Page = *p.Page
+			}
+		}
+		plan.Offset = (plan.Page - 1) * plan.PageSize
+		plan.Limit = min(plan.PageSize, max(PageWindow-plan.Offset, 0))
+	} else {
+		plan.Limit = plan.PageSize
+	}
+
+	plan.Sort, _ = res.Field("created_at")
+	plan.Desc = true
+	if p.Sort != "" {
+		f, ok := res.Field(p.Sort)
+		if !ok || !f.Sortable {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("sort"), fmt.Sprintf("%q is not a sort key of %s; sort keys: %s", p.Sort, res.Name, strings.Join(res.SortKeys(), ", "))))
+		} else {
+			plan.Sort = f
+		}
+	}
+	switch p.Order {
+	case "", "desc":
+	case "asc":
+		plan.Desc = false
+	default:
+		errs = append(errs, field.New(field.CodeOption, field.NewPath("order"), "must be asc or desc"))
+	}
+	switch p.Join {
+	case "", "and":
+	case "or":
+		plan.Or = true
+	default:
+		errs = append(errs, field.New(field.CodeOption, field.NewPath("join"), "must be and or or"))
+	}
+	if p.Search != "" {
+		if len(res.Search) == 0 {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("search"), res.Name+" is not full-text searchable"))
+		} else if terms, err := SearchTerms(p.Search); err != nil {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("search"), err.Error()))
+		} else {
+			plan.Search = terms
+		}
+	}
+	filters, ferrs := ParseFilters(res, p.Filters)
+	errs = append(errs, ferrs...)
+	plan.Filters = filters
+	if p.HasFields {
+		plan.Fields = []string{}
+		for _, name := range p.Fields {
+			if name = strings.TrimSpace(name); name != "" {
+				plan.Fields = append(plan.Fields, name)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	plan.Fingerprint = fingerprint(plan, scope.Workspace)
+	if p.Cursor != nil && *p.Cursor != "start" {
+		pos, err := DecodeCursor(scope.Secret, *p.Cursor, plan)
+		if err != nil {
+			return nil, field.ErrorList{field.New(field.CodeInvalid, field.NewPath("cursor"), err.Error())}
+		}
+		plan.After = pos
+	}
+	return plan, nil
+}
+
+// SearchTerms splits free text into at most MaxSearchTerms lower-case words of letters and digits.
+func SearchTerms(s string) ([]string, error) {
+	if len(s) > MaxSearchLen {
+		return nil, fmt.Errorf("must be at most %d characters", MaxSearchLen)
+	}
+	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if len(words) == 0 {
+		return nil, fmt.Errorf("must contain at least one letter or digit")
+	}
+	if len(words) > MaxSearchTerms {
+		words = words[:MaxSearchTerms]
+	}
+	return words, nil
+}
+
+// ParseFilters resolves raw filter items against res.
+func ParseFilters(res *model.Resource, items []any) ([]Filter, field.ErrorList) {
+	var errs field.ErrorList
+	if len(items) > MaxFilters {
+		return nil, field.ErrorList{field.New(field.CodeTooLong, field.NewPath("filters"), fmt.Sprintf("must have at most %d items", MaxFilters))}
+	}
+	out := make([]Filter, 0, len(items))
+	for i, raw := range items {
+		path := field.NewPath("filters").Index(i)
+		item, ok := raw.(map[string]any)
+		if !ok {
+			errs = append(errs, field.New(field.CodeType, path, "must be an object with field, op and value"))
+			continue
+		}
+		f, err := parseFilter(res, item)
+		if err != nil {
+			err.Field = path.String() + "." + err.Field
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, errs
+}
+
+func parseFilter(res *model.Resource, item map[string]any) (Filter, *field.Error) {
+	for k := range item {
+		if k != "field" && k != "op" && k != "value" {
+			return Filter{}, &field.Error{Code: field.CodeUnknown, Field: k, Message: "is not a filter member (field, op, value)"}
+		}
+	}
+	key, ok := item["field"].(string)
+	if !ok {
+		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "field", Message: "must be a filter key string"}
+	}
+	f, ok := res.Field(key)
+	if !ok || !f.Filterable {
+		return Filter{}, &field.Error{Code: field.CodeInvalid, Field: "field", Message: fmt.Sprintf("%q is not a filter key of %s", key, res.Name)}
+	}
+	op, ok := item["op"].(string)
+	if !ok {
+		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "op", Message: "must be an operator string"}
+	}
+	if !f.AcceptsOp(op) {
+		return Filter{}, &field.Error{Code: field.CodeOption, Field: "op", Message: fmt.Sprintf("%q is not accepted for %s; accepted: %s", op, key, strings.Join(f.Ops(), ", "))}
+	}
+	out := Filter{Field: f, Op: op}
+	raw, hasValue := item["value"]
+	switch op {
+	case "is_empty", "is_not_empty":
+		if hasValue && raw != nil {
+			return Filter{}, &field.Error{Code: field.CodeInvalid, Field: "value", Message: op + " takes no value"}
+		}
+		return out, nil
+	case "in", "not_in":
+		list, ok := raw.([]any)
+		if !ok || len(list) == 0 || len(list) > MaxInValues {
+			return Filter{}, &field.Error{Code: field.CodeType, Field: "value", Message: fmt.Sprintf("%s needs an array of 1 to %d values", op, MaxInValues)}
+		}
+		for i, v := range list {
+			cv, err := model.Canonical(f, v)
+			if err != nil {
+				return Filter{}, &field.Error{Code: field.CodeType, Field: fmt.Sprintf("value[%d]", i), Message: err.Error()}
+			}
+			out.Values = append(out.Values, cv)
+		}
+		return out, nil
+	}
+	if !hasValue || raw == nil {
+		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "value", Message: op + " needs a value (use is_empty for missing values)"}
+	}
+	cv, err := model.Canonical(f, raw)
+	if err != nil {
+		return Filter{}, &field.Error{Code: field.CodeType, Field: "value", Message: err.Error()}
+	}
+	if s, ok := cv.(string); ok && f.Type.Textual() && len(s) > 1000 {
+		return Filter{}, &field.Error{Code: field.CodeTooLong, Field: "value", Message: "must be at most 1000 characters"}
+	}
+	out.Value = cv
+	return out, nil
+}

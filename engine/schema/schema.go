@@ -1,0 +1,335 @@
+// Package schema derives the create and update JSON Schemas of every resource from the model, compiles
+// them once with jsonschema/v5, and validates request bodies against them, reporting every bad field.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+)
+
+// Mode says which write a body is for.
+type Mode uint8
+
+// The write modes.
+const (
+	Create Mode = iota
+	Update
+)
+
+func (m Mode) String() string { return [...]string{"create", "update"}[m] }
+
+// Set holds the compiled schemas of every resource.
+type Set struct {
+	byResource map[string]*Resource
+}
+
+// Resource holds one resource's schemas.
+type Resource struct {
+	res     *model.Resource
+	docs    [2]map[string]any
+	schemas [2]*jsonschema.Schema
+	order   map[string]int
+}
+
+// Doc returns the JSON Schema document for mode, for catalogs and the OpenAPI document. Callers must
+// not modify it.
+func (r *Resource) Doc(m Mode) map[string]any { return r.docs[m] }
+
+// Compile builds and compiles the schemas of every writable resource in cat.
+func Compile(cat *model.Catalog) (*Set, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(url string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("schema %s: remote references are not allowed", url)
+	}
+	set := &Set{byResource: map[string]*Resource{}}
+	for _, res := range cat.Resources {
+		r := &Resource{res: res, order: map[string]int{}}
+		for i, f := range res.Fields {
+			r.order[f.Key] = i
+		}
+		for _, m := range []Mode{Create, Update} {
+			doc := Document(res.Name, res.Declared(), m)
+			data, err := json.Marshal(doc)
+			if err != nil {
+				return nil, fmt.Errorf("marshal %s %s schema: %w", res.Name, m, err)
+			}
+			url := "https://records.local/schemas/" + res.Name + "." + m.String() + ".json"
+			if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
+				return nil, fmt.Errorf("add %s %s schema: %w", res.Name, m, err)
+			}
+			sch, err := c.Compile(url)
+			if err != nil {
+				return nil, fmt.Errorf("compile %s %s schema: %w", res.Name, m, err)
+			}
+			r.docs[m], r.schemas[m] = doc, sch
+		}
+		set.byResource[res.Name] = r
+	}
+	return set, nil
+}
+
+// Resource returns the schemas of the resource named name.
+func (s *Set) Resource(name string) *Resource { return s.byResource[name] }
+
+// Document returns the JSON Schema of a write body made of fields (writable ones only).
+func Document(title string, fields []*model.Field, m Mode) map[string]any {
+	props := map[string]any{}
+	var required []string
+	for _, f := range fields {
+		if !f.Writable() {
+			continue
+		}
+		props[f.Key] = Property(f)
+		if f.Required && m == Create {
+			required = append(required, f.Key)
+		}
+	}
+	props["custom_fields"] = map[string]any{
+		"type":        "object",
+		"description": "Custom field values keyed by field key. Not together with cf__<key> members.",
+	}
+	doc := map[string]any{
+		"$schema":              "https://json-schema.org/draft/2020-12/schema",
+		"title":                title + " " + m.String(),
+		"type":                 "object",
+		"properties":           props,
+		"patternProperties":    map[string]any{"^cf__[a-z][a-z0-9_]*$": map[string]any{"description": "A custom field value, keyed cf__<key>."}},
+		"additionalProperties": false,
+	}
+	if len(required) > 0 {
+		doc["required"] = required
+	}
+	return doc
+}
+
+// Property returns the JSON Schema of one field's value.
+func Property(f *model.Field) map[string]any {
+	p := map[string]any{}
+	if f.Label != "" {
+		p["title"] = f.Label
+	}
+	if f.Description != "" {
+		p["description"] = f.Description
+	}
+	var typ string
+	switch f.Type {
+	case model.String, model.Text, model.Email, model.URL, model.Phone:
+		typ = "string"
+		p["maxLength"] = f.MaxLength
+		if f.MinLength > 0 {
+			p["minLength"] = f.MinLength
+		}
+		switch f.Type {
+		case model.Email:
+			p["format"] = "email"
+		case model.URL:
+			p["format"] = "uri"
+		case model.Phone:
+			p["pattern"] = `^[0-9+().\-/ xX#*]*$`
+		}
+		if len(f.Options) > 0 {
+			enum := make([]any, 0, len(f.Options)+1)
+			for _, o := range f.Options {
+				enum = append(enum, o)
+			}
+			if !f.Required {
+				enum = append(enum, nil)
+			}
+			p["enum"] = enum
+		}
+	case model.Integer, model.Decimal:
+		typ = "number"
+		if f.Type == model.Integer {
+			typ = "integer"
+		}
+		if f.Minimum != nil {
+			p["minimum"] = *f.Minimum
+		}
+		if f.Maximum != nil {
+			p["maximum"] = *f.Maximum
+		}
+	case model.Boolean:
+		typ = "boolean"
+	case model.Date:
+		typ, p["format"] = "string", "date"
+	case model.DateTime:
+		typ, p["format"] = "string", "date-time"
+	case model.Reference, model.UUID:
+		typ, p["format"] = "string", "uuid"
+		if f.Target != "" {
+			p["x-target"] = f.Target
+		}
+	}
+	if f.Required {
+		p["type"] = typ
+	} else {
+		p["type"] = []any{typ, "null"}
+	}
+	if f.Default != nil {
+		p["default"] = model.JSONValue(f, f.Default)
+	}
+	return p
+}
+
+// Body is a validated write body.
+type Body struct {
+	// Values holds canonical values of declared fields keyed by field key; a nil value clears the field.
+	Values map[string]any
+	// Custom holds custom field values keyed by field key (without the cf__ prefix), unvalidated:
+	// custom field definitions are applied by the caller.
+	Custom map[string]any
+}
+
+// Validate checks body for mode and returns its canonical values, or every problem found.
+func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList) {
+	var errs field.ErrorList
+	out := &Body{Values: map[string]any{}}
+	known := map[string]any{}
+	keys := make([]string, 0, len(body))
+	for k := range body {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	_, hasObject := body["custom_fields"]
+	for _, k := range keys {
+		v := body[k]
+		switch {
+		case k == "custom_fields":
+			obj, ok := v.(map[string]any)
+			if !ok {
+				errs = append(errs, field.New(field.CodeType, field.NewPath(k), "must be an object keyed by custom field key"))
+				continue
+			}
+			if out.Custom == nil {
+				out.Custom = map[string]any{}
+			}
+			for ck, cv := range obj {
+				out.Custom[ck] = cv
+			}
+		case strings.HasPrefix(k, "cf__"):
+			if hasObject {
+				errs = append(errs, field.New(field.CodeConflicting, field.NewPath(k), "custom fields must be written either as cf__<key> members or in one custom_fields object, not both"))
+				continue
+			}
+			if out.Custom == nil {
+				out.Custom = map[string]any{}
+			}
+			out.Custom[strings.TrimPrefix(k, "cf__")] = v
+		default:
+			f, ok := r.res.Field(k)
+			switch {
+			case !ok:
+				errs = append(errs, field.New(field.CodeUnknown, field.NewPath(k), "is not a field of "+r.res.Name))
+			case !f.Writable():
+				errs = append(errs, field.New(field.CodeReadOnly, field.NewPath(k), "is read-only"))
+			default:
+				known[k] = v
+			}
+		}
+	}
+	for _, f := range r.res.Declared() {
+		if !f.Writable() || !f.Required {
+			continue
+		}
+		v, present := known[f.Key]
+		if (m == Create && !present && f.Default == nil) || (present && v == nil) {
+			errs = append(errs, field.New(field.CodeRequired, field.NewPath(f.Key), "is required"))
+			delete(known, f.Key)
+		}
+	}
+
+	bad := map[string]bool{}
+	if err := r.schemas[m].Validate(known); err != nil {
+		ve, ok := err.(*jsonschema.ValidationError)
+		if !ok {
+			return nil, field.ErrorList{{Code: field.CodeInvalid, Message: err.Error()}}
+		}
+		for _, e := range leaves(ve) {
+			key := strings.TrimPrefix(e.InstanceLocation, "/")
+			if key == "" || strings.Contains(key, "/") || bad[key] {
+				continue // required and additionalProperties are reported above
+			}
+			bad[key] = true
+			errs = append(errs, field.New(codeFor(e.KeywordLocation), field.NewPath(key), e.Message))
+		}
+	}
+	for k, v := range known {
+		if bad[k] {
+			continue
+		}
+		f, _ := r.res.Field(k)
+		if v == nil {
+			out.Values[k] = nil
+			continue
+		}
+		cv, err := model.Canonical(f, v)
+		if err == nil {
+			err = model.Check(f, cv)
+		}
+		if err != nil {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath(k), err.Error()))
+			continue
+		}
+		out.Values[k] = cv
+	}
+	if m == Create {
+		for _, f := range r.res.Declared() {
+			if _, set := out.Values[f.Key]; !set && f.Default != nil && f.Writable() {
+				out.Values[f.Key] = f.Default
+			}
+		}
+	}
+	if len(errs) > 0 {
+		sort.SliceStable(errs, func(i, j int) bool { return r.rank(errs[i].Field) < r.rank(errs[j].Field) })
+		return nil, errs
+	}
+	return out, nil
+}
+
+func (r *Resource) rank(key string) int {
+	if i, ok := r.order[key]; ok {
+		return i
+	}
+	return len(r.order)
+}
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+func codeFor(keywordLocation string) field.Code {
+	kw := keywordLocation[strings.LastIndex(keywordLocation, "/")+1:]
+	switch kw {
+	case "type":
+		return field.CodeType
+	case "maxLength":
+		return field.CodeTooLong
+	case "minLength":
+		return field.CodeTooShort
+	case "enum":
+		return field.CodeOption
+	case "format", "pattern":
+		return field.CodeFormat
+	case "minimum", "maximum":
+		return field.CodeRange
+	}
+	return field.CodeInvalid
+}

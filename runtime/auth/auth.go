@@ -1,0 +1,521 @@
+// Package auth keeps workspaces, members and API keys, and turns a bearer key into the principal a
+// request acts as. A key is "wsk_" followed by 64 lowercase hex characters; only its SHA-256 is stored.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// KeyPrefix starts every API key.
+const KeyPrefix = "wsk"
+
+// MaxKeyLifetime is the longest expiry a key may have.
+const MaxKeyLifetime = 365 * 24 * time.Hour
+
+var keyRE = regexp.MustCompile(`^wsk_[0-9a-f]{64}$`)
+
+// Error is an authentication or authorization failure with its API status and code.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errors of the admin operations.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("invalid argument")
+)
+
+// Workspace is a tenant.
+type Workspace struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Plan string `json:"plan"`
+}
+
+// Member is a person in a workspace.
+type Member struct {
+	ID     string `json:"id"`
+	Email  string `json:"email"`
+	Role   string `json:"role"`
+	Active bool   `json:"active"`
+}
+
+// Key is an API key, without its secret.
+type Key struct {
+	ID         string     `json:"id"`
+	Workspace  string     `json:"workspace_id"`
+	Member     string     `json:"member_id"`
+	Hint       string     `json:"hint"`
+	Access     string     `json:"access"`
+	Resources  []string   `json:"resources"` // nil: every resource
+	AllowIPs   []string   `json:"allow_ips"`
+	CreatedAt  time.Time  `json:"created_at"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+}
+
+// Principal is who a request acts as.
+type Principal struct {
+	Workspace Workspace
+	Member    Member
+	Key       Key
+	Role      *model.Role
+	Plan      *model.Plan
+}
+
+// Directory stores workspaces, members and keys.
+type Directory struct {
+	st  store.Store
+	d   sqlgen.Dialect
+	cat *model.Catalog
+	now func() time.Time
+}
+
+// NewDirectory returns a Directory over st.
+func NewDirectory(st store.Store, cat *model.Catalog, now func() time.Time) *Directory {
+	if now == nil {
+		now = time.Now
+	}
+	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now}
+}
+
+func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// CreateWorkspace creates a workspace on plan.
+func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Workspace, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return nil, fmt.Errorf("%w: workspace name must be 1 to 200 characters", ErrInvalid)
+	}
+	if _, ok := d.cat.Plan(plan); !ok {
+		return nil, fmt.Errorf("%w: unknown plan %q", ErrInvalid, plan)
+	}
+	w := &Workspace{ID: newID(), Name: name, Plan: plan}
+	now := d.ts()
+	_, err := d.st.Exec(ctx, d.d.Bind("INSERT INTO workspaces (id, name, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", w.ID, w.Name, w.Plan, now, now))
+	if err != nil {
+		return nil, fmt.Errorf("create workspace: %w", err)
+	}
+	return w, nil
+}
+
+// SetPlan moves a workspace to plan.
+func (d *Directory) SetPlan(ctx context.Context, id, plan string) error {
+	if _, ok := d.cat.Plan(plan); !ok {
+		return fmt.Errorf("%w: unknown plan %q", ErrInvalid, plan)
+	}
+	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE workspaces SET plan = ?, updated_at = ? WHERE id = ?", plan, d.ts(), strings.ToLower(id)))
+	if err != nil {
+		return fmt.Errorf("set plan: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("workspace %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// MemberProfile is what CreateMember records besides the role.
+type MemberProfile struct {
+	Email      string
+	Role       string
+	Department string // optional entity_departments id
+	FirstName  string
+	LastName   string
+}
+
+var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
+
+// CreateMember adds a member to workspace. The member also appears as an entity_members record with
+// the same id, so that owner_id references resolve.
+func (d *Directory) CreateMember(ctx context.Context, workspace string, p MemberProfile) (*Member, error) {
+	p.Email = strings.ToLower(strings.TrimSpace(p.Email))
+	if !emailRE.MatchString(p.Email) || len(p.Email) > 254 {
+		return nil, fmt.Errorf("%w: invalid email %q", ErrInvalid, p.Email)
+	}
+	if _, ok := d.cat.Role(p.Role); !ok {
+		return nil, fmt.Errorf("%w: unknown role %q", ErrInvalid, p.Role)
+	}
+	if p.Department != "" && !model.IsUUID(p.Department) {
+		return nil, fmt.Errorf("%w: department must be a UUID", ErrInvalid)
+	}
+	workspace = strings.ToLower(workspace)
+	m := &Member{ID: newID(), Email: p.Email, Role: p.Role, Active: true}
+	now := d.ts()
+	err := d.st.Tx(ctx, func(q store.Querier) error {
+		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
+		}
+		var dept any
+		if p.Department != "" {
+			dept = strings.ToLower(p.Department)
+		}
+		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO members (workspace_id, id, email, role, department_id, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			workspace, m.ID, m.Email, m.Role, dept, true, now, now)); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("%w: %s is already a member of this workspace", ErrInvalid, m.Email)
+			}
+			return err
+		}
+		if res, ok := d.cat.Resource("entity_members"); ok {
+			values := map[string]any{"created_at": now, "updated_at": now, "custom_fields": "{}", "owner_id": m.ID}
+			set := func(key string, v any) {
+				if f, ok := res.Field(key); ok && !f.Managed && v != nil && v != "" {
+					values[f.Column] = v
+				}
+			}
+			set("email", m.Email)
+			set("first_name", p.FirstName)
+			set("last_name", p.LastName)
+			set("status", "active")
+			set("role", p.Role)
+			set("department_id", dept)
+			if _, err := q.Exec(ctx, d.d.Insert(res, sqlgen.Key{Workspace: workspace, ID: m.ID}, values)); err != nil {
+				return fmt.Errorf("entity_members record: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create member: %w", err)
+	}
+	return m, nil
+}
+
+// KeyOptions are the restrictions of a new key.
+type KeyOptions struct {
+	Access    string   // read or write
+	Resources []string // nil or empty: every resource
+	AllowIPs  []string // CIDRs or addresses; empty: any
+	ExpiresIn time.Duration
+}
+
+// CreateKey creates a key for member and returns it with its secret, which is never shown again.
+func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) (*Key, string, error) {
+	if o.Access != "read" && o.Access != "write" {
+		return nil, "", fmt.Errorf("%w: access must be read or write", ErrInvalid)
+	}
+	if o.ExpiresIn <= 0 || o.ExpiresIn > MaxKeyLifetime {
+		return nil, "", fmt.Errorf("%w: expiry must be after now and at most one year away", ErrInvalid)
+	}
+	for _, r := range o.Resources {
+		if _, ok := d.cat.Resource(r); !ok {
+			return nil, "", fmt.Errorf("%w: unknown resource %q", ErrInvalid, r)
+		}
+	}
+	for _, ip := range o.AllowIPs {
+		if _, err := parseCIDR(ip); err != nil {
+			return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	member = strings.ToLower(member)
+	var workspace string
+	var active any
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT workspace_id, active FROM members WHERE id = ?", member), func(row []any) error {
+		workspace, active = idString(row[0]), row[1]
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	if !found {
+		return nil, "", fmt.Errorf("member %s: %w", member, ErrNotFound)
+	}
+	if !truthy(active) {
+		return nil, "", fmt.Errorf("%w: member %s is inactive", ErrInvalid, member)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	body := hex.EncodeToString(raw)
+	secret := KeyPrefix + "_" + body
+	now := d.ts()
+	k := &Key{ID: newID(), Workspace: workspace, Member: member, Hint: KeyPrefix + "_…" + body[60:], Access: o.Access,
+		CreatedAt: now, ExpiresAt: now.Add(o.ExpiresIn).Truncate(time.Microsecond)}
+	if len(o.Resources) > 0 {
+		k.Resources = o.Resources
+	}
+	if len(o.AllowIPs) > 0 {
+		k.AllowIPs = o.AllowIPs
+	}
+	_, err = d.st.Exec(ctx, d.d.Bind("INSERT INTO api_keys (workspace_id, id, member_id, secret_hash, hint, access, resources, allow_ips, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		workspace, k.ID, member, hashSecret(secret), k.Hint, k.Access, jsonOrNil(k.Resources), jsonOrNil(k.AllowIPs), now, k.ExpiresAt))
+	if err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	return k, secret, nil
+}
+
+// RevokeKey revokes key id. Revoking a revoked key is not an error.
+func (d *Directory) RevokeKey(ctx context.Context, id string) error {
+	id = strings.ToLower(id)
+	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", d.ts(), id))
+	if err != nil {
+		return fmt.Errorf("revoke key: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("key %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// ListKeys returns the keys of a workspace, newest first.
+func (d *Directory) ListKeys(ctx context.Context, workspace string) ([]Key, error) {
+	keys := []Key{}
+	err := d.st.Query(ctx, d.d.Bind("SELECT "+keyColumns+" FROM api_keys WHERE workspace_id = ? ORDER BY created_at DESC, id DESC", strings.ToLower(workspace)), func(row []any) error {
+		k, err := scanKey(row)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return keys, nil
+}
+
+const keyColumns = "id, workspace_id, member_id, hint, access, resources, allow_ips, created_at, expires_at, revoked_at, last_used_at"
+
+func scanKey(row []any) (Key, error) {
+	k := Key{ID: idString(row[0]), Workspace: idString(row[1]), Member: idString(row[2]), Hint: str(row[3]), Access: str(row[4])}
+	if err := decodeList(row[5], &k.Resources); err != nil {
+		return k, err
+	}
+	if err := decodeList(row[6], &k.AllowIPs); err != nil {
+		return k, err
+	}
+	var err error
+	if k.CreatedAt, err = timeOf(row[7]); err != nil {
+		return k, err
+	}
+	if k.ExpiresAt, err = timeOf(row[8]); err != nil {
+		return k, err
+	}
+	for i, dst := range []**time.Time{&k.RevokedAt, &k.LastUsedAt} {
+		if row[9+i] != nil {
+			t, err := timeOf(row[9+i])
+			if err != nil {
+				return k, err
+			}
+			*dst = &t
+		}
+	}
+	return k, nil
+}
+
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// Authenticate resolves a bearer secret to its principal, checking the key, its owner and the plan.
+func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal, error) {
+	if !keyRE.MatchString(secret) {
+		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is malformed: expected wsk_ followed by 64 lowercase hex characters."}
+	}
+	hash := hashSecret(secret)
+	var p Principal
+	var storedHash string
+	var active any
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
+  k.secret_hash, m.email, m.role, m.active, w.name, w.plan
+FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
+WHERE k.secret_hash = ?`, hash), func(row []any) error {
+		var err error
+		if p.Key, err = scanKey(row[:11]); err != nil {
+			return err
+		}
+		storedHash = str(row[11])
+		p.Member = Member{ID: p.Key.Member, Email: str(row[12]), Role: str(row[13])}
+		active = row[14]
+		p.Workspace = Workspace{ID: p.Key.Workspace, Name: str(row[15]), Plan: str(row[16])}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
+	}
+	if !found || subtle.ConstantTimeCompare([]byte(storedHash), []byte(hash)) != 1 || p.Key.RevokedAt != nil {
+		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is unknown or has been revoked."}
+	}
+	if !d.now().Before(p.Key.ExpiresAt) {
+		return nil, &Error{Status: 401, Code: "expired_api_key", Message: "The API key expired at " + p.Key.ExpiresAt.Format(time.RFC3339) + "; create a replacement key."}
+	}
+	p.Member.Active = truthy(active)
+	if !p.Member.Active {
+		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is unknown or has been revoked."}
+	}
+	plan, ok := d.cat.Plan(p.Workspace.Plan)
+	if !ok || !plan.APIAccess {
+		return nil, &Error{Status: 403, Code: "plan_upgrade_required", Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
+	}
+	p.Plan = plan
+	role, ok := d.cat.Role(p.Member.Role)
+	if !ok || !hasPermission(role, "api.access") {
+		return nil, &Error{Status: 403, Code: "permission_denied", Message: "The key's owner no longer has the api.access permission."}
+	}
+	p.Role = role
+	return &p, nil
+}
+
+func hasPermission(r *model.Role, perm string) bool {
+	for _, p := range r.Permissions {
+		if p == perm {
+			return true
+		}
+	}
+	return false
+}
+
+// ResourceAccess returns what p may do with resource: "none", "read" or "write", combining the key's
+// access and allowlist with the owner's role.
+func (p *Principal) ResourceAccess(resource string) string {
+	if p.Key.Resources != nil {
+		listed := false
+		for _, r := range p.Key.Resources {
+			listed = listed || r == resource
+		}
+		if !listed {
+			return "none"
+		}
+	}
+	role := p.Role.Resources[resource]
+	if role == "" {
+		role = p.Role.Resources["*"]
+	}
+	if role == "" {
+		role = "none"
+	}
+	if role == "write" && p.Key.Access == "read" {
+		return "read"
+	}
+	return role
+}
+
+// Authorize checks that p may run op on resource.
+func (p *Principal) Authorize(resource string, write bool) error {
+	if !p.ResourceAccessByKey(resource) {
+		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is not allowed to use " + resource + "."}
+	}
+	if write && p.Key.Access != "write" {
+		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is read-only; writes need a key with write access."}
+	}
+	switch access := p.ResourceAccess(resource); {
+	case access == "none":
+		return &Error{Status: 403, Code: "forbidden", Message: "Your role does not give access to " + resource + "."}
+	case write && access != "write":
+		return &Error{Status: 403, Code: "forbidden", Message: "Your role can read but not change " + resource + "."}
+	}
+	return nil
+}
+
+// ResourceAccessByKey reports whether the key's allowlist includes resource.
+func (p *Principal) ResourceAccessByKey(resource string) bool {
+	if p.Key.Resources == nil {
+		return true
+	}
+	for _, r := range p.Key.Resources {
+		if r == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// TouchKey records that key id was just used. It is best effort.
+func (d *Directory) TouchKey(ctx context.Context, id string) error {
+	_, err := d.st.Exec(ctx, d.d.Bind("UPDATE api_keys SET last_used_at = ? WHERE id = ?", d.ts(), id))
+	return err
+}
+
+func jsonOrNil(v []string) any {
+	if v == nil {
+		return nil
+	}
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+func decodeList(v any, dst *[]string) error {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case string:
+		return json.Unmarshal([]byte(x), dst)
+	case []byte:
+		return json.Unmarshal(x, dst)
+	case []any:
+		for _, it := range x {
+			*dst = append(*dst, fmt.Sprint(it))
+		}
+		return nil
+	}
+	return fmt.Errorf("unexpected list value %T", v)
+}
+
+func timeOf(v any) (time.Time, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC(), nil
+	case string:
+		return time.Parse(time.RFC3339Nano, x)
+	}
+	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	}
+	return false
+}
+
+func str(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func idString(v any) string {
+	if b, ok := v.([16]byte); ok {
+		return uuid.UUID(b).String()
+	}
+	return str(v)
+}

@@ -1,0 +1,609 @@
+// Package httpapi serves the Workspace Records API v1 over HTTP with bunrouter. Routes are generated from
+// the route table of the definitions; one generic handler per operation serves every resource. Handlers
+// return errors, and one place turns them into the error envelope.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/uptrace/bunrouter"
+
+	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/records"
+)
+
+// Config configures a Handler.
+type Config struct {
+	Records   *records.Service
+	Directory *auth.Directory
+	Logger    *slog.Logger
+	// OpenAPI is the served contract document (GET /v1/openapi.json).
+	OpenAPI []byte
+}
+
+// Handler is the API's http.Handler.
+type Handler struct {
+	svc     *records.Service
+	dir     *auth.Directory
+	cat     *model.Catalog
+	log     *slog.Logger
+	openapi []byte
+	router  *bunrouter.Router
+}
+
+// New builds the handler and its routes.
+func New(cfg Config) *Handler {
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	r := bunrouter.New(
+		bunrouter.WithNotFoundHandler(h.unmatched),
+		bunrouter.WithMethodNotAllowedHandler(h.unmatched),
+	)
+	r.GET("/v1", h.root)
+	r.GET("/v1/openapi.json", h.openAPI)
+	r.GET("/v1/me", h.authed(h.me))
+	r.GET("/v1/resources", h.authed(h.resources))
+	r.GET("/v1/resources/:resource", h.authed(h.resourceCatalog))
+	for _, rt := range route.Table(h.cat) {
+		r.Handle(rt.Method, rt.Path, h.authed(h.operation(rt)))
+	}
+	h.router = r
+	return h
+}
+
+type ctxKey int
+
+const (
+	keyRequestID ctxKey = iota
+	keyPrincipal
+)
+
+// statusWriter remembers whether a response was started.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = 200
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP gives every request an id, recovers panics and writes the envelope for any error.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := uuid.NewString()
+	w.Header().Set("X-Request-Id", id)
+	sw := &statusWriter{ResponseWriter: w}
+	r = r.WithContext(context.WithValue(r.Context(), keyRequestID, id))
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			}
+		}()
+		err = h.router.ServeHTTPError(sw, r)
+	}()
+	if err != nil {
+		ae := translate(err)
+		if ae.Status >= 500 {
+			h.log.Error("request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
+		}
+		if sw.status == 0 {
+			writeError(sw, id, ae)
+		}
+	}
+	h.log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(keyRequestID).(string)
+	return id
+}
+
+func principal(ctx context.Context) *auth.Principal {
+	p, _ := ctx.Value(keyPrincipal).(*auth.Principal)
+	return p
+}
+
+func writeError(w http.ResponseWriter, id string, e *Error) {
+	for k, v := range e.Header {
+		w.Header()[k] = v
+	}
+	if e.Status == 401 {
+		desc := strings.ReplaceAll(e.Message, `"`, "'")
+		if e.Code == "invalid_api_key" && strings.Contains(e.Message, "missing") {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="records"`)
+		} else {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="records", error="invalid_token", error_description="%s"`, desc))
+		}
+	}
+	body := map[string]any{"type": e.Type, "code": e.Code, "message": e.Message, "request_id": id}
+	if e.Details != nil {
+		body["details"] = e.Details
+	}
+	writeJSON(w, e.Status, map[string]any{"error": body})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = 500
+		data = []byte(`{"error":{"type":"api_error","code":"internal_error","message":"response encoding failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// unmatched answers requests no route served: 405 with Allow for a known path shape, else 404.
+func (h *Handler) unmatched(w http.ResponseWriter, req bunrouter.Request) error {
+	path := req.URL.Path
+	res, shape, unknown := route.Match(h.cat, path)
+	switch {
+	case unknown:
+		return apiError(404, "unknown_resource", "There is no resource named "+strings.SplitN(strings.TrimPrefix(path, "/v1/"), "/", 2)[0]+"; GET /v1/resources lists them.")
+	case res != nil:
+		return methodNotAllowed(res, shape, req.Method)
+	}
+	if allow := fixedAllow(path); allow != "" {
+		e := apiError(405, "method_not_allowed", req.Method+" is not allowed on "+path+".")
+		e.Header = http.Header{"Allow": []string{allow}}
+		return e
+	}
+	return apiError(404, "route_not_found", "No route matches "+req.Method+" "+path+".")
+}
+
+func fixedAllow(path string) string {
+	switch {
+	case path == "/v1", path == "/v1/openapi.json", path == "/v1/me", path == "/v1/resources":
+		return "GET"
+	case strings.HasPrefix(path, "/v1/resources/") && !strings.Contains(strings.TrimPrefix(path, "/v1/resources/"), "/"):
+		return "GET"
+	}
+	return ""
+}
+
+func methodNotAllowed(res *model.Resource, shape route.Shape, method string) *Error {
+	allow := route.Allow(res, shape)
+	msg := method + " is not allowed here"
+	if res.ReadOnly() {
+		msg = res.Name + " is read-only: only list, query and get exist"
+	}
+	e := apiError(405, "method_not_allowed", msg+".")
+	e.Header = http.Header{"Allow": []string{strings.Join(allow, ", ")}}
+	return e
+}
+
+func (h *Handler) root(w http.ResponseWriter, req bunrouter.Request) error {
+	writeJSON(w, 200, map[string]any{"name": "Workspace Records API", "version": "v1", "openapi_url": baseURL(req.Request) + "/v1/openapi.json"})
+	return nil
+}
+
+func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := w.Write(h.openapi)
+	return err
+}
+
+// baseURL is the scheme and host the caller used.
+func baseURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// authed checks the bearer key and puts the principal in the request context.
+func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
+	return func(w http.ResponseWriter, req bunrouter.Request) error {
+		authz := req.Header.Get("Authorization")
+		if authz == "" {
+			return apiError(401, "invalid_api_key", "The Authorization header is missing; send Authorization: Bearer <API_KEY>.")
+		}
+		scheme, secret, ok := strings.Cut(authz, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return apiError(401, "invalid_api_key", "The Authorization header must use the Bearer scheme.")
+		}
+		p, err := h.dir.Authenticate(req.Context(), strings.TrimSpace(secret))
+		if err != nil {
+			return err
+		}
+		if addr, err := netip.ParseAddrPort(req.RemoteAddr); err == nil && !p.Key.AllowsIP(addr.Addr()) {
+			return apiError(403, "ip_not_allowed", "This key may not be used from "+addr.Addr().String()+".")
+		}
+		ctx := context.WithValue(req.Context(), keyPrincipal, p)
+		return next(w, req.WithContext(ctx))
+	}
+}
+
+func actorOf(ctx context.Context) records.Actor {
+	p := principal(ctx)
+	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Key: p.Key.ID, RequestID: requestID(ctx)}
+}
+
+func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
+	p := principal(req.Context())
+	key := map[string]any{
+		"id": p.Key.ID, "hint": p.Key.Hint, "access": p.Key.Access, "resources": p.Key.Resources,
+		"allow_ips": p.Key.AllowIPs, "created_at": p.Key.CreatedAt, "expires_at": p.Key.ExpiresAt,
+	}
+	if p.Key.Resources == nil {
+		key["resources"] = "all"
+	}
+	writeJSON(w, 200, map[string]any{"data": map[string]any{
+		"key":       key,
+		"member":    map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role},
+		"workspace": map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan},
+		"rate_limit": map[string]any{
+			"key_per_minute": p.Plan.Limits.KeyPerMinute, "key_per_hour": p.Plan.Limits.KeyPerHour,
+			"workspace_per_minute": p.Plan.Limits.WorkspacePerMinute,
+		},
+		"quota": map[string]any{"monthly_limit": p.Plan.Limits.MonthlyQuota},
+	}})
+	return nil
+}
+
+func (h *Handler) resources(w http.ResponseWriter, req bunrouter.Request) error {
+	p := principal(req.Context())
+	out := []any{}
+	for _, r := range h.cat.Resources {
+		if p.ResourceAccessByKey(r.Name) && p.ResourceAccess(r.Name) != "none" {
+			out = append(out, catalog.Summary(r))
+		}
+	}
+	writeJSON(w, 200, map[string]any{"data": out})
+	return nil
+}
+
+func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) error {
+	name := req.Param("resource")
+	r, ok := h.cat.Resource(name)
+	if !ok {
+		return apiError(404, "unknown_resource", "There is no resource named "+name+"; GET /v1/resources lists them.")
+	}
+	p := principal(req.Context())
+	if err := p.Authorize(r.Name, false); err != nil {
+		return err
+	}
+	q := req.URL.Query()
+	for k := range q {
+		if k != "model_id" {
+			return invalidRequest("", fieldErr("unknown_field", k, "is not a parameter of this endpoint"))
+		}
+	}
+	if r.ModelScoped || q.Has("model_id") {
+		if !r.ModelScoped {
+			return invalidRequest("model_id applies to data_model_records only.", nil)
+		}
+		if err := h.svc.CheckModel(req.Context(), r, p.Workspace.ID, q.Get("model_id")); err != nil {
+			return asInvalid(err)
+		}
+	}
+	writeJSON(w, 200, map[string]any{"data": catalog.Document(r, h.svc.Schemas().Resource(r.Name))})
+	return nil
+}
+
+// operation returns the handler of one route.
+func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
+	res := rt.Resource
+	return func(w http.ResponseWriter, req bunrouter.Request) error {
+		ctx := req.Context()
+		p := principal(ctx)
+		if err := p.Authorize(res.Name, rt.Op.Write()); err != nil {
+			return err
+		}
+		a := actorOf(ctx)
+		query := req.URL.Query()
+		switch rt.Op {
+		case model.OpList:
+			params, errs := listplan.FromQuery(query)
+			if len(errs) > 0 {
+				return invalidRequest("", errs)
+			}
+			return h.list(w, req, res, params)
+		case model.OpQuery:
+			if err := onlyParams(query); err != nil {
+				return err
+			}
+			body, err := optionalObject(req.Request)
+			if err != nil {
+				return err
+			}
+			params, errs := listplan.FromBody(body)
+			if len(errs) > 0 {
+				return invalidRequest("", errs)
+			}
+			return h.list(w, req, res, params)
+		}
+
+		modelID, err := h.modelParam(req, res, query, rt.Op)
+		if err != nil {
+			return err
+		}
+		id := req.Param("id")
+		var rec records.Record
+		status := 200
+		switch rt.Op {
+		case model.OpGet:
+			sel, err := fieldsParam(query, res)
+			if err != nil {
+				return err
+			}
+			if rec, err = h.svc.Get(ctx, a, res, modelID, id); err != nil {
+				return err
+			}
+			writeJSON(w, 200, map[string]any{"data": selectFields(rec, sel)})
+			return nil
+		case model.OpCreate:
+			body, err := requiredObject(req.Request)
+			if err != nil {
+				return err
+			}
+			if res.ModelScoped {
+				if modelID, err = bodyModel(body, modelID); err != nil {
+					return err
+				}
+				if err := h.svc.CheckModel(ctx, res, a.Workspace, modelID); err != nil {
+					return asInvalid(err)
+				}
+			}
+			if rec, err = h.svc.Create(ctx, a, res, modelID, body); err != nil {
+				return err
+			}
+			loc := "/v1/" + res.Name + "/" + rec["id"].(string)
+			if res.ModelScoped {
+				loc += "?model_id=" + modelID
+			}
+			w.Header().Set("Location", loc)
+			status = 201
+		case model.OpUpdate:
+			body, err := requiredObject(req.Request)
+			if err != nil {
+				return err
+			}
+			if rec, err = h.svc.Update(ctx, a, res, modelID, id, body); err != nil {
+				return err
+			}
+		case model.OpArchive:
+			body, err := optionalObject(req.Request)
+			if err != nil {
+				return err
+			}
+			reason, err := archiveReason(body)
+			if err != nil {
+				return err
+			}
+			if rec, err = h.svc.Archive(ctx, a, res, modelID, id, reason); err != nil {
+				return err
+			}
+		case model.OpRestore:
+			body, err := optionalObject(req.Request)
+			if err != nil {
+				return err
+			}
+			if len(body) > 0 {
+				return invalidRequest("restore takes no body.", nil)
+			}
+			if rec, err = h.svc.Restore(ctx, a, res, modelID, id); err != nil {
+				return err
+			}
+		}
+		writeJSON(w, status, map[string]any{"data": rec})
+		return nil
+	}
+}
+
+// modelParam reads model_id from the query for model-scoped resources and refuses it elsewhere.
+func (h *Handler) modelParam(req bunrouter.Request, res *model.Resource, q map[string][]string, op model.Operation) (string, error) {
+	for k := range q {
+		if k == "model_id" || (k == "fields" && op == model.OpGet) {
+			continue
+		}
+		return "", invalidRequest("", fieldErr("unknown_field", k, "is not a parameter of this endpoint"))
+	}
+	vals := q["model_id"]
+	if len(vals) > 1 {
+		return "", invalidRequest("model_id must be given once.", nil)
+	}
+	if !res.ModelScoped {
+		if len(vals) > 0 {
+			return "", invalidRequest("model_id applies to data_model_records only.", nil)
+		}
+		return "", nil
+	}
+	modelID := ""
+	if len(vals) == 1 {
+		modelID = strings.ToLower(vals[0])
+	}
+	if op == model.OpCreate {
+		return modelID, nil // may come in the body; checked after it is read
+	}
+	return modelID, asInvalid(h.svc.CheckModel(req.Context(), res, principal(req.Context()).Workspace.ID, modelID))
+}
+
+func bodyModel(body map[string]any, fromQuery string) (string, error) {
+	v, ok := body["model_id"]
+	if !ok {
+		return fromQuery, nil
+	}
+	delete(body, "model_id")
+	s, isStr := v.(string)
+	if !isStr {
+		return "", invalidRequest("", fieldErr("invalid_type", "model_id", "must be a UUID string"))
+	}
+	s = strings.ToLower(s)
+	if fromQuery != "" && fromQuery != s {
+		return "", invalidRequest("model_id in the query and in the body differ.", nil)
+	}
+	return s, nil
+}
+
+// asInvalid turns a malformed model_id into a 400; other errors pass through.
+func asInvalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if fl := fieldList(err); fl != nil {
+		return invalidRequest("", fl)
+	}
+	return err
+}
+
+func onlyParams(q map[string][]string) error {
+	for k := range q {
+		return invalidRequest("", fieldErr("unknown_field", k, "query takes its parameters in the JSON body"))
+	}
+	return nil
+}
+
+func requiredObject(r *http.Request) (map[string]any, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := DecodeObject(data)
+	if err != nil {
+		return nil, apiError(400, "invalid_request", "Malformed body: "+err.Error()+".")
+	}
+	return obj, nil
+}
+
+func optionalObject(r *http.Request) (map[string]any, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return map[string]any{}, nil
+	}
+	obj, err := DecodeObject(data)
+	if err != nil {
+		return nil, apiError(400, "invalid_request", "Malformed body: "+err.Error()+".")
+	}
+	return obj, nil
+}
+
+// MaxReason is the longest archive reason.
+const MaxReason = 1000
+
+func archiveReason(body map[string]any) (*string, error) {
+	for k := range body {
+		if k != "reason" {
+			return nil, validation(k, "unknown_field", "archive takes only reason")
+		}
+	}
+	v, ok := body["reason"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, validation("reason", "invalid_type", "must be a string")
+	}
+	if n := len([]rune(s)); n > MaxReason {
+		return nil, validation("reason", "too_long", "must be at most 1000 characters")
+	}
+	if strings.ContainsRune(s, 0) {
+		return nil, validation("reason", "invalid_format", "must not contain NUL characters")
+	}
+	return &s, nil
+}
+
+func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, res *model.Resource, params listplan.Params) error {
+	ctx := req.Context()
+	a := actorOf(ctx)
+	if res.ModelScoped {
+		params.ModelID = strings.ToLower(params.ModelID)
+		if err := h.svc.CheckModel(ctx, res, a.Workspace, params.ModelID); err != nil {
+			return asInvalid(err)
+		}
+	} else if params.ModelID != "" {
+		return invalidRequest("model_id applies to data_model_records only.", nil)
+	}
+	plan, errs := listplan.Build(res, params, listplan.Scope{Workspace: a.Workspace, Secret: h.svc.CursorSecret()})
+	if len(errs) > 0 {
+		return invalidRequest("", errs)
+	}
+	page, err := h.svc.List(ctx, a, plan)
+	if err != nil {
+		return err
+	}
+	data := make([]any, len(page.Records))
+	for i, rec := range page.Records {
+		data[i] = selectFields(rec, plan.Fields)
+	}
+	meta := map[string]any{"next_cursor": page.NextCursor, "has_more": page.HasMore, "page_size": plan.PageSize}
+	if !plan.CursorMode() {
+		meta["page"] = plan.Page
+	}
+	writeJSON(w, 200, map[string]any{"data": data, "meta": meta})
+	return nil
+}
+
+func fieldsParam(q map[string][]string, res *model.Resource) ([]string, error) {
+	vals, ok := q["fields"]
+	if !ok {
+		return nil, nil
+	}
+	if len(vals) != 1 {
+		return nil, invalidRequest("fields must be given once.", nil)
+	}
+	out := []string{}
+	for _, f := range strings.Split(vals[0], ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	if len(out) > listplan.MaxFields {
+		return nil, invalidRequest(fmt.Sprintf("fields may name at most %d properties.", listplan.MaxFields), nil)
+	}
+	return out, nil
+}
+
+// selectFields keeps the named top-level properties (and id); nil keeps everything.
+func selectFields(rec records.Record, names []string) records.Record {
+	if names == nil {
+		return rec
+	}
+	out := records.Record{"id": rec["id"]}
+	for _, n := range names {
+		if v, ok := rec[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
+}

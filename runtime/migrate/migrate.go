@@ -1,0 +1,257 @@
+// Package migrate brings a database in line with the definitions: it creates the system tables, creates
+// or extends one table per resource, its indexes and its full-text search. Additive changes are applied
+// automatically; destructive ones (dropping a column whose field left the definitions, changing a
+// column's type) only when asked. Migrations run under a database-wide lock, so servers that start at
+// the same time apply them one after another.
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Options control a migration.
+type Options struct {
+	// AllowDestructive drops columns that no field declares any more. Without it such columns are
+	// reported in Result.Pending and left alone.
+	AllowDestructive bool
+}
+
+// Result says what a migration did.
+type Result struct {
+	Applied []string // one line per change applied
+	Pending []string // destructive changes left undone
+}
+
+// Run migrates st to cat.
+func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) (*Result, error) {
+	res := &Result{Applied: []string{}}
+	d := st.Dialect()
+	err := st.Lock(ctx, func(q store.Querier) error {
+		for _, sys := range systemTables(d) {
+			exists, err := tableExists(ctx, q, d, sys.name)
+			if err != nil {
+				return err
+			}
+			if exists {
+				continue
+			}
+			for _, s := range sys.ddl {
+				if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: s}); err != nil {
+					return fmt.Errorf("create %s: %w", sys.name, err)
+				}
+			}
+			res.Applied = append(res.Applied, "create table "+sys.name)
+		}
+		for _, r := range cat.Resources {
+			if err := migrateResource(ctx, q, d, r, opts, res); err != nil {
+				return fmt.Errorf("migrate %s: %w", r.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, opts Options, res *Result) error {
+	t := d.TableOf(r)
+	exists, err := tableExists(ctx, q, d, t.Name)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: d.CreateTable(t, r)}); err != nil {
+			return fmt.Errorf("create table: %w", err)
+		}
+		res.Applied = append(res.Applied, "create table "+t.Name)
+	} else {
+		have, err := columns(ctx, q, d, t.Name)
+		if err != nil {
+			return err
+		}
+		want := map[string]bool{}
+		for _, c := range t.Columns {
+			want[c.Name] = true
+			typ, ok := have[c.Name]
+			switch {
+			case !ok:
+				if c.NotNull && c.Default == "" {
+					res.Pending = append(res.Pending, fmt.Sprintf("add NOT NULL column %s.%s without default", t.Name, c.Name))
+					continue
+				}
+				if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: d.AddColumn(t.Name, c)}); err != nil {
+					return fmt.Errorf("add column %s: %w", c.Name, err)
+				}
+				res.Applied = append(res.Applied, fmt.Sprintf("add column %s.%s %s", t.Name, c.Name, c.Type))
+			case !sameType(typ, c.Type):
+				res.Pending = append(res.Pending, fmt.Sprintf("change type of %s.%s from %s to %s (destructive; migrate the data by hand)", t.Name, c.Name, typ, c.Type))
+			}
+		}
+		var extra []string
+		for name := range have {
+			if !want[name] && name != "_search" {
+				extra = append(extra, name)
+			}
+		}
+		sort.Strings(extra)
+		for _, name := range extra {
+			if !opts.AllowDestructive {
+				res.Pending = append(res.Pending, fmt.Sprintf("drop column %s.%s (no field declares it; run migrate --allow-destructive)", t.Name, name))
+				continue
+			}
+			if err := dropIndexesOn(ctx, q, d, t.Name, name); err != nil {
+				return err
+			}
+			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: d.DropColumn(t.Name, name)}); err != nil {
+				return fmt.Errorf("drop column %s: %w", name, err)
+			}
+			res.Applied = append(res.Applied, fmt.Sprintf("drop column %s.%s", t.Name, name))
+		}
+	}
+	idx, err := indexes(ctx, q, d, t.Name)
+	if err != nil {
+		return err
+	}
+	for _, ix := range d.Indexes(r) {
+		if idx[ix.Name] {
+			continue
+		}
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: ix.SQL}); err != nil {
+			return fmt.Errorf("create index %s: %w", ix.Name, err)
+		}
+		res.Applied = append(res.Applied, "create index "+ix.Name)
+	}
+	return migrateSearch(ctx, q, d, r, t, res)
+}
+
+// migrateSearch (re)creates full-text search when the searched columns changed since the last run.
+func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, t sqlgen.Table, res *Result) error {
+	want := strings.Join(t.Search, ",")
+	var have string
+	found, err := store.QueryOne(ctx, q, d.Bind("SELECT search FROM records_schema WHERE resource = ?", r.Name), func(row []any) error {
+		have = asString(row[0])
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read search state: %w", err)
+	}
+	if found && have == want {
+		return nil
+	}
+	create, drop := d.SearchDDL(t.Name, t.Search)
+	if found && have != "" {
+		for _, s := range drop {
+			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: s}); err != nil {
+				return fmt.Errorf("drop search: %w", err)
+			}
+		}
+	}
+	if want != "" {
+		for _, s := range create {
+			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: s}); err != nil {
+				return fmt.Errorf("create search: %w", err)
+			}
+		}
+		res.Applied = append(res.Applied, fmt.Sprintf("create search on %s (%s)", t.Name, want))
+	}
+	upsert := "INSERT INTO records_schema (resource, search) VALUES (?, ?) ON CONFLICT (resource) DO UPDATE SET search = excluded.search"
+	if _, err := q.Exec(ctx, d.Bind(upsert, r.Name, want)); err != nil {
+		return fmt.Errorf("record search state: %w", err)
+	}
+	return nil
+}
+
+func asString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+func sameType(have, want string) bool {
+	norm := func(s string) string {
+		s = strings.ToLower(s)
+		switch s {
+		case "timestamp with time zone":
+			return "timestamptz"
+		}
+		return s
+	}
+	return norm(have) == norm(want)
+}
+
+func tableExists(ctx context.Context, q store.Querier, d sqlgen.Dialect, name string) (bool, error) {
+	s := sqlgen.Stmt{SQL: "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", Args: []any{name}}
+	if d.Kind() == sqlgen.Postgres {
+		s = sqlgen.Stmt{SQL: "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = $1", Args: []any{name}}
+	}
+	found, err := store.QueryOne(ctx, q, s, func([]any) error { return nil })
+	if err != nil {
+		return false, fmt.Errorf("inspect table %s: %w", name, err)
+	}
+	return found, nil
+}
+
+func columns(ctx context.Context, q store.Querier, d sqlgen.Dialect, table string) (map[string]string, error) {
+	out := map[string]string{}
+	s := sqlgen.Stmt{SQL: "SELECT name, type FROM pragma_table_info(?)", Args: []any{table}}
+	if d.Kind() == sqlgen.Postgres {
+		s = sqlgen.Stmt{SQL: "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1", Args: []any{table}}
+	}
+	err := q.Query(ctx, s, func(row []any) error {
+		out[asString(row[0])] = asString(row[1])
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inspect columns of %s: %w", table, err)
+	}
+	return out, nil
+}
+
+func indexes(ctx context.Context, q store.Querier, d sqlgen.Dialect, table string) (map[string]bool, error) {
+	out := map[string]bool{}
+	s := sqlgen.Stmt{SQL: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", Args: []any{table}}
+	if d.Kind() == sqlgen.Postgres {
+		s = sqlgen.Stmt{SQL: "SELECT indexname FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = $1", Args: []any{table}}
+	}
+	err := q.Query(ctx, s, func(row []any) error {
+		out[asString(row[0])] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("inspect indexes of %s: %w", table, err)
+	}
+	return out, nil
+}
+
+// dropIndexesOn drops the indexes that cover column (SQLite refuses to drop an indexed column).
+func dropIndexesOn(ctx context.Context, q store.Querier, d sqlgen.Dialect, table, column string) error {
+	if d.Kind() == sqlgen.Postgres {
+		return nil // PostgreSQL drops dependent indexes with the column
+	}
+	var names []string
+	s := sqlgen.Stmt{SQL: "SELECT il.name FROM pragma_index_list(?) il JOIN pragma_index_info(il.name) ii WHERE ii.name = ?", Args: []any{table, column}}
+	if err := q.Query(ctx, s, func(row []any) error { names = append(names, asString(row[0])); return nil }); err != nil {
+		return fmt.Errorf("inspect indexes on %s.%s: %w", table, column, err)
+	}
+	for _, n := range names {
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "DROP INDEX IF EXISTS " + sqlgen.Quote(n)}); err != nil {
+			return fmt.Errorf("drop index %s: %w", n, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package migrate
+
+import (
+	"strings"
+
+	"github.com/workspace-records/records/engine/sqlgen"
+)
+
+type systemTable struct {
+	name string
+	ddl  []string
+}
+
+// systemTables returns the tables the server itself keeps: tenancy, access, data models and the audit
+// trail. Every row carries workspace_id where it belongs to a workspace.
+func systemTables(d sqlgen.Dialect) []systemTable {
+	uuid, ts, js, boolean, strict := "uuid", "timestamptz", "jsonb", "boolean", ""
+	if d.Kind() == sqlgen.SQLite {
+		uuid, ts, js, boolean, strict = "TEXT", "TEXT", "TEXT", "INTEGER", " STRICT"
+	}
+	r := func(s string) string {
+		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{strict}", strict}} {
+			s = strings.ReplaceAll(s, kv[0], kv[1])
+		}
+		return s
+	}
+	return []systemTable{
+		{"records_schema", []string{r(`CREATE TABLE records_schema (resource TEXT PRIMARY KEY, search TEXT NOT NULL){strict}`)}},
+		{"settings", []string{r(`CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL){strict}`)}},
+		{"workspaces", []string{r(`CREATE TABLE workspaces (
+  id {uuid} PRIMARY KEY,
+  name TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  limits {json},
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL
+){strict}`)}},
+		{"members", []string{r(`CREATE TABLE members (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  email TEXT NOT NULL,
+  role TEXT NOT NULL,
+  department_id {uuid},
+  active {bool} NOT NULL,
+  mfa_verified_at {ts},
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX members_id_idx ON members (id)`,
+			`CREATE UNIQUE INDEX members_email_idx ON members (workspace_id, email)`}},
+		{"api_keys", []string{r(`CREATE TABLE api_keys (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  secret_hash TEXT NOT NULL,
+  hint TEXT NOT NULL,
+  access TEXT NOT NULL,
+  resources {json},
+  allow_ips {json},
+  created_at {ts} NOT NULL,
+  expires_at {ts} NOT NULL,
+  revoked_at {ts},
+  last_used_at {ts},
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX api_keys_id_idx ON api_keys (id)`,
+			`CREATE UNIQUE INDEX api_keys_secret_idx ON api_keys (secret_hash)`,
+			`CREATE INDEX api_keys_member_idx ON api_keys (workspace_id, member_id)`}},
+		{"data_models", []string{r(`CREATE TABLE data_models (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  name TEXT NOT NULL,
+  fields {json} NOT NULL,
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX data_models_name_idx ON data_models (workspace_id, name)`}},
+		{"audit_log", []string{r(`CREATE TABLE audit_log (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  resource TEXT NOT NULL,
+  record_id {uuid} NOT NULL,
+  action TEXT NOT NULL,
+  member_id {uuid},
+  key_id {uuid},
+  request_id TEXT,
+  changes {json},
+  created_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE INDEX audit_log_record_idx ON audit_log (workspace_id, resource, record_id, created_at)`}},
+	}
+}

@@ -1,0 +1,416 @@
+// Package records runs the seven record operations for any resource of the model: it validates bodies
+// with the compiled schemas, builds SQL with sqlgen, executes it on a store inside the caller's
+// workspace, and turns rows into JSON-shaped records.
+package records
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Errors the service reports; package httpapi maps them to statuses.
+var (
+	ErrNotFound      = errors.New("record not found")
+	ErrModelRequired = errors.New("model_id is required for data_model_records")
+	ErrModelNotFound = errors.New("data model not found")
+)
+
+// ConflictError is a write that contradicts the record's state.
+type ConflictError struct{ Message string }
+
+func (e *ConflictError) Error() string { return e.Message }
+
+// Actor is who a request acts as.
+type Actor struct {
+	Workspace string
+	Member    string
+	Key       string
+	RequestID string
+}
+
+// Record is a JSON-shaped record.
+type Record = map[string]any
+
+// Service runs record operations. It is safe for concurrent use.
+type Service struct {
+	cat     *model.Catalog
+	schemas *schema.Set
+	st      store.Store
+	d       sqlgen.Dialect
+	secret  []byte
+	now     func() time.Time
+}
+
+// Config configures a Service.
+type Config struct {
+	Catalog *model.Catalog
+	Schemas *schema.Set
+	Store   store.Store
+	// CursorSecret signs list cursors; every server sharing a database must use the same one.
+	CursorSecret []byte
+	// Now returns the current time; defaults to time.Now.
+	Now func() time.Time
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now}
+}
+
+// Catalog returns the model the service serves.
+func (s *Service) Catalog() *model.Catalog { return s.cat }
+
+// Schemas returns the compiled write schemas.
+func (s *Service) Schemas() *schema.Set { return s.schemas }
+
+// CursorSecret returns the key that signs cursors.
+func (s *Service) CursorSecret() []byte { return s.secret }
+
+func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// CheckModel verifies that a model-scoped request names an existing data model of the workspace.
+func (s *Service) CheckModel(ctx context.Context, r *model.Resource, workspace, modelID string) error {
+	if !r.ModelScoped {
+		return nil
+	}
+	if modelID == "" {
+		return ErrModelRequired
+	}
+	if !model.IsUUID(modelID) {
+		return field.ErrorList{field.New(field.CodeFormat, field.NewPath("model_id"), "must be a UUID")}
+	}
+	found, err := store.QueryOne(ctx, s.st, s.d.Bind("SELECT 1 FROM data_models WHERE workspace_id = ? AND id = ?", workspace, strings.ToLower(modelID)), func([]any) error { return nil })
+	if err != nil {
+		return fmt.Errorf("look up data model: %w", err)
+	}
+	if !found {
+		return ErrModelNotFound
+	}
+	return nil
+}
+
+// Get returns one record.
+func (s *Service) Get(ctx context.Context, a Actor, r *model.Resource, modelID, id string) (Record, error) {
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	return s.get(ctx, s.st, r, sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id)}, false)
+}
+
+func (s *Service) get(ctx context.Context, q store.Querier, r *model.Resource, k sqlgen.Key, lock bool) (Record, error) {
+	stmt := s.d.Get(r, k)
+	if lock {
+		stmt = s.d.GetForUpdate(r, k)
+	}
+	var rec Record
+	found, err := store.QueryOne(ctx, q, stmt, func(row []any) error {
+		var err error
+		rec, err = s.toRecord(r, row, k.ModelID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", r.Name, k.ID, err)
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return rec, nil
+}
+
+// Page is one page of a list.
+type Page struct {
+	Records    []Record
+	HasMore    bool
+	NextCursor *string
+}
+
+// List returns one page of plan in the actor's workspace.
+func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page, error) {
+	page := &Page{Records: []Record{}}
+	want := plan.Limit + 1
+	for _, stmt := range s.d.List(plan, a.Workspace) {
+		if len(page.Records) >= want {
+			break
+		}
+		err := s.st.Query(ctx, stmt, func(row []any) error {
+			if len(page.Records) >= want {
+				return nil
+			}
+			rec, err := s.toRecord(plan.Resource, row, plan.ModelID)
+			if err != nil {
+				return err
+			}
+			page.Records = append(page.Records, rec)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", plan.Resource.Name, err)
+		}
+	}
+	if len(page.Records) > plan.Limit {
+		page.Records = page.Records[:plan.Limit]
+		page.HasMore = true
+	}
+	if page.HasMore && len(page.Records) > 0 {
+		last := page.Records[len(page.Records)-1]
+		pos := listplan.Position{ID: last["id"].(string)}
+		if v := last[plan.Sort.Key]; v != nil {
+			key, err := model.Canonical(plan.Sort, v)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: cursor from %s: %w", plan.Resource.Name, plan.Sort.Key, err)
+			}
+			pos.Key = key
+		}
+		c := listplan.EncodeCursor(s.secret, plan, pos)
+		page.NextCursor = &c
+	}
+	return page, nil
+}
+
+// Create validates body and stores a new record owned by the actor.
+func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelID string, body map[string]any) (Record, error) {
+	b, errs := s.schemas.Resource(r.Name).Validate(body, schema.Create)
+	if errs != nil {
+		return nil, errs
+	}
+	if err := s.checkCustom(b); err != nil {
+		return nil, err
+	}
+	id := NewID()
+	now := s.timestamp()
+	values := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": "{}"}
+	for k, v := range b.Values {
+		f, _ := r.Field(k)
+		values[f.Column] = v
+	}
+	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: id}
+	var rec Record
+	err := s.st.Tx(ctx, func(q store.Querier) error {
+		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
+			return err
+		}
+		if _, err := q.Exec(ctx, s.d.Insert(r, key, values)); err != nil {
+			return fmt.Errorf("insert %s: %w", r.Name, err)
+		}
+		if err := s.audit(ctx, q, a, r, id, "create", b.Values, now); err != nil {
+			return err
+		}
+		var err error
+		rec, err = s.get(ctx, q, r, key, false)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Update validates body and changes the given fields of one record.
+func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelID, id string, body map[string]any) (Record, error) {
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	b, errs := s.schemas.Resource(r.Name).Validate(body, schema.Update)
+	if errs != nil {
+		return nil, errs
+	}
+	if err := s.checkCustom(b); err != nil {
+		return nil, err
+	}
+	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id)}
+	var rec Record
+	err := s.st.Tx(ctx, func(q store.Querier) error {
+		cur, err := s.get(ctx, q, r, key, true)
+		if err != nil {
+			return err
+		}
+		if cur["archived"] == true {
+			return &ConflictError{Message: "the record is archived; restore it before changing it"}
+		}
+		if len(b.Values) == 0 {
+			rec = cur
+			return nil
+		}
+		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
+			return err
+		}
+		now := s.timestamp()
+		values := map[string]any{"updated_at": now}
+		for k, v := range b.Values {
+			f, _ := r.Field(k)
+			values[f.Column] = v
+		}
+		if _, err := q.Exec(ctx, s.d.Update(r, key, values)); err != nil {
+			return fmt.Errorf("update %s: %w", r.Name, err)
+		}
+		if err := s.audit(ctx, q, a, r, key.ID, "update", b.Values, now); err != nil {
+			return err
+		}
+		rec, err = s.get(ctx, q, r, key, false)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Archive soft-deletes one record, keeping reason.
+func (s *Service) Archive(ctx context.Context, a Actor, r *model.Resource, modelID, id string, reason *string) (Record, error) {
+	return s.setArchived(ctx, a, r, modelID, id, true, reason)
+}
+
+// Restore brings an archived record back.
+func (s *Service) Restore(ctx context.Context, a Actor, r *model.Resource, modelID, id string) (Record, error) {
+	return s.setArchived(ctx, a, r, modelID, id, false, nil)
+}
+
+func (s *Service) setArchived(ctx context.Context, a Actor, r *model.Resource, modelID, id string, archive bool, reason *string) (Record, error) {
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id)}
+	var rec Record
+	err := s.st.Tx(ctx, func(q store.Querier) error {
+		cur, err := s.get(ctx, q, r, key, true)
+		if err != nil {
+			return err
+		}
+		if cur["archived"] == archive {
+			if archive {
+				return &ConflictError{Message: "the record is already archived"}
+			}
+			return &ConflictError{Message: "the record is not archived"}
+		}
+		now := s.timestamp()
+		values := map[string]any{"archived": archive, "updated_at": now, "archived_at": nil, "archive_reason": nil}
+		action := "restore"
+		if archive {
+			values["archived_at"] = now
+			if reason != nil {
+				values["archive_reason"] = *reason
+			}
+			action = "archive"
+		}
+		if _, err := q.Exec(ctx, s.d.Update(r, key, values)); err != nil {
+			return fmt.Errorf("%s %s: %w", action, r.Name, err)
+		}
+		changes := map[string]any{}
+		if reason != nil {
+			changes["archive_reason"] = *reason
+		}
+		if err := s.audit(ctx, q, a, r, key.ID, action, changes, now); err != nil {
+			return err
+		}
+		rec, err = s.get(ctx, q, r, key, false)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// checkCustom refuses custom field values: no custom field definitions exist yet for any workspace, so
+// every custom field key is unknown.
+func (s *Service) checkCustom(b *schema.Body) error {
+	if len(b.Custom) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(b.Custom))
+	for k := range b.Custom {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs field.ErrorList
+	for _, k := range keys {
+		errs = append(errs, field.New(field.CodeUnknown, field.NewPath("custom_fields").Child(k), "is not a custom field of this resource"))
+	}
+	return errs
+}
+
+// checkReferences verifies that every reference in values names a record of the same workspace.
+func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model.Resource, workspace string, values map[string]any) error {
+	byTarget := map[string][]string{}
+	keysOf := map[string][]string{}
+	for k, v := range values {
+		f, _ := r.Field(k)
+		if f.Type != model.Reference || v == nil {
+			continue
+		}
+		byTarget[f.Target] = append(byTarget[f.Target], v.(string))
+		keysOf[f.Target] = append(keysOf[f.Target], k)
+	}
+	var errs field.ErrorList
+	targets := make([]string, 0, len(byTarget))
+	for t := range byTarget {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	for _, t := range targets {
+		tr, _ := s.cat.Resource(t)
+		found := map[string]bool{}
+		err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, byTarget[t]), func(row []any) error {
+			found[uuidString(row[0])] = true
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("check references to %s: %w", t, err)
+		}
+		for i, id := range byTarget[t] {
+			if !found[id] {
+				errs = append(errs, field.New(field.CodeNotFound, field.NewPath(keysOf[t][i]), fmt.Sprintf("no %s record %s in this workspace", t, id)))
+			}
+		}
+	}
+	return errs.Err()
+}
+
+func (s *Service) audit(ctx context.Context, q store.Querier, a Actor, r *model.Resource, id, action string, changes map[string]any, at time.Time) error {
+	out := make(map[string]any, len(changes))
+	for k, v := range changes {
+		if f, ok := r.Field(k); ok {
+			out[k] = model.JSONValue(f, v)
+		} else {
+			out[k] = v
+		}
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", r.Name, err)
+	}
+	stmt := s.d.Bind("INSERT INTO audit_log (workspace_id, id, resource, record_id, action, member_id, key_id, request_id, changes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		a.Workspace, NewID(), r.Name, id, action, nullable(a.Member), nullable(a.Key), nullable(a.RequestID), string(data), at)
+	if _, err := q.Exec(ctx, stmt); err != nil {
+		return fmt.Errorf("audit %s: %w", r.Name, err)
+	}
+	return nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// NewID returns a new record id: a time-ordered UUID (version 7), which keeps primary key inserts local.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }

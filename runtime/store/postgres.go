@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/workspace-records/records/engine/sqlgen"
+)
+
+// migrationLockID is the advisory lock key that serialises migrations across servers.
+const migrationLockID = 0x7265636f7264 // "record"
+
+// Postgres is a Store on PostgreSQL through a pgx pool (statements are prepared and cached per connection).
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+var _ Store = (*Postgres)(nil)
+
+// OpenPostgres connects to url and checks the server answers.
+func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse postgres url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect postgres: %w", mapPG(err))
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+// Dialect implements Store.
+func (p *Postgres) Dialect() sqlgen.Dialect { return sqlgen.New(sqlgen.Postgres) }
+
+// Pool exposes the pool to benchmarks that compare against raw SQL.
+func (p *Postgres) Pool() *pgxpool.Pool { return p.pool }
+
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+type pgq struct{ q pgQuerier }
+
+func (q pgq) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
+	rows, err := q.q.Query(ctx, s.SQL, s.Args...)
+	if err != nil {
+		return mapPG(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return mapPG(err)
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	return mapPG(rows.Err())
+}
+
+func (q pgq) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
+	tag, err := q.q.Exec(ctx, s.SQL, s.Args...)
+	if err != nil {
+		return 0, mapPG(err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Query implements Querier.
+func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
+	return pgq{p.pool}.Query(ctx, s, fn)
+}
+
+// Exec implements Querier.
+func (p *Postgres) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
+	return pgq{p.pool}.Exec(ctx, s)
+}
+
+// Tx implements Store.
+func (p *Postgres) Tx(ctx context.Context, fn func(q Querier) error) error {
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error { return fn(pgq{tx}) })
+	return mapPG(err)
+}
+
+// Lock implements Store with a transaction-scoped advisory lock.
+func (p *Postgres) Lock(ctx context.Context, fn func(q Querier) error) error {
+	return p.Tx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "SELECT pg_advisory_xact_lock($1)", Args: []any{int64(migrationLockID)}}); err != nil {
+			return fmt.Errorf("take migration lock: %w", err)
+		}
+		return fn(q)
+	})
+}
+
+// Ping implements Store.
+func (p *Postgres) Ping(ctx context.Context) error { return mapPG(p.pool.Ping(ctx)) }
+
+// Close implements Store.
+func (p *Postgres) Close() error { p.pool.Close(); return nil }
+
+// mapPG translates pgx errors to the package sentinels, keeping the original in the chain.
+func mapPG(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23505":
+			return fmt.Errorf("%w: %w", ErrConflict, err)
+		case pgErr.Code[:2] == "22": // data exception: out of range, invalid text representation, ...
+			return fmt.Errorf("%w: %w", ErrInvalid, err)
+		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return err
+	}
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.Timeout(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
