@@ -23,9 +23,19 @@ type Mode uint8
 const (
 	Create Mode = iota
 	Update
+	// Import is the admin bulk path: like Create, and read-only declared fields may be set too.
+	Import
 )
 
-func (m Mode) String() string { return [...]string{"create", "update"}[m] }
+func (m Mode) String() string { return [...]string{"create", "update", "import"}[m] }
+
+// settable reports whether a body in mode m may set f.
+func (m Mode) settable(f *model.Field) bool {
+	if m == Import {
+		return !f.Managed
+	}
+	return f.Writable()
+}
 
 // Set holds the compiled schemas of every resource.
 type Set struct {
@@ -35,8 +45,8 @@ type Set struct {
 // Resource holds one resource's schemas.
 type Resource struct {
 	res     *model.Resource
-	docs    [2]map[string]any
-	schemas [2]*jsonschema.Schema
+	docs    [3]map[string]any
+	schemas [3]*jsonschema.Schema
 	order   map[string]int
 }
 
@@ -58,7 +68,7 @@ func Compile(cat *model.Catalog) (*Set, error) {
 		for i, f := range res.Fields {
 			r.order[f.Key] = i
 		}
-		for _, m := range []Mode{Create, Update} {
+		for _, m := range []Mode{Create, Update, Import} {
 			doc := Document(res.Name, res.Declared(), m)
 			data, err := json.Marshal(doc)
 			if err != nil {
@@ -87,11 +97,11 @@ func Document(title string, fields []*model.Field, m Mode) map[string]any {
 	props := map[string]any{}
 	var required []string
 	for _, f := range fields {
-		if !f.Writable() {
+		if !m.settable(f) {
 			continue
 		}
 		props[f.Key] = Property(f)
-		if f.Required && m == Create {
+		if f.Required && m != Update {
 			required = append(required, f.Key)
 		}
 	}
@@ -231,7 +241,7 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			switch {
 			case !ok:
 				errs = append(errs, field.New(field.CodeUnknown, field.NewPath(k), "is not a field of "+r.res.Name))
-			case !f.Writable():
+			case !m.settable(f):
 				errs = append(errs, field.New(field.CodeReadOnly, field.NewPath(k), "is read-only"))
 			default:
 				known[k] = v
@@ -239,11 +249,11 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 		}
 	}
 	for _, f := range r.res.Declared() {
-		if !f.Writable() || !f.Required {
+		if !m.settable(f) || !f.Required {
 			continue
 		}
 		v, present := known[f.Key]
-		if (m == Create && !present && f.Default == nil) || (present && v == nil) {
+		if (m != Update && !present && f.Default == nil) || (present && v == nil) {
 			errs = append(errs, field.New(field.CodeRequired, field.NewPath(f.Key), "is required"))
 			delete(known, f.Key)
 		}
@@ -283,9 +293,9 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 		}
 		out.Values[k] = cv
 	}
-	if m == Create {
+	if m != Update {
 		for _, f := range r.res.Declared() {
-			if _, set := out.Values[f.Key]; !set && f.Default != nil && f.Writable() {
+			if _, set := out.Values[f.Key]; !set && f.Default != nil && m.settable(f) {
 				out.Values[f.Key] = f.Default
 			}
 		}

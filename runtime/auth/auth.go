@@ -28,7 +28,10 @@ const KeyPrefix = "wsk"
 // MaxKeyLifetime is the longest expiry a key may have.
 const MaxKeyLifetime = 365 * 24 * time.Hour
 
-var keyRE = regexp.MustCompile(`^wsk_[0-9a-f]{64}$`)
+var (
+	keyRE  = regexp.MustCompile(`^wsk_[0-9a-f]{64}$`)
+	keyRE2 = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
+)
 
 // Error is an authentication or authorization failure with its API status and code.
 type Error struct {
@@ -346,8 +349,9 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 	var p Principal
 	var storedHash string
 	var active any
+	var mfaAt *time.Time
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
-  k.secret_hash, m.email, m.role, m.active, w.name, w.plan
+  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
 WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		var err error
@@ -358,6 +362,13 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		p.Member = Member{ID: p.Key.Member, Email: str(row[12]), Role: str(row[13])}
 		active = row[14]
 		p.Workspace = Workspace{ID: p.Key.Workspace, Name: str(row[15]), Plan: str(row[16])}
+		if row[17] != nil {
+			t, err := timeOf(row[17])
+			if err != nil {
+				return err
+			}
+			mfaAt = &t
+		}
 		return nil
 	})
 	if err != nil {
@@ -372,6 +383,9 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	p.Member.Active = truthy(active)
 	if !p.Member.Active {
 		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is unknown or has been revoked."}
+	}
+	if mfaAt != nil && mfaAt.After(p.Key.CreatedAt) {
+		return nil, &Error{Status: 401, Code: "key_assurance_stale", Message: "A new MFA factor was verified after this key was created; sign in with MFA and create a replacement key."}
 	}
 	plan, ok := d.cat.Plan(p.Workspace.Plan)
 	if !ok || !plan.APIAccess {

@@ -347,17 +347,24 @@ func (s *Service) checkCustom(b *schema.Body) error {
 	return errs
 }
 
-// checkReferences verifies that every reference in values names a record of the same workspace.
-func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model.Resource, workspace string, values map[string]any) error {
+// checkReferences verifies that every reference in rows names a record of the same workspace. Error
+// paths are the field key, prefixed with the row index when there is more than one row.
+func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model.Resource, workspace string, rows ...map[string]any) error {
 	byTarget := map[string][]string{}
-	keysOf := map[string][]string{}
-	for k, v := range values {
-		f, _ := r.Field(k)
-		if f.Type != model.Reference || v == nil {
-			continue
+	keysOf := map[string][]field.Path{}
+	for i, values := range rows {
+		for k, v := range values {
+			f, _ := r.Field(k)
+			if f.Type != model.Reference || v == nil {
+				continue
+			}
+			path := field.NewPath(k)
+			if len(rows) > 1 {
+				path = field.NewPath("").Index(i).Child(k)
+			}
+			byTarget[f.Target] = append(byTarget[f.Target], v.(string))
+			keysOf[f.Target] = append(keysOf[f.Target], path)
 		}
-		byTarget[f.Target] = append(byTarget[f.Target], v.(string))
-		keysOf[f.Target] = append(keysOf[f.Target], k)
 	}
 	var errs field.ErrorList
 	targets := make([]string, 0, len(byTarget))
@@ -368,16 +375,21 @@ func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model
 	for _, t := range targets {
 		tr, _ := s.cat.Resource(t)
 		found := map[string]bool{}
-		err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, byTarget[t]), func(row []any) error {
-			found[uuidString(row[0])] = true
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("check references to %s: %w", t, err)
+		ids := unique(byTarget[t])
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), 500)]
+			ids = ids[len(chunk):]
+			err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, chunk), func(row []any) error {
+				found[uuidString(row[0])] = true
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("check references to %s: %w", t, err)
+			}
 		}
 		for i, id := range byTarget[t] {
 			if !found[id] {
-				errs = append(errs, field.New(field.CodeNotFound, field.NewPath(keysOf[t][i]), fmt.Sprintf("no %s record %s in this workspace", t, id)))
+				errs = append(errs, field.New(field.CodeNotFound, keysOf[t][i], fmt.Sprintf("no %s record %s in this workspace", t, id)))
 			}
 		}
 	}

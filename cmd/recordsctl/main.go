@@ -1,0 +1,32 @@
+// Command recordsctl administers a Workspace Records database: migrations, workspaces, members, keys,
+// data models, bulk import, synthetic data and definition linting. See README.md for every command.
+//
+//	recordsctl [--db URL] [--definitions DIR] [--json] COMMAND [ARGS]
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "recordsctl:", err)
+		os.Exit(1)
+	}
+}
+
+// env is what a command runs with.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	json   bool
+}

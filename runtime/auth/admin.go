@@ -1,0 +1,184 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// SetRole changes a member's role.
+func (d *Directory) SetRole(ctx context.Context, member, role string) error {
+	if _, ok := d.cat.Role(role); !ok {
+		return fmt.Errorf("%w: unknown role %q", ErrInvalid, role)
+	}
+	return d.updateMember(ctx, member, "role = ?", role)
+}
+
+// Deactivate makes a member inactive and revokes every key they own, for good: activating the member
+// again does not bring the keys back.
+func (d *Directory) Deactivate(ctx context.Context, member string) error {
+	member = strings.ToLower(member)
+	now := d.ts()
+	return d.st.Tx(ctx, func(q store.Querier) error {
+		n, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", false, now, member))
+		if err != nil {
+			return fmt.Errorf("deactivate member: %w", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("member %s: %w", member, ErrNotFound)
+		}
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at IS NULL", now, member)); err != nil {
+			return fmt.Errorf("revoke keys of member: %w", err)
+		}
+		return nil
+	})
+}
+
+// Activate makes a member active again. Their revoked keys stay revoked.
+func (d *Directory) Activate(ctx context.Context, member string) error {
+	return d.updateMember(ctx, member, "active = ?", true)
+}
+
+// MFAVerified records that member verified a new MFA factor now. Keys created before it no longer
+// carry enough sign-in assurance (401 key_assurance_stale).
+func (d *Directory) MFAVerified(ctx context.Context, member string) error {
+	return d.updateMember(ctx, member, "mfa_verified_at = ?", d.ts())
+}
+
+func (d *Directory) updateMember(ctx context.Context, member, set string, v any) error {
+	member = strings.ToLower(member)
+	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE members SET "+set+", updated_at = ? WHERE id = ?", v, d.ts(), member))
+	if err != nil {
+		return fmt.Errorf("update member: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("member %s: %w", member, ErrNotFound)
+	}
+	return nil
+}
+
+// Limits overrides a workspace's plan limits; nil keeps the plan's number.
+type Limits struct {
+	KeyPerMinute       *int64 `json:"key_per_minute,omitempty"`
+	KeyPerHour         *int64 `json:"key_per_hour,omitempty"`
+	WorkspacePerMinute *int64 `json:"workspace_per_minute,omitempty"`
+	MonthlyQuota       *int64 `json:"monthly_quota,omitempty"`
+}
+
+// SetLimits stores per-workspace overrides of the plan's limits (merged with earlier overrides).
+func (d *Directory) SetLimits(ctx context.Context, workspace string, l Limits) error {
+	workspace = strings.ToLower(workspace)
+	for _, v := range []*int64{l.KeyPerMinute, l.KeyPerHour, l.WorkspacePerMinute, l.MonthlyQuota} {
+		if v != nil && *v < 0 {
+			return fmt.Errorf("%w: limits must not be negative", ErrInvalid)
+		}
+	}
+	return d.st.Tx(ctx, func(q store.Querier) error {
+		var cur Limits
+		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT limits FROM workspaces WHERE id = ?", workspace), func(row []any) error {
+			switch x := row[0].(type) {
+			case string:
+				return json.Unmarshal([]byte(x), &cur)
+			case map[string]any:
+				data, _ := json.Marshal(x)
+				return json.Unmarshal(data, &cur)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("set limits: %w", err)
+		}
+		if !found {
+			return fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
+		}
+		for _, p := range [][2]**int64{{&cur.KeyPerMinute, &l.KeyPerMinute}, {&cur.KeyPerHour, &l.KeyPerHour}, {&cur.WorkspacePerMinute, &l.WorkspacePerMinute}, {&cur.MonthlyQuota, &l.MonthlyQuota}} {
+			if *p[1] != nil {
+				*p[0] = *p[1]
+			}
+		}
+		data, _ := json.Marshal(cur)
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE workspaces SET limits = ?, updated_at = ? WHERE id = ?", string(data), d.ts(), workspace)); err != nil {
+			return fmt.Errorf("set limits: %w", err)
+		}
+		return nil
+	})
+}
+
+// ModelField is one field of a custom data model.
+type ModelField struct {
+	Type     string   `json:"type"`
+	Label    string   `json:"label,omitempty"`
+	Required bool     `json:"required,omitempty"`
+	Options  []string `json:"options,omitempty"`
+	Target   string   `json:"target,omitempty"`
+}
+
+// CreateModel creates a custom data model with fields keyed by field key.
+func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fields map[string]ModelField) (string, error) {
+	workspace = strings.ToLower(workspace)
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return "", fmt.Errorf("%w: model name must be 1 to 200 characters", ErrInvalid)
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var problems []string
+	for _, k := range keys {
+		f := fields[k]
+		t, ok := model.ParseType(f.Type)
+		switch {
+		case !keyRE2.MatchString(k) || model.IsManaged(k):
+			problems = append(problems, fmt.Sprintf("field %q: keys are lowercase snake_case and not engine-managed names", k))
+		case !ok:
+			problems = append(problems, fmt.Sprintf("field %q: unknown type %q", k, f.Type))
+		case t == model.Reference:
+			if _, ok := d.cat.Resource(f.Target); !ok {
+				problems = append(problems, fmt.Sprintf("field %q: unknown target %q", k, f.Target))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return "", fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+	}
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })
+	if err != nil {
+		return "", fmt.Errorf("create model: %w", err)
+	}
+	if !found {
+		return "", fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
+	}
+	data, _ := json.Marshal(fields)
+	id := newID()
+	now := d.ts()
+	if _, err := d.st.Exec(ctx, d.d.Bind("INSERT INTO data_models (workspace_id, id, name, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)", workspace, id, name, string(data), now, now)); err != nil {
+		if strings.Contains(err.Error(), store.ErrConflict.Error()) {
+			return "", fmt.Errorf("%w: a model named %q exists", ErrInvalid, name)
+		}
+		return "", fmt.Errorf("create model: %w", err)
+	}
+	return id, nil
+}
+
+// Workspace returns the workspace id.
+func (d *Directory) Workspace(ctx context.Context, id string) (*Workspace, error) {
+	w := &Workspace{ID: strings.ToLower(id)}
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT name, plan FROM workspaces WHERE id = ?", w.ID), func(row []any) error {
+		w.Name, w.Plan = str(row[0]), str(row[1])
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	if !found {
+		return nil, fmt.Errorf("workspace %s: %w", id, ErrNotFound)
+	}
+	return w, nil
+}

@@ -1,0 +1,75 @@
+// Package config holds the settings of recordsd and recordsctl: defaults, environment overrides and
+// validation. Flags are parsed by the commands into a Config.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is everything a server or an admin command needs to start.
+type Config struct {
+	Addr           string // listen address of recordsd
+	DB             string // sqlite:PATH or postgres://…
+	DefinitionsDir string // resource, role and plan definitions
+	PluginsDir     string // plugin binaries
+	Dev            bool   // seed a demo workspace into an empty database
+	DevKeyFile     string // where --dev writes the demo key
+	// AllowDestructive lets migrations drop columns that no definition declares.
+	AllowDestructive bool
+	// CursorSecret signs list cursors. Empty: a secret generated once and kept in the database, so every
+	// server sharing the database agrees.
+	CursorSecret  string
+	ShutdownGrace time.Duration
+}
+
+// Defaults of the command-line contract (DESIGN.md §5).
+const (
+	DefaultAddr        = "127.0.0.1:8080"
+	DefaultDB          = "sqlite:./data/records.db"
+	DefaultDefinitions = "./definitions"
+	DefaultPlugins     = "./plugins/bin"
+	DefaultDevKeyFile  = "./data/dev-key"
+)
+
+// Default returns the defaults overlaid with the RECORDS_* environment (getenv may be os.Getenv).
+func Default(getenv func(string) string) Config {
+	c := Config{
+		Addr: DefaultAddr, DB: DefaultDB, DefinitionsDir: DefaultDefinitions, PluginsDir: DefaultPlugins,
+		DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second,
+	}
+	if v := getenv("RECORDS_DB"); v != "" {
+		c.DB = v
+	}
+	if v := getenv("RECORDS_ADDR"); v != "" {
+		c.Addr = v
+	}
+	if v := getenv("RECORDS_DEFINITIONS"); v != "" {
+		c.DefinitionsDir = v
+	}
+	if v := getenv("RECORDS_PLUGINS"); v != "" {
+		c.PluginsDir = v
+	}
+	c.CursorSecret = getenv("RECORDS_CURSOR_SECRET")
+	return c
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if !strings.HasPrefix(c.DB, "sqlite:") && !strings.HasPrefix(c.DB, "postgres://") && !strings.HasPrefix(c.DB, "postgresql://") {
+		errs = append(errs, fmt.Errorf("--db %q: want sqlite:PATH or a postgres:// URL", c.DB))
+	}
+	if c.DefinitionsDir == "" {
+		errs = append(errs, errors.New("--definitions: empty directory"))
+	} else if st, err := os.Stat(c.DefinitionsDir); err != nil || !st.IsDir() {
+		errs = append(errs, fmt.Errorf("--definitions %q: not a directory", c.DefinitionsDir))
+	}
+	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
+		errs = append(errs, errors.New("RECORDS_CURSOR_SECRET: use at least 32 characters"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,105 @@
+package records
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// maxParams keeps one multi-row INSERT under both databases' placeholder limits.
+const maxParams = 30000
+
+// BatchSize returns how many rows of r one Import statement carries.
+func BatchSize(r *model.Resource) int {
+	return max(1, min(1000, maxParams/(len(r.Fields)+3)))
+}
+
+// Import validates bodies with the import schema (read-only declared fields allowed, as for an admin)
+// and inserts them in one transaction, in multi-row statements. It is the bulk path of `recordsctl
+// records import` and `recordsctl seed`, and works for read-only resources too. Nothing is written
+// unless every body is valid; errors are prefixed with the body's index.
+func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelID string, bodies []map[string]any) (int, error) {
+	sch := s.schemas.Resource(r.Name)
+	rows := make([]map[string]any, len(bodies))
+	values := make([]map[string]any, len(bodies))
+	ids := make([]string, len(bodies))
+	var errs field.ErrorList
+	now := s.timestamp()
+	for i, body := range bodies {
+		b, verrs := sch.Validate(body, schema.Import)
+		if verrs == nil {
+			if err := s.checkCustom(b); err != nil {
+				verrs = err.(field.ErrorList)
+			}
+		}
+		for _, e := range verrs {
+			errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
+		}
+		if verrs != nil {
+			continue
+		}
+		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": "{}"}
+		for k, v := range b.Values {
+			f, _ := r.Field(k)
+			row[f.Column] = v
+		}
+		rows[i], values[i], ids[i] = row, b.Values, NewID()
+	}
+	if len(errs) > 0 {
+		return 0, errs
+	}
+	err := s.st.Tx(ctx, func(q store.Querier) error {
+		if err := s.checkReferences(ctx, q, r, a.Workspace, values...); err != nil {
+			return err
+		}
+		size := BatchSize(r)
+		for start := 0; start < len(rows); start += size {
+			end := min(start+size, len(rows))
+			if _, err := q.Exec(ctx, s.d.InsertMany(r, a.Workspace, modelID, rows[start:end], ids[start:end])); err != nil {
+				return fmt.Errorf("import %s: %w", r.Name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return len(rows), nil
+}
+
+func unique(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// IDs returns up to n ids of r in workspace (newest first), for tools that need reference targets.
+func (s *Service) IDs(ctx context.Context, workspace string, r *model.Resource, modelID string, n int) ([]string, error) {
+	sql := "SELECT id FROM " + sqlgen.Quote(r.Table) + " WHERE workspace_id = ?"
+	args := []any{workspace}
+	if r.ModelScoped {
+		sql += " AND model_id = ?"
+		args = append(args, modelID)
+	}
+	sql += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT %d", n)
+	var ids []string
+	err := s.st.Query(ctx, s.d.Bind(sql, args...), func(row []any) error {
+		ids = append(ids, uuidString(row[0]))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ids of %s: %w", r.Name, err)
+	}
+	return ids, nil
+}

@@ -1,0 +1,184 @@
+// Package server is the composition root: it loads the definitions, opens and migrates the database,
+// and wires the record service, the key directory and the HTTP handler together. recordsd serves with
+// it; recordsctl uses the same Backend for its admin commands.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/engine/spec"
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/records"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once.
+func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
+	set, errs := spec.Load(fsys)
+	if len(errs) > 0 {
+		return nil, nil, fmt.Errorf("definitions:\n%w", errs)
+	}
+	cat, errs := model.Compile(set)
+	if len(errs) > 0 {
+		return nil, nil, fmt.Errorf("definitions:\n%w", errs)
+	}
+	schemas, err := schema.Compile(cat)
+	if err != nil {
+		return nil, nil, fmt.Errorf("definitions: %w", err)
+	}
+	return cat, schemas, nil
+}
+
+// Backend is an opened, migrated database with the services over it.
+type Backend struct {
+	Catalog   *model.Catalog
+	Schemas   *schema.Set
+	Store     store.Store
+	Records   *records.Service
+	Directory *auth.Directory
+	Migration *migrate.Result
+}
+
+// Open loads the definitions, opens the database and migrates it.
+func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cat, schemas, err := LoadDefinitions(os.DirFS(cfg.DefinitionsDir))
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return nil, err
+	}
+	res, err := migrate.Run(ctx, st, cat, migrate.Options{AllowDestructive: cfg.AllowDestructive})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	secret := []byte(cfg.CursorSecret)
+	if len(secret) == 0 {
+		if secret, err = storedSecret(ctx, st, "cursor_secret"); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return &Backend{
+		Catalog: cat, Schemas: schemas, Store: st, Migration: res,
+		Records:   records.New(records.Config{Catalog: cat, Schemas: schemas, Store: st, CursorSecret: secret}),
+		Directory: auth.NewDirectory(st, cat, nil),
+	}, nil
+}
+
+// Close closes the database.
+func (b *Backend) Close() error { return b.Store.Close() }
+
+// storedSecret returns the named secret, generating and storing it the first time. Concurrent first
+// calls agree: the insert keeps the first value written.
+func storedSecret(ctx context.Context, st store.Store, name string) ([]byte, error) {
+	d := st.Dialect()
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, fmt.Errorf("generate %s: %w", name, err)
+	}
+	if _, err := st.Exec(ctx, d.Bind("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", name, hex.EncodeToString(raw))); err != nil {
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
+	var value string
+	if _, err := store.QueryOne(ctx, st, d.Bind("SELECT value FROM settings WHERE name = ?", name), func(row []any) error {
+		value, _ = row[0].(string)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	secret, err := hex.DecodeString(value)
+	if err != nil || len(secret) < 16 {
+		return nil, fmt.Errorf("read %s: stored value is malformed", name)
+	}
+	return secret, nil
+}
+
+// Server is a running recordsd.
+type Server struct {
+	cfg     config.Config
+	log     *slog.Logger
+	backend *Backend
+	handler *httpapi.Handler
+}
+
+// New opens the backend and builds the HTTP handler.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	b, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range b.Migration.Applied {
+		log.Info("migration applied", "change", line)
+	}
+	for _, line := range b.Migration.Pending {
+		log.Warn("migration pending", "change", line)
+	}
+	doc, err := json.Marshal(catalog.OpenAPI(b.Catalog, b.Schemas))
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc})
+	return &Server{cfg: cfg, log: log, backend: b, handler: h}, nil
+}
+
+// Backend returns the server's backend.
+func (s *Server) Backend() *Backend { return s.backend }
+
+// Handler returns the API handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on ln until ctx is done, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// Close releases the database.
+func (s *Server) Close() error { return s.backend.Close() }
