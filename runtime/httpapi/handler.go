@@ -351,6 +351,9 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 			return err
 		}
 		id := req.Param("id")
+		if (rt.Shape == route.Item || rt.Shape == route.Restore) && !model.IsUUID(id) {
+			return invalidRequest("", fieldErr("invalid_format", "id", "must be a UUID"))
+		}
 		var rec records.Record
 		status := 200
 		switch rt.Op {

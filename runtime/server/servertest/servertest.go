@@ -1,0 +1,294 @@
+// Package servertest starts real servers for tests: a fresh SQLite file or a uniquely named PostgreSQL
+// database per test, recordsd's handler on a real loopback listener, and a workspace with an admin key.
+//
+// PostgreSQL is reached at RECORDS_TEST_POSTGRES (default postgres://postgres@127.0.0.1:5432/postgres).
+// When it cannot be reached the PostgreSQL variant is skipped, except when CI=true, where it fails.
+package servertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/server"
+)
+
+// Backend names a database kind to test against.
+type Backend string
+
+// The backends every behaviour test runs on.
+const (
+	SQLite   Backend = "sqlite"
+	Postgres Backend = "postgres"
+)
+
+// Backends lists them.
+var Backends = []Backend{SQLite, Postgres}
+
+// DefinitionsDir is the repository's definitions directory.
+func DefinitionsDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "definitions")
+}
+
+// DatabaseURL returns a fresh, empty database of kind b, dropped when the test ends.
+func DatabaseURL(t testing.TB, b Backend) string {
+	t.Helper()
+	if b == SQLite {
+		return "sqlite:" + filepath.Join(t.TempDir(), "records.db")
+	}
+	admin := os.Getenv("RECORDS_TEST_POSTGRES")
+	if admin == "" {
+		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("PostgreSQL is required when CI=true: %v", err)
+		}
+		t.Skipf("PostgreSQL not reachable (%v); set RECORDS_TEST_POSTGRES", err)
+	}
+	defer conn.Close(ctx)
+	raw := make([]byte, 6)
+	_, _ = rand.Read(raw)
+	name := "records_test_" + hex.EncodeToString(raw)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, admin)
+		if err != nil {
+			t.Logf("drop database %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Logf("drop database %s: %v", name, err)
+		}
+	})
+	cfg, _ := pgx.ParseConfig(admin)
+	cfg.Database = name
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+}
+
+// Env is a running server with one workspace and an admin write key.
+type Env struct {
+	T         testing.TB
+	Server    *server.Server
+	URL       string
+	Workspace string
+	Member    string
+	Key       string
+	Config    config.Config
+}
+
+// Options change what Start builds.
+type Options struct {
+	DefinitionsDir string // default: the repository's definitions
+	DB             string // default: a fresh database of the backend
+}
+
+// Start starts a server on backend b.
+func Start(t testing.TB, b Backend, opts Options) *Env {
+	t.Helper()
+	cfg := config.Default(func(string) string { return "" })
+	cfg.DB = opts.DB
+	if cfg.DB == "" {
+		cfg.DB = DatabaseURL(t, b)
+	}
+	cfg.DefinitionsDir = opts.DefinitionsDir
+	if cfg.DefinitionsDir == "" {
+		cfg.DefinitionsDir = DefinitionsDir()
+	}
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err := server.New(ctx, cfg, log)
+	if err != nil {
+		t.Fatalf("start server: %v", err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg}
+	e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
+	return e
+}
+
+// NewWorkspace creates a workspace on plan with one member of role and a key of access.
+func (e *Env) NewWorkspace(plan, role, access string) (workspace, member, key string) {
+	e.T.Helper()
+	ctx := context.Background()
+	dir := e.Server.Backend().Directory
+	w, err := dir.CreateWorkspace(ctx, "Test "+plan, plan)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	m, err := dir.CreateMember(ctx, w.ID, auth.MemberProfile{Email: role + "@" + w.ID[:8] + ".example", Role: role, FirstName: "Test", LastName: "Member"})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return w.ID, m.ID, e.NewKey(m.ID, auth.KeyOptions{Access: access})
+}
+
+// NewKey creates a key for member (expiring in 30 days unless set).
+func (e *Env) NewKey(member string, o auth.KeyOptions) string {
+	e.T.Helper()
+	if o.ExpiresIn == 0 {
+		o.ExpiresIn = 30 * 24 * time.Hour
+	}
+	_, secret, err := e.Server.Backend().Directory.CreateKey(context.Background(), member, o)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return secret
+}
+
+// Response is a decoded API response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    []byte
+}
+
+// Data returns the data member as an object.
+func (r *Response) Data() map[string]any {
+	d, _ := r.Body["data"].(map[string]any)
+	return d
+}
+
+// List returns the data member as a list of objects.
+func (r *Response) List() []map[string]any {
+	items, _ := r.Body["data"].([]any)
+	out := make([]map[string]any, len(items))
+	for i, it := range items {
+		out[i], _ = it.(map[string]any)
+	}
+	return out
+}
+
+// Code returns error.code.
+func (r *Response) Code() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// Do sends a request with the env's key. body may be nil, a []byte sent verbatim, or a value to encode.
+// It fails the test on any 5xx and on any response that breaks the envelope rules.
+func (e *Env) Do(method, path string, body any, header ...string) *Response {
+	e.T.Helper()
+	return e.DoKey(e.Key, method, path, body, header...)
+}
+
+// DoKey is Do with another key ("" sends no Authorization header).
+func (e *Env) DoKey(key, method, path string, body any, header ...string) *Response {
+	e.T.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, e.URL+path, rd)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := &Response{Status: res.StatusCode, Header: res.Header, Raw: raw}
+	if len(raw) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&out.Body); err != nil {
+			e.T.Fatalf("%s %s: %d with a body that is not a JSON object: %q", method, path, res.StatusCode, raw)
+		}
+	}
+	e.checkEnvelope(method, path, out)
+	return out
+}
+
+func (e *Env) checkEnvelope(method, path string, r *Response) {
+	e.T.Helper()
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		e.T.Errorf("%s %s: no X-Request-Id", method, path)
+	}
+	for k := range r.Header {
+		if strings.HasPrefix(strings.ToLower(k), "access-control-") {
+			e.T.Errorf("%s %s: CORS header %s", method, path, k)
+		}
+	}
+	if r.Status >= 500 {
+		e.T.Errorf("%s %s: status %d: %s", method, path, r.Status, r.Raw)
+	}
+	if r.Status < 400 {
+		return
+	}
+	env, ok := r.Body["error"].(map[string]any)
+	if !ok || len(r.Body) != 1 {
+		e.T.Errorf("%s %s: %d without the error envelope: %s", method, path, r.Status, r.Raw)
+		return
+	}
+	for _, k := range []string{"type", "code", "message", "request_id"} {
+		if s, _ := env[k].(string); s == "" {
+			e.T.Errorf("%s %s: error.%s missing: %s", method, path, k, r.Raw)
+		}
+	}
+	if env["request_id"] != id {
+		e.T.Errorf("%s %s: error.request_id %v differs from X-Request-Id %s", method, path, env["request_id"], id)
+	}
+	if r.Status == 401 && r.Header.Get("WWW-Authenticate") == "" {
+		e.T.Errorf("%s %s: 401 without WWW-Authenticate", method, path)
+	}
+	if r.Status == 405 && r.Header.Values("Allow") == nil {
+		e.T.Errorf("%s %s: 405 without Allow", method, path)
+	}
+}
+
+// Expect fails the test unless r has status and (when code is not "") error code.
+func (e *Env) Expect(r *Response, status int, code string) {
+	e.T.Helper()
+	if r.Status != status || (code != "" && r.Code() != code) {
+		e.T.Errorf("got %d %s, want %d %s: %s", r.Status, r.Code(), status, code, r.Raw)
+	}
+}
