@@ -32,22 +32,22 @@ var groups = map[string]bool{"workspace": true, "member": true, "key": true, "mo
 
 func commands() map[string]command {
 	return map[string]command{
-		"migrate":                {"migrate [--allow-destructive]", cmdMigrate},
-		"workspace create":       {"workspace create --name N --plan P", cmdWorkspaceCreate},
-		"workspace set-plan":     {"workspace set-plan ID --plan P", cmdWorkspaceSetPlan},
-		"workspace set-limits":   {"workspace set-limits ID [--key-per-minute N] [--key-per-hour N] [--workspace-per-minute N] [--monthly-quota N]", cmdWorkspaceSetLimits},
-		"member create":          {"member create --workspace W --email E --role R [--department D]", cmdMemberCreate},
-		"member set-role":        {"member set-role ID --role R", cmdMemberSetRole},
-		"member deactivate":      {"member deactivate ID", memberAction((*auth.Directory).Deactivate)},
-		"member activate":        {"member activate ID", memberAction((*auth.Directory).Activate)},
-		"member mfa-verified":    {"member mfa-verified ID", memberAction((*auth.Directory).MFAVerified)},
-		"key create":             {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", cmdKeyCreate},
-		"key revoke":             {"key revoke ID", cmdKeyRevoke},
-		"key list":               {"key list --workspace W", cmdKeyList},
-		"model create":           {"model create --workspace W --name N --fields-file F", cmdModelCreate},
-		"records import":         {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
-		"seed":                   {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
-		"definitions lint":       {"definitions lint [DIR]", cmdLint},
+		"migrate":              {"migrate [--allow-destructive]", cmdMigrate},
+		"workspace create":     {"workspace create --name N --plan P", cmdWorkspaceCreate},
+		"workspace set-plan":   {"workspace set-plan ID --plan P", cmdWorkspaceSetPlan},
+		"workspace set-limits": {"workspace set-limits ID [--key-per-minute N] [--key-per-hour N] [--workspace-per-minute N] [--monthly-quota N]", cmdWorkspaceSetLimits},
+		"member create":        {"member create --workspace W --email E --role R [--department D]", cmdMemberCreate},
+		"member set-role":      {"member set-role ID --role R", cmdMemberSetRole},
+		"member deactivate":    {"member deactivate ID", memberAction((*auth.Directory).Deactivate)},
+		"member activate":      {"member activate ID", memberAction((*auth.Directory).Activate)},
+		"member mfa-verified":  {"member mfa-verified ID", memberAction((*auth.Directory).MFAVerified)},
+		"key create":           {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", cmdKeyCreate},
+		"key revoke":           {"key revoke ID", cmdKeyRevoke},
+		"key list":             {"key list --workspace W", cmdKeyList},
+		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
+		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
+		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
+		"definitions lint":     {"definitions lint [DIR]", cmdLint},
 	}
 }
 

@@ -7,9 +7,9 @@ import (
 
 	"github.com/workspace-records/records/definitions"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/spec"
-	"github.com/workspace-records/records/engine/sample"
 )
 
 func compile(t *testing.T) (*model.Catalog, *schema.Set) {
