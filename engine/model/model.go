@@ -379,7 +379,8 @@ func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 
 func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resource, field.ErrorList) {
 	var errs field.ErrorList
-	root := field.NewPath(sr.File + ":")
+	defer func() { prefixFile(sr.File, errs) }()
+	root := field.Path{}
 	r := &Resource{
 		Name: sr.Name, Label: sr.Label, LabelPlural: sr.LabelPlural, Group: sr.Group, Description: sr.Description,
 		ModelScoped: sr.ModelScoped, Hooks: sr.Hooks, Table: "rec_" + sr.Name,
@@ -446,6 +447,17 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 	return r, errs
 }
 
+// prefixFile makes error paths read `file: path`.
+func prefixFile(file string, errs field.ErrorList) {
+	for _, e := range errs {
+		if e.Field == "" {
+			e.Field = file
+		} else {
+			e.Field = file + ": " + e.Field
+		}
+	}
+}
+
 func compileField(sf *spec.Field, p field.Path, specs map[string]*spec.Resource) (*Field, field.ErrorList) {
 	var errs field.ErrorList
 	t, _ := ParseType(sf.Type)
@@ -488,6 +500,9 @@ func compileField(sf *spec.Field, p field.Path, specs map[string]*spec.Resource)
 	}
 	if sf.HasDefault {
 		v, err := Canonical(f, sf.Default)
+		if err == nil {
+			err = Check(f, v)
+		}
 		if err != nil {
 			errs = append(errs, field.New(field.CodeInvalid, p.Child("default"), err.Error()))
 		} else {
@@ -507,7 +522,7 @@ func checkInverses(c *Catalog, specs map[string]*spec.Resource) field.ErrorList 
 			if a.Inverse == "" {
 				continue
 			}
-			p := field.NewPath(specs[r.Name].File + ":").Child("associations").Child(a.Name).Child("inverse")
+			p := field.NewPath(specs[r.Name].File + ": associations").Child(a.Name).Child("inverse")
 			t, ok := c.byName[a.Target]
 			if !ok {
 				continue
@@ -573,7 +588,7 @@ func checkRequiredCycles(c *Catalog, specs map[string]*spec.Resource) field.Erro
 			}
 			switch state[t.Name] {
 			case active:
-				p := field.NewPath(specs[r.Name].File + ":").Child("fields").Child(f.Key)
+				p := field.NewPath(specs[r.Name].File + ": fields").Child(f.Key)
 				errs = append(errs, field.New(field.CodeInvalid, p, "required references form a cycle: "+strings.Join(append(trail, r.Name, t.Name), " -> ")))
 			case unseen:
 				visit(t, append(trail, r.Name))

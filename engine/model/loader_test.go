@@ -1,0 +1,120 @@
+package model_test
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/workspace-records/records/definitions"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/spec"
+)
+
+// shippedWith returns the shipped definitions with files replaced or added.
+func shippedWith(t *testing.T, files map[string]string) fs.FS {
+	t.Helper()
+	m := fstest.MapFS{}
+	err := fs.WalkDir(definitions.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(definitions.FS, path)
+		m[path] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range files {
+		if text == "" {
+			delete(m, name)
+			continue
+		}
+		m[name] = &fstest.MapFile{Data: []byte(text)}
+	}
+	return m
+}
+
+func load(fsys fs.FS) []string {
+	set, errs := spec.Load(fsys)
+	if len(errs) == 0 {
+		_, errs = model.Compile(set)
+	}
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+const widget = `version: 1
+name: widgets
+label: Widget
+group: custom
+operations: [list, query, get, create, update, archive, restore]
+fields:
+  name: {type: string, required: true, sortable: true}
+`
+
+func TestLoaderErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		files map[string]string
+		want  []string // each must appear as a line prefix of some error
+	}{
+		{"unknown key", map[string]string{"resources/widgets.yaml": widget + "colour: red\n"},
+			[]string{"resources/widgets.yaml: additionalProperties 'colour' not allowed"}},
+		{"unknown field key", map[string]string{"resources/widgets.yaml": widget + "  size: {type: string, maxlen: 3}\n"},
+			[]string{"resources/widgets.yaml: fields.size: additionalProperties 'maxlen' not allowed"}},
+		{"bad type", map[string]string{"resources/widgets.yaml": widget + "  size: {type: float}\n"},
+			[]string{"resources/widgets.yaml: fields.size.type:"}},
+		{"name differs from file", map[string]string{"resources/widgets.yaml": strings.Replace(widget, "name: widgets", "name: gadgets", 1)},
+			[]string{`resources/widgets.yaml: name: name "gadgets" must equal the file name "widgets"`}},
+		{"unknown target", map[string]string{"resources/widgets.yaml": widget + "  owner: {type: reference, target: people}\n"},
+			[]string{`resources/widgets.yaml: fields.owner.target: unknown resource "people"`}},
+		{"reference without target", map[string]string{"resources/widgets.yaml": widget + "  owner: {type: reference}\n"},
+			[]string{"resources/widgets.yaml: fields.owner: missing properties: 'target'"}},
+		{"text sortable", map[string]string{"resources/widgets.yaml": widget + "  notes: {type: text, sortable: true}\n"},
+			[]string{"resources/widgets.yaml: fields.notes"}},
+		{"search on a number", map[string]string{"resources/widgets.yaml": widget + "  n: {type: integer}\nsearch: [n, missing]\n"},
+			[]string{`resources/widgets.yaml: search[0]: field "n" is integer`, `resources/widgets.yaml: search[1]: unknown field "missing"`}},
+		{"managed name", map[string]string{"resources/widgets.yaml": widget + "  created_at: {type: datetime}\n"},
+			[]string{"resources/widgets.yaml: fields.created_at: is reserved"}},
+		{"default outside options", map[string]string{"resources/widgets.yaml": widget + "  size: {type: string, options: [s, m], default: xl}\n"},
+			[]string{"resources/widgets.yaml: fields.size.default"}},
+		{"inverse missing", map[string]string{"resources/widgets.yaml": widget + "associations:\n  deals: {target: deals, inverse: widgets}\n"},
+			[]string{`resources/widgets.yaml: associations.deals.inverse: deals has no association "widgets"`}},
+		{"required cycle", map[string]string{
+			"resources/widgets.yaml": widget + "  gadget_id: {type: reference, target: gadgets, required: true}\n",
+			"resources/gadgets.yaml": strings.NewReplacer("widgets", "gadgets", "Widget", "Gadget").Replace(widget) + "  widget_id: {type: reference, target: widgets, required: true}\n"},
+			[]string{"resources/widgets.yaml: fields.gadget_id: required references form a cycle"}},
+		{"role names unknown resource", map[string]string{"roles.yaml": "version: 1\nroles:\n  x: {label: X, permissions: [], resources: {gizmos: read}}\n"},
+			[]string{"roles.yaml: roles.x.resources.gizmos: unknown resource"}},
+		{"plans missing", map[string]string{"plans.yaml": ""},
+			[]string{"plans.yaml: open plans.yaml"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := load(shippedWith(t, c.files))
+			for _, w := range c.want {
+				found := false
+				for _, g := range got {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("want an error starting %q; got:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// Every problem of a file is reported at once, not just the first.
+func TestLoaderReportsAll(t *testing.T) {
+	bad := widget + "  a: {type: reference, target: nope1}\n  b: {type: reference, target: nope2}\n"
+	got := load(shippedWith(t, map[string]string{"resources/widgets.yaml": bad}))
+	if len(got) != 2 {
+		t.Errorf("want 2 errors, got %d:\n%s", len(got), strings.Join(got, "\n"))
+	}
+}

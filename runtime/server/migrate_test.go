@@ -1,0 +1,162 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// definitionsWith copies the shipped definitions to a temporary directory and adds extra resource files.
+func definitionsWith(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := servertest.DefinitionsDir()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range extra {
+		if err := os.WriteFile(filepath.Join(dst, "resources", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+func widgetsYAML(t *testing.T) string {
+	data, err := os.ReadFile("testdata/widgets.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// A resource that exists only as a YAML file is served with all its operations, with no Go change.
+func TestYAMLOnlyResource(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			dir := definitionsWith(t, map[string]string{"widgets.yaml": widgetsYAML(t)})
+			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: dir})
+			if !contains(e.Server.Backend().Migration.Applied, "create table rec_widgets") {
+				t.Errorf("migration did not create rec_widgets: %v", e.Server.Backend().Migration.Applied)
+			}
+			runLifecycle(t, e, map[string]bool{"widgets": true, "companies": true})
+			e.Expect(e.Do("GET", "/v1/resources/widgets", nil), 200, "")
+			e.Expect(e.Do("GET", "/v1/widgets?search=widget&sort=weight_kg", nil), 200, "")
+			if l := e.Do("GET", "/v1/resources", nil).List(); len(l) != 45 {
+				t.Errorf("resources: %d, want 45", len(l))
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func openBackend(t *testing.T, db, dir string, destructive bool) *server.Backend {
+	t.Helper()
+	cfg := config.Default(func(string) string { return "" })
+	cfg.DB, cfg.DefinitionsDir, cfg.AllowDestructive = db, dir, destructive
+	b, err := server.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A field added to a definition becomes a column at the next start; a removed one stays until asked.
+func TestAdditiveMigration(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			db := servertest.DatabaseURL(t, b)
+			v1 := definitionsWith(t, map[string]string{"widgets.yaml": widgetsYAML(t)})
+			openBackend(t, db, v1, false).Close()
+
+			v2 := definitionsWith(t, map[string]string{"widgets.yaml": strings.Replace(strings.Replace(widgetsYAML(t),
+				"  notes: {type: text, max_length: 5000}\n",
+				"  colour: {type: string, max_length: 20, sortable: true}\n", 1), "search: [name, notes]", "search: [name]", 1)})
+			be := openBackend(t, db, v2, false)
+			applied := strings.Join(be.Migration.Applied, "\n")
+			if !strings.Contains(applied, "add column rec_widgets.colour") || !strings.Contains(applied, "create index rec_widgets_colour_idx") {
+				t.Errorf("applied:\n%s", applied)
+			}
+			if !strings.Contains(applied, "create search on rec_widgets (name)") {
+				t.Errorf("search not rebuilt for the new search fields:\n%s", applied)
+			}
+			if p := strings.Join(be.Migration.Pending, "\n"); !strings.Contains(p, "drop column rec_widgets.notes") {
+				t.Errorf("pending: %s", p)
+			}
+			be.Close()
+			again := openBackend(t, db, v2, false)
+			if len(again.Migration.Applied) != 0 {
+				t.Errorf("second start applied %v", again.Migration.Applied)
+			}
+			again.Close()
+			d := openBackend(t, db, v2, true)
+			if !contains(d.Migration.Applied, "drop column rec_widgets.notes") {
+				t.Errorf("destructive run applied %v", d.Migration.Applied)
+			}
+			d.Close()
+		})
+	}
+}
+
+// Servers starting together against one PostgreSQL database migrate one after another without error.
+func TestConcurrentMigrations(t *testing.T) {
+	db := servertest.DatabaseURL(t, servertest.Postgres)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := config.Default(func(string) string { return "" })
+			cfg.DB, cfg.DefinitionsDir = db, servertest.DefinitionsDir()
+			s, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
