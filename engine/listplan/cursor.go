@@ -56,6 +56,11 @@ func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
 	if err != nil || len(got) != macLen {
 		return nil, ErrCursor
 	}
+	// The decoder skips newlines and ignores spare bits; only the exact encoding we issue is accepted,
+	// so that any edit of the text is refused.
+	if base64.RawURLEncoding.EncodeToString(payload) != body || base64.RawURLEncoding.EncodeToString(got) != sig {
+		return nil, ErrCursor
+	}
 	mac := hmac.New(sha256.New, secret)
 	mac.Write(payload)
 	if !hmac.Equal(got, mac.Sum(nil)[:macLen]) {
