@@ -271,7 +271,11 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 				continue // required and additionalProperties are reported above
 			}
 			bad[key] = true
-			errs = append(errs, field.New(codeFor(e.KeywordLocation), field.NewPath(key), e.Message))
+			code, msg := codeFor(e.KeywordLocation), e.Message
+			if f, ok := r.res.Field(key); ok && code == field.CodeOption {
+				msg = "must be one of " + strings.Join(f.Options, ", ")
+			}
+			errs = append(errs, field.New(code, field.NewPath(key), msg))
 		}
 	}
 	for k, v := range known {

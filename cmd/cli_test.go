@@ -1,0 +1,269 @@
+// Package cmd_test runs the real recordsd and recordsctl binaries the way scripts do, against SQLite and
+// PostgreSQL, and checks the command-line contract of DESIGN.md §5.
+package cmd_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "records-bin")
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range []string{"recordsd", "recordsctl"} {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./"+name).CombinedOutput()
+		if err != nil {
+			panic(string(out))
+		}
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type ctl struct {
+	t   *testing.T
+	db  string
+	dir string
+}
+
+// run runs recordsctl with --json and decodes its one JSON object.
+func (c ctl) run(args ...string) map[string]any {
+	c.t.Helper()
+	full := append([]string{"--db", c.db, "--definitions", servertest.DefinitionsDir(), "--json"}, args...)
+	cmd := exec.Command(filepath.Join(binDir, "recordsctl"), full...)
+	cmd.Dir = c.dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		c.t.Fatalf("recordsctl %v: %v\n%s", args, err, stderr.String())
+	}
+	var out map[string]any
+	dec := json.NewDecoder(&stdout)
+	if err := dec.Decode(&out); err != nil {
+		c.t.Fatalf("recordsctl %v: stdout is not one JSON object: %v", args, err)
+	}
+	if dec.More() {
+		c.t.Fatalf("recordsctl %v: more than one JSON value on stdout", args)
+	}
+	return out
+}
+
+// fail runs recordsctl expecting a non-zero exit with a message on stderr and nothing on stdout.
+func (c ctl) fail(args ...string) string {
+	c.t.Helper()
+	full := append([]string{"--db", c.db, "--definitions", servertest.DefinitionsDir(), "--json"}, args...)
+	cmd := exec.Command(filepath.Join(binDir, "recordsctl"), full...)
+	cmd.Dir = c.dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err == nil {
+		c.t.Fatalf("recordsctl %v succeeded; want failure", args)
+	}
+	if stderr.Len() == 0 {
+		c.t.Errorf("recordsctl %v: failed without a message on stderr", args)
+	}
+	return stderr.String()
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			if applied, ok := c.run("migrate")["applied"].([]any); !ok || len(applied) == 0 {
+				t.Fatalf("migrate applied nothing on an empty database")
+			}
+			if applied := c.run("migrate")["applied"].([]any); len(applied) != 0 {
+				t.Errorf("second migrate applied %v", applied)
+			}
+			ws := c.run("workspace", "create", "--name", "Acme", "--plan", "growth")["id"].(string)
+			if got := c.run("workspace", "set-plan", ws, "--plan", "scale"); got["plan"] != "scale" || got["id"] != ws {
+				t.Errorf("set-plan printed %v", got)
+			}
+			c.run("workspace", "set-limits", ws, "--key-per-minute", "100", "--monthly-quota", "5000")
+			member := c.run("member", "create", "--workspace", ws, "--email", "ops@acme.example", "--role", "admin")["id"].(string)
+			c.run("member", "set-role", member, "--role", "admin")
+			key := c.run("key", "create", "--member", member, "--access", "write", "--expires-in", "30d")
+			secret, _ := key["secret"].(string)
+			if !regexp.MustCompile(`^wsk_[0-9a-f]{64}$`).MatchString(secret) || key["id"] == nil || key["expires_at"] == nil {
+				t.Fatalf("key create printed %v", key)
+			}
+			keys := c.run("key", "list", "--workspace", ws)["data"].([]any)
+			if len(keys) != 1 || strings.Contains(mustString(keys), secret[4:]) {
+				t.Errorf("key list must list the key without its secret: %v", keys)
+			}
+			c.fail("key", "create", "--member", member, "--access", "write", "--expires-in", "400d")
+			c.fail("workspace", "create", "--name", "X", "--plan", "platinum")
+			c.fail("nonsense")
+
+			lines := `{"name":"Initech","industry":"software"}` + "\n" + `{"name":"Globex","employee_count":1200}` + "\n"
+			file := filepath.Join(c.dir, "companies.jsonl")
+			os.WriteFile(file, []byte(lines), 0o644)
+			if got := c.run("records", "import", "--workspace", ws, "--resource", "companies", "--file", file); got["imported"] != float64(2) {
+				t.Errorf("import printed %v", got)
+			}
+			os.WriteFile(file, []byte(`{"name":"ok"}`+"\n"+`{"nope":1}`+"\n"), 0o644)
+			if msg := c.fail("records", "import", "--workspace", ws, "--resource", "companies", "--file", file); !strings.Contains(msg, "[1].nope") {
+				t.Errorf("import error does not name the bad line: %s", msg)
+			}
+			os.WriteFile(file, []byte(`{"first_name":"Ann","last_name":"Lee","email":"ann@acme.example"}`+"\n"), 0o644)
+			c.run("records", "import", "--workspace", ws, "--resource", "entity_members", "--file", file)
+
+			if got := c.run("seed", "--workspace", ws, "--resource", "contacts", "--count", "1200"); got["created"] != float64(1200) {
+				t.Errorf("seed printed %v", got)
+			}
+			fields := filepath.Join(c.dir, "vendors.yaml")
+			os.WriteFile(fields, []byte("category: {type: string, options: [software, hardware]}\nwebsite: {type: url}\n"), 0o644)
+			modelID := c.run("model", "create", "--workspace", ws, "--name", "Vendors", "--fields-file", fields)["id"].(string)
+			c.run("seed", "--workspace", ws, "--resource", "data_model_records", "--model-id", modelID, "--count", "20")
+			if got := c.run("definitions", "lint"); got["ok"] != true {
+				t.Errorf("lint printed %v", got)
+			}
+
+			// recordsd serves what recordsctl set up.
+			base := startServer(t, c)
+			get := func(path string) (int, map[string]any) {
+				req, _ := http.NewRequest("GET", base+path, nil)
+				req.Header.Set("Authorization", "Bearer "+secret)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				var body map[string]any
+				json.NewDecoder(res.Body).Decode(&body)
+				return res.StatusCode, body
+			}
+			if code, body := get("/v1/contacts?page_size=100"); code != 200 || len(body["data"].([]any)) != 100 {
+				t.Errorf("contacts: %d %v", code, body["meta"])
+			}
+			if code, body := get("/v1/data_model_records?model_id=" + modelID); code != 200 || len(body["data"].([]any)) != 20 {
+				t.Errorf("model records: %d %v", code, body)
+			}
+			c.run("member", "mfa-verified", member)
+			if code, body := get("/v1/me"); code != 401 || body["error"].(map[string]any)["code"] != "key_assurance_stale" {
+				t.Errorf("after mfa-verified: %d %v", code, body)
+			}
+			c.run("key", "revoke", key["id"].(string))
+			if code, _ := get("/v1/me"); code != 401 {
+				t.Errorf("revoked key: %d", code)
+			}
+		})
+	}
+}
+
+func mustString(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// startServer runs recordsd serve on a free port and returns its base URL.
+func startServer(t *testing.T, c ctl) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "recordsd"), "serve", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir())
+	cmd.Dir = c.dir
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`on (http://\S+)/v1`).FindStringSubmatch(sc.Text()); m != nil {
+				lines <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-lines:
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatal("recordsd did not start")
+	}
+	return ""
+}
+
+// `recordsd serve --dev` on an empty database prints a working key and writes it to ./data/dev-key.
+func TestServeDev(t *testing.T) {
+	dir := t.TempDir()
+	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "data", "records.db"), dir: dir}
+	base := startDev(t, c)
+	key, err := os.ReadFile(filepath.Join(dir, "data", "dev-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/deals", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(key)))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	json.NewDecoder(res.Body).Decode(&body)
+	res.Body.Close()
+	if res.StatusCode != 200 || len(body["data"].([]any)) == 0 {
+		t.Errorf("demo deals: %d %v", res.StatusCode, body)
+	}
+}
+
+func startDev(t *testing.T, c ctl) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "recordsd"), "serve", "--dev", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir())
+	cmd.Dir = c.dir
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	found := make(chan string, 1)
+	sawKey := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if regexp.MustCompile(`wsk_[0-9a-f]{64}`).MatchString(sc.Text()) {
+				sawKey <- true
+			}
+			if m := regexp.MustCompile(`on (http://\S+)/v1`).FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		select {
+		case <-sawKey:
+		default:
+			t.Error("--dev did not print the key")
+		}
+		return u
+	case <-time.After(60 * time.Second):
+		t.Fatal("recordsd --dev did not start")
+	}
+	return ""
+}
