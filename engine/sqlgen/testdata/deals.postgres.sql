@@ -1,0 +1,85 @@
+-- create table
+CREATE TABLE IF NOT EXISTS "rec_deals" (
+  "workspace_id" uuid NOT NULL,
+  "id" uuid NOT NULL,
+  "name" text,
+  "description" text,
+  "amount" numeric,
+  "currency" text,
+  "probability" bigint,
+  "expected_close_date" date,
+  "close_date" date,
+  "status" text,
+  "pipeline_id" uuid,
+  "stage_id" uuid,
+  "company_id" uuid,
+  "primary_contact_id" uuid,
+  "source_id" uuid,
+  "loss_reason_id" uuid,
+  "forecast_category_id" uuid,
+  "next_step" text,
+  "last_activity_at" timestamptz,
+  "owner_id" uuid,
+  "created_at" timestamptz NOT NULL,
+  "updated_at" timestamptz NOT NULL,
+  "archived" boolean NOT NULL DEFAULT false,
+  "archived_at" timestamptz,
+  "archive_reason" text,
+  "custom_fields" jsonb NOT NULL DEFAULT '{}',
+  PRIMARY KEY ("workspace_id", "id")
+)
+
+-- indexes
+CREATE INDEX IF NOT EXISTS "rec_deals_archived_created_idx" ON "rec_deals" ("workspace_id", "archived", "created_at", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_name_idx" ON "rec_deals" ("workspace_id", "name", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_amount_idx" ON "rec_deals" ("workspace_id", "amount", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_probability_idx" ON "rec_deals" ("workspace_id", "probability", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_expected_close_date_idx" ON "rec_deals" ("workspace_id", "expected_close_date", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_close_date_idx" ON "rec_deals" ("workspace_id", "close_date", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_status_idx" ON "rec_deals" ("workspace_id", "status", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_pipeline_id_idx" ON "rec_deals" ("workspace_id", "pipeline_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_stage_id_idx" ON "rec_deals" ("workspace_id", "stage_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_company_id_idx" ON "rec_deals" ("workspace_id", "company_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_primary_contact_id_idx" ON "rec_deals" ("workspace_id", "primary_contact_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_source_id_idx" ON "rec_deals" ("workspace_id", "source_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_loss_reason_id_idx" ON "rec_deals" ("workspace_id", "loss_reason_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_forecast_category_id_idx" ON "rec_deals" ("workspace_id", "forecast_category_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_last_activity_at_idx" ON "rec_deals" ("workspace_id", "last_activity_at", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_owner_id_idx" ON "rec_deals" ("workspace_id", "owner_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_created_at_idx" ON "rec_deals" ("workspace_id", "created_at", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_updated_at_idx" ON "rec_deals" ("workspace_id", "updated_at", "id")
+
+-- search
+ALTER TABLE "rec_deals" ADD COLUMN "_search" tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, coalesce("name", '') || ' ' || coalesce("description", '') || ' ' || coalesce("next_step", ''))) STORED
+CREATE INDEX IF NOT EXISTS "rec_deals_search_idx" ON "rec_deals" USING gin ("_search")
+
+-- get
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2
+-- args: [ws 0190a6d4-0000-7000-8000-000000000001]
+
+-- update
+UPDATE "rec_deals" SET "name" = $1, "amount" = $2 WHERE "workspace_id" = $3 AND "id" = $4
+-- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
+
+-- page 3, filters joined with or, search
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ to_tsquery('simple'::regconfig, $7) ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
+-- args: [ws false open won %50\%\_off% 50 acme:* & renewal:* 11 20]
+
+-- cursor, non-null key (created_at desc)
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("created_at", "id") < ($3, $4) ORDER BY "created_at" DESC, "id" DESC LIMIT $5
+-- args: [ws false 2026-11-21 09:30:00 +0000 UTC 0190a6d4-0000-7000-8000-000000000009 26]
+
+-- cursor, nullable key, value band (amount asc)
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("amount", "id") > ($3, $4) ORDER BY "amount" ASC, "id" ASC LIMIT $5
+-- args: [ws false 100 0190a6d4-0000-7000-8000-000000000009 26]
+
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NULL ORDER BY "id" ASC LIMIT $3
+-- args: [ws false 26]
+
+-- cursor, nullable key, null band (amount desc)
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NULL AND "id" < $3 ORDER BY "id" DESC LIMIT $4
+-- args: [ws false 0190a6d4-0000-7000-8000-000000000009 26]
+
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NOT NULL ORDER BY "amount" DESC, "id" DESC LIMIT $3
+-- args: [ws false 26]
+

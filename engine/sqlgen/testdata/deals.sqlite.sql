@@ -1,0 +1,82 @@
+-- create table
+CREATE TABLE IF NOT EXISTS "rec_deals" (
+  "workspace_id" TEXT NOT NULL,
+  "id" TEXT NOT NULL,
+  "name" TEXT,
+  "description" TEXT,
+  "amount" REAL,
+  "currency" TEXT,
+  "probability" INTEGER,
+  "expected_close_date" TEXT,
+  "close_date" TEXT,
+  "status" TEXT,
+  "pipeline_id" TEXT,
+  "stage_id" TEXT,
+  "company_id" TEXT,
+  "primary_contact_id" TEXT,
+  "source_id" TEXT,
+  "loss_reason_id" TEXT,
+  "forecast_category_id" TEXT,
+  "next_step" TEXT,
+  "last_activity_at" TEXT,
+  "owner_id" TEXT,
+  "created_at" TEXT NOT NULL,
+  "updated_at" TEXT NOT NULL,
+  "archived" INTEGER NOT NULL DEFAULT 0,
+  "archived_at" TEXT,
+  "archive_reason" TEXT,
+  "custom_fields" TEXT NOT NULL DEFAULT '{}',
+  PRIMARY KEY ("workspace_id", "id")
+) STRICT
+
+-- indexes
+CREATE INDEX IF NOT EXISTS "rec_deals_archived_created_idx" ON "rec_deals" ("workspace_id", "archived", "created_at", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_name_idx" ON "rec_deals" ("workspace_id", "name", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_amount_idx" ON "rec_deals" ("workspace_id", "amount", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_probability_idx" ON "rec_deals" ("workspace_id", "probability", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_expected_close_date_idx" ON "rec_deals" ("workspace_id", "expected_close_date", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_close_date_idx" ON "rec_deals" ("workspace_id", "close_date", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_status_idx" ON "rec_deals" ("workspace_id", "status", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_pipeline_id_idx" ON "rec_deals" ("workspace_id", "pipeline_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_stage_id_idx" ON "rec_deals" ("workspace_id", "stage_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_company_id_idx" ON "rec_deals" ("workspace_id", "company_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_primary_contact_id_idx" ON "rec_deals" ("workspace_id", "primary_contact_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_source_id_idx" ON "rec_deals" ("workspace_id", "source_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_loss_reason_id_idx" ON "rec_deals" ("workspace_id", "loss_reason_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_forecast_category_id_idx" ON "rec_deals" ("workspace_id", "forecast_category_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_last_activity_at_idx" ON "rec_deals" ("workspace_id", "last_activity_at", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_owner_id_idx" ON "rec_deals" ("workspace_id", "owner_id", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_created_at_idx" ON "rec_deals" ("workspace_id", "created_at", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_updated_at_idx" ON "rec_deals" ("workspace_id", "updated_at", "id")
+
+-- search
+CREATE VIRTUAL TABLE "rec_deals_fts" USING fts5("name", "description", "next_step", content='rec_deals', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')
+CREATE TRIGGER "rec_deals_fts_ai" AFTER INSERT ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"(rowid, "name", "description", "next_step") VALUES (new.rowid, new."name", new."description", new."next_step"); END
+CREATE TRIGGER "rec_deals_fts_ad" AFTER DELETE ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"("rec_deals_fts", rowid, "name", "description", "next_step") VALUES ('delete', old.rowid, old."name", old."description", old."next_step"); END
+CREATE TRIGGER "rec_deals_fts_au" AFTER UPDATE ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"("rec_deals_fts", rowid, "name", "description", "next_step") VALUES ('delete', old.rowid, old."name", old."description", old."next_step"); INSERT INTO "rec_deals_fts"(rowid, "name", "description", "next_step") VALUES (new.rowid, new."name", new."description", new."next_step"); END
+INSERT INTO "rec_deals_fts"("rec_deals_fts") VALUES ('rebuild')
+
+-- get
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ?
+-- args: [ws 0190a6d4-0000-7000-8000-000000000001]
+
+-- update
+UPDATE "rec_deals" SET "name" = ?, "amount" = ? WHERE "workspace_id" = ? AND "id" = ?
+-- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
+
+-- page 3, filters joined with or, search
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
+-- args: [ws 0 open won %50\%\_off% 50 "acme"* AND "renewal"* 11 20]
+
+-- cursor, non-null key (created_at desc)
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("created_at", "id") < (?, ?) ORDER BY "created_at" DESC, "id" DESC LIMIT ?
+-- args: [ws 0 2026-11-21T09:30:00.000000Z 0190a6d4-0000-7000-8000-000000000009 26]
+
+-- cursor, nullable key, value band (amount asc)
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("amount", "id") > (?, ?) ORDER BY "amount" ASC, "id" ASC LIMIT ?
+-- args: [ws 0 100 0190a6d4-0000-7000-8000-000000000009 26]
+
+-- cursor, nullable key, null band (amount desc)
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND "amount" IS NULL AND "id" < ? ORDER BY "id" DESC LIMIT ?
+-- args: [ws 0 0190a6d4-0000-7000-8000-000000000009 26]
+
