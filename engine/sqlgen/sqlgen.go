@@ -463,7 +463,8 @@ func (d Dialect) List(plan *listplan.Plan, workspace string) []Stmt {
 	valueBand := func(a *args) string {
 		return fmt.Sprintf("(%s, %s) %s (%s, %s)", col, id, cmp, a.add(after.Key), a.add(after.ID))
 	}
-	nullOrder := id + " " + dir
+	// Within the NULL band, ordering by (key, id) equals ordering by id, and lets the index serve it.
+	nullOrder := full
 	switch {
 	case after.Key == nil && nullsFirst:
 		return []Stmt{build(nullBand, nullOrder, 0), build(allValues, full, 0)}

@@ -77,6 +77,6 @@ SELECT "name", "description", "amount", "currency", "probability", "expected_clo
 -- args: [ws 0 100 0190a6d4-0000-7000-8000-000000000009 26]
 
 -- cursor, nullable key, null band (amount desc)
-SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND "amount" IS NULL AND "id" < ? ORDER BY "id" DESC LIMIT ?
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND "amount" IS NULL AND "id" < ? ORDER BY "amount" DESC, "id" DESC LIMIT ?
 -- args: [ws 0 0190a6d4-0000-7000-8000-000000000009 26]
 
