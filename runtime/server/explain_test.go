@@ -9,8 +9,8 @@ import (
 
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/sqlgen"
-	"github.com/workspace-records/records/runtime/store"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // Every keyset page of every sort key of every resource is served by the (workspace_id, key, id) index
