@@ -139,7 +139,7 @@ func TestCommandLine(t *testing.T) {
 			}
 
 			// recordsd serves what recordsctl set up.
-			base := startServer(t, c)
+			base, _ := startServer(t, c)
 			get := func(path string) (int, map[string]any) {
 				req, _ := http.NewRequest("GET", base+path, nil)
 				req.Header.Set("Authorization", "Bearer "+secret)
@@ -175,11 +175,13 @@ func mustString(v any) string {
 	return string(data)
 }
 
-// startServer runs recordsd serve on a free port and returns its base URL.
-func startServer(t *testing.T, c ctl) string {
+// startServer runs recordsd serve on a free port and returns its base URL and what it printed before
+// it started serving.
+func startServer(t *testing.T, c ctl, extra ...string) (string, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "recordsd"), "serve", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir())
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir()}, extra...)
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "recordsd"), args...)
 	cmd.Dir = c.dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	stdout, _ := cmd.StdoutPipe()
@@ -188,29 +190,35 @@ func startServer(t *testing.T, c ctl) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cancel(); cmd.Wait() })
-	lines := make(chan string, 1)
+	type started struct{ url, printed string }
+	ready := make(chan started, 1)
 	go func() {
+		var printed strings.Builder
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			printed.WriteString(sc.Text() + "\n")
 			if m := regexp.MustCompile(`on (http://\S+)/v1`).FindStringSubmatch(sc.Text()); m != nil {
-				lines <- m[1]
+				ready <- started{m[1], printed.String()}
 			}
 		}
 	}()
 	select {
-	case u := <-lines:
-		return u
-	case <-time.After(30 * time.Second):
+	case s := <-ready:
+		return s.url, s.printed
+	case <-time.After(60 * time.Second):
 		t.Fatal("recordsd did not start")
 	}
-	return ""
+	return "", ""
 }
 
 // `recordsd serve --dev` on an empty database prints a working key and writes it to ./data/dev-key.
 func TestServeDev(t *testing.T) {
 	dir := t.TempDir()
 	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "data", "records.db"), dir: dir}
-	base := startDev(t, c)
+	base, printed := startServer(t, c, "--dev")
+	if !regexp.MustCompile(`wsk_[0-9a-f]{64}`).MatchString(printed) {
+		t.Errorf("--dev did not print the key: %q", printed)
+	}
 	key, err := os.ReadFile(filepath.Join(dir, "data", "dev-key"))
 	if err != nil {
 		t.Fatal(err)
@@ -227,43 +235,4 @@ func TestServeDev(t *testing.T) {
 	if res.StatusCode != 200 || len(body["data"].([]any)) == 0 {
 		t.Errorf("demo deals: %d %v", res.StatusCode, body)
 	}
-}
-
-func startDev(t *testing.T, c ctl) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "recordsd"), "serve", "--dev", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir())
-	cmd.Dir = c.dir
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	found := make(chan string, 1)
-	sawKey := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if regexp.MustCompile(`wsk_[0-9a-f]{64}`).MatchString(sc.Text()) {
-				sawKey <- true
-			}
-			if m := regexp.MustCompile(`on (http://\S+)/v1`).FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		select {
-		case <-sawKey:
-		default:
-			t.Error("--dev did not print the key")
-		}
-		return u
-	case <-time.After(60 * time.Second):
-		t.Fatal("recordsd --dev did not start")
-	}
-	return ""
 }

@@ -5,25 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/workspace-records/records/definitions"
 	"github.com/workspace-records/records/engine/listplan"
-	"github.com/workspace-records/records/engine/model"
-	"github.com/workspace-records/records/engine/spec"
+	"github.com/workspace-records/records/engine/model/modeltest"
 	"github.com/workspace-records/records/engine/sqlgen"
 )
-
-func catalog(t testing.TB) *model.Catalog {
-	t.Helper()
-	set, errs := spec.Load(definitions.FS)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	cat, errs := model.Compile(set)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	return cat
-}
 
 var secret = []byte("0123456789abcdef0123456789abcdef")
 
@@ -44,7 +29,7 @@ func FuzzParseFilters(f *testing.F) {
 	} {
 		f.Add(s, "and")
 	}
-	cat := catalog(f)
+	cat := modeltest.Shipped(f)
 	deals, _ := cat.Resource("deals")
 	f.Fuzz(func(t *testing.T, filter, join string) {
 		q := url.Values{"filter": {filter}, "join": {join}}
@@ -71,7 +56,7 @@ func FuzzParseFilters(f *testing.F) {
 // FuzzDecodeCursor: arbitrary cursors never panic and are refused unless issued for the same query; an
 // issued cursor always round-trips.
 func FuzzDecodeCursor(f *testing.F) {
-	cat := catalog(f)
+	cat := modeltest.Shipped(f)
 	deals, _ := cat.Resource("deals")
 	plan, errs := listplan.Build(deals, listplan.Params{Sort: "amount", Order: "asc"}, listplan.Scope{Workspace: "w", Secret: secret})
 	if len(errs) > 0 {

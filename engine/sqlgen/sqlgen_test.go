@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspace-records/records/definitions"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
-	"github.com/workspace-records/records/engine/spec"
+	"github.com/workspace-records/records/engine/model/modeltest"
 	"github.com/workspace-records/records/engine/sqlgen"
 )
 
@@ -21,15 +20,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func deals(t *testing.T) *model.Resource {
 	t.Helper()
-	set, errs := spec.Load(definitions.FS)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	cat, errs := model.Compile(set)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	r, _ := cat.Resource("deals")
+	r, _ := modeltest.Shipped(t).Resource("deals")
 	return r
 }
 

@@ -171,7 +171,7 @@ func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fie
 func (d *Directory) Workspace(ctx context.Context, id string) (*Workspace, error) {
 	w := &Workspace{ID: strings.ToLower(id)}
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT name, plan FROM workspaces WHERE id = ?", w.ID), func(row []any) error {
-		w.Name, w.Plan = str(row[0]), str(row[1])
+		w.Name, w.Plan = store.Text(row[0]), store.Text(row[1])
 		return nil
 	})
 	if err != nil {

@@ -241,7 +241,7 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	var workspace string
 	var active any
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT workspace_id, active FROM members WHERE id = ?", member), func(row []any) error {
-		workspace, active = idString(row[0]), row[1]
+		workspace, active = store.UUIDText(row[0]), row[1]
 		return nil
 	})
 	if err != nil {
@@ -250,7 +250,7 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	if !found {
 		return nil, "", fmt.Errorf("member %s: %w", member, ErrNotFound)
 	}
-	if !truthy(active) {
+	if !store.Bool(active) {
 		return nil, "", fmt.Errorf("%w: member %s is inactive", ErrInvalid, member)
 	}
 	raw := make([]byte, 32)
@@ -309,7 +309,7 @@ func (d *Directory) ListKeys(ctx context.Context, workspace string) ([]Key, erro
 const keyColumns = "id, workspace_id, member_id, hint, access, resources, allow_ips, created_at, expires_at, revoked_at, last_used_at"
 
 func scanKey(row []any) (Key, error) {
-	k := Key{ID: idString(row[0]), Workspace: idString(row[1]), Member: idString(row[2]), Hint: str(row[3]), Access: str(row[4])}
+	k := Key{ID: store.UUIDText(row[0]), Workspace: store.UUIDText(row[1]), Member: store.UUIDText(row[2]), Hint: store.Text(row[3]), Access: store.Text(row[4])}
 	if err := decodeList(row[5], &k.Resources); err != nil {
 		return k, err
 	}
@@ -317,15 +317,15 @@ func scanKey(row []any) (Key, error) {
 		return k, err
 	}
 	var err error
-	if k.CreatedAt, err = timeOf(row[7]); err != nil {
+	if k.CreatedAt, err = store.Time(row[7]); err != nil {
 		return k, err
 	}
-	if k.ExpiresAt, err = timeOf(row[8]); err != nil {
+	if k.ExpiresAt, err = store.Time(row[8]); err != nil {
 		return k, err
 	}
 	for i, dst := range []**time.Time{&k.RevokedAt, &k.LastUsedAt} {
 		if row[9+i] != nil {
-			t, err := timeOf(row[9+i])
+			t, err := store.Time(row[9+i])
 			if err != nil {
 				return k, err
 			}
@@ -358,12 +358,12 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		if p.Key, err = scanKey(row[:11]); err != nil {
 			return err
 		}
-		storedHash = str(row[11])
-		p.Member = Member{ID: p.Key.Member, Email: str(row[12]), Role: str(row[13])}
+		storedHash = store.Text(row[11])
+		p.Member = Member{ID: p.Key.Member, Email: store.Text(row[12]), Role: store.Text(row[13])}
 		active = row[14]
-		p.Workspace = Workspace{ID: p.Key.Workspace, Name: str(row[15]), Plan: str(row[16])}
+		p.Workspace = Workspace{ID: p.Key.Workspace, Name: store.Text(row[15]), Plan: store.Text(row[16])}
 		if row[17] != nil {
-			t, err := timeOf(row[17])
+			t, err := store.Time(row[17])
 			if err != nil {
 				return err
 			}
@@ -380,7 +380,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	if !d.now().Before(p.Key.ExpiresAt) {
 		return nil, &Error{Status: 401, Code: "expired_api_key", Message: "The API key expired at " + p.Key.ExpiresAt.Format(time.RFC3339) + "; create a replacement key."}
 	}
-	p.Member.Active = truthy(active)
+	p.Member.Active = store.Bool(active)
 	if !p.Member.Active {
 		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is unknown or has been revoked."}
 	}
@@ -493,43 +493,4 @@ func decodeList(v any, dst *[]string) error {
 		return nil
 	}
 	return fmt.Errorf("unexpected list value %T", v)
-}
-
-func timeOf(v any) (time.Time, error) {
-	switch x := v.(type) {
-	case time.Time:
-		return x.UTC(), nil
-	case string:
-		return time.Parse(time.RFC3339Nano, x)
-	}
-	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
-}
-
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case int64:
-		return x != 0
-	}
-	return false
-}
-
-func str(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	case nil:
-		return ""
-	}
-	return fmt.Sprint(v)
-}
-
-func idString(v any) string {
-	if b, ok := v.([16]byte); ok {
-		return uuid.UUID(b).String()
-	}
-	return str(v)
 }

@@ -138,7 +138,7 @@ func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *mo
 	want := strings.Join(t.Search, ",")
 	var have string
 	found, err := store.QueryOne(ctx, q, d.Bind("SELECT search FROM records_schema WHERE resource = ?", r.Name), func(row []any) error {
-		have = asString(row[0])
+		have = store.Text(row[0])
 		return nil
 	})
 	if err != nil {
@@ -168,18 +168,6 @@ func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *mo
 		return fmt.Errorf("record search state: %w", err)
 	}
 	return nil
-}
-
-func asString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	case nil:
-		return ""
-	}
-	return fmt.Sprint(v)
 }
 
 func sameType(have, want string) bool {
@@ -213,7 +201,7 @@ func columns(ctx context.Context, q store.Querier, d sqlgen.Dialect, table strin
 		s = sqlgen.Stmt{SQL: "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1", Args: []any{table}}
 	}
 	err := q.Query(ctx, s, func(row []any) error {
-		out[asString(row[0])] = asString(row[1])
+		out[store.Text(row[0])] = store.Text(row[1])
 		return nil
 	})
 	if err != nil {
@@ -229,7 +217,7 @@ func indexes(ctx context.Context, q store.Querier, d sqlgen.Dialect, table strin
 		s = sqlgen.Stmt{SQL: "SELECT indexname FROM pg_catalog.pg_indexes WHERE schemaname = current_schema() AND tablename = $1", Args: []any{table}}
 	}
 	err := q.Query(ctx, s, func(row []any) error {
-		out[asString(row[0])] = true
+		out[store.Text(row[0])] = true
 		return nil
 	})
 	if err != nil {
@@ -245,7 +233,7 @@ func dropIndexesOn(ctx context.Context, q store.Querier, d sqlgen.Dialect, table
 	}
 	var names []string
 	s := sqlgen.Stmt{SQL: "SELECT il.name FROM pragma_index_list(?) il JOIN pragma_index_info(il.name) ii WHERE ii.name = ?", Args: []any{table, column}}
-	if err := q.Query(ctx, s, func(row []any) error { names = append(names, asString(row[0])); return nil }); err != nil {
+	if err := q.Query(ctx, s, func(row []any) error { names = append(names, store.Text(row[0])); return nil }); err != nil {
 		return fmt.Errorf("inspect indexes on %s.%s: %w", table, column, err)
 	}
 	for _, n := range names {

@@ -95,7 +95,7 @@ func (s *Service) IDs(ctx context.Context, workspace string, r *model.Resource, 
 	sql += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT %d", n)
 	var ids []string
 	err := s.st.Query(ctx, s.d.Bind(sql, args...), func(row []any) error {
-		ids = append(ids, uuidString(row[0]))
+		ids = append(ids, store.UUIDText(row[0]))
 		return nil
 	})
 	if err != nil {

@@ -380,7 +380,7 @@ func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model
 			chunk := ids[:min(len(ids), 500)]
 			ids = ids[len(chunk):]
 			err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, chunk), func(row []any) error {
-				found[uuidString(row[0])] = true
+				found[store.UUIDText(row[0])] = true
 				return nil
 			})
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
@@ -44,7 +45,7 @@ func fromDB(f *model.Field, v any) (any, error) {
 	}
 	switch f.Type {
 	case model.UUID, model.Reference:
-		return uuidString(v), nil
+		return store.UUIDText(v), nil
 	case model.Integer:
 		if n, ok := v.(int64); ok {
 			return n, nil
@@ -121,27 +122,4 @@ func decodeObject(data []byte) (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func uuidString(v any) string {
-	switch x := v.(type) {
-	case [16]byte:
-		const hex = "0123456789abcdef"
-		buf := make([]byte, 36)
-		j := 0
-		for i, b := range x {
-			if i == 4 || i == 6 || i == 8 || i == 10 {
-				buf[j] = '-'
-				j++
-			}
-			buf[j], buf[j+1] = hex[b>>4], hex[b&0xf]
-			j += 2
-		}
-		return string(buf)
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	}
-	return fmt.Sprint(v)
 }

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"fmt"
+	"time"
+)
+
+// Row values differ by driver: pgx returns uuid as [16]byte, timestamptz as time.Time, booleans as
+// bool; SQLite returns TEXT and INTEGER. These helpers read either.
+
+// Text reads a text value; NULL is "".
+func Text(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case nil:
+		return ""
+	case [16]byte:
+		return UUIDText(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// UUIDText reads a uuid value as its hyphenated lowercase text.
+func UUIDText(v any) string {
+	b, ok := v.([16]byte)
+	if !ok {
+		return Text(v)
+	}
+	const hex = "0123456789abcdef"
+	buf := make([]byte, 0, 36)
+	for i, c := range b {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			buf = append(buf, '-')
+		}
+		buf = append(buf, hex[c>>4], hex[c&0xf])
+	}
+	return string(buf)
+}
+
+// Bool reads a boolean value (SQLite stores 0 or 1).
+func Bool(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case int64:
+		return x != 0
+	}
+	return false
+}
+
+// Time reads a timestamp value (SQLite stores RFC 3339 text).
+func Time(v any) (time.Time, error) {
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC(), nil
+	case string:
+		return time.Parse(time.RFC3339Nano, x)
+	}
+	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
+}
