@@ -5,23 +5,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspace-records/records/definitions"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/model/modeltest"
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/engine/schema"
-	"github.com/workspace-records/records/engine/spec"
 )
 
 func compile(t *testing.T) (*model.Catalog, *schema.Set) {
 	t.Helper()
-	set, errs := spec.Load(definitions.FS)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	cat, errs := model.Compile(set)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	cat := modeltest.Shipped(t)
 	sch, err := schema.Compile(cat)
 	if err != nil {
 		t.Fatal(err)
