@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -159,7 +160,7 @@ func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fie
 	id := newID()
 	now := d.ts()
 	if _, err := d.st.Exec(ctx, d.d.Bind("INSERT INTO data_models (workspace_id, id, name, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)", workspace, id, name, string(data), now, now)); err != nil {
-		if strings.Contains(err.Error(), store.ErrConflict.Error()) {
+		if errors.Is(err, store.ErrConflict) {
 			return "", fmt.Errorf("%w: a model named %q exists", ErrInvalid, name)
 		}
 		return "", fmt.Errorf("create model: %w", err)

@@ -464,11 +464,6 @@ func (p *Principal) ResourceAccessByKey(resource string) bool {
 	return false
 }
 
-// TouchKey records that key id was just used. It is best effort.
-func (d *Directory) TouchKey(ctx context.Context, id string) error {
-	_, err := d.st.Exec(ctx, d.d.Bind("UPDATE api_keys SET last_used_at = ? WHERE id = ?", d.ts(), id))
-	return err
-}
 
 func jsonOrNil(v []string) any {
 	if v == nil {
