@@ -464,7 +464,6 @@ func (p *Principal) ResourceAccessByKey(resource string) bool {
 	return false
 }
 
-
 func jsonOrNil(v []string) any {
 	if v == nil {
 		return nil
