@@ -91,7 +91,7 @@ func Document(r *model.Resource, sch *schema.Resource) map[string]any {
 		for _, f := range a.Attributes {
 			attrs = append(attrs, Field(f))
 		}
-		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs, "path": "/v1/" + r.Name + "/{id}/" + a.Name}
+		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs}
 		if a.Inverse != "" {
 			entry["inverse"] = a.Inverse
 		}
