@@ -3,6 +3,7 @@
 package catalog
 
 import (
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 )
@@ -70,20 +71,38 @@ func Field(f *model.Field) map[string]any {
 	return out
 }
 
-// Document is the field catalog of r: GET /v1/resources/{resource}.
-func Document(r *model.Resource, sch *schema.Resource) map[string]any {
+// Document is the field catalog of r as pol's caller sees it: GET /v1/resources/{resource}. Each field
+// says whether this caller may write it and whether it is visible, masked or hidden; sort keys, filter
+// keys and search leave out what the caller cannot read.
+func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy) map[string]any {
 	doc := Summary(r)
 	fields := make([]any, 0, len(r.Fields))
 	var required []string
+	var sortKeys []string
 	for _, f := range r.Fields {
-		fields = append(fields, Field(f))
+		entry := Field(f)
+		readable := pol.Readable(f.Key)
+		entry["visibility"] = pol.Visibility(f.Key).String()
+		entry["writable"] = pol.Writable(f)
+		entry["read_only"] = !pol.Writable(f)
+		entry["sortable"] = f.Sortable && readable
+		entry["filterable"] = f.Filterable && readable
+		if !readable {
+			delete(entry, "filter_key")
+		}
+		fields = append(fields, entry)
 		if f.Required && f.Writable() {
 			required = append(required, f.Key)
+		}
+		if f.Sortable && readable {
+			sortKeys = append(sortKeys, f.Key)
 		}
 	}
 	filters := []any{}
 	for _, f := range r.FilterFields() {
-		filters = append(filters, map[string]any{"key": f.Key, "field": f.Key, "type": f.Type.String(), "ops": f.Ops()})
+		if pol.Readable(f.Key) {
+			filters = append(filters, map[string]any{"key": f.Key, "field": f.Key, "type": f.Type.String(), "ops": f.Ops()})
+		}
 	}
 	assocs := []any{}
 	for _, a := range r.Associations {
@@ -98,19 +117,23 @@ func Document(r *model.Resource, sch *schema.Resource) map[string]any {
 		assocs = append(assocs, entry)
 	}
 	search := make([]string, 0, len(r.Search))
+	searchable := len(r.Search) > 0
 	for _, f := range r.Search {
 		search = append(search, f.Key)
+		searchable = searchable && pol.Readable(f.Key)
 	}
 	if required == nil {
 		required = []string{}
 	}
 	doc["fields"] = fields
 	doc["required"] = required
-	doc["sort_keys"] = r.SortKeys()
+	doc["sort_keys"] = sortKeys
+	doc["record_rule"] = pol.Rule.String()
 	doc["default_sort"] = map[string]any{"key": "created_at", "order": "desc"}
 	doc["filter_keys"] = filters
 	doc["filter_join"] = []string{"and", "or"}
-	doc["search"] = map[string]any{"supported": len(r.Search) > 0, "fields": search}
+	doc["search"] = map[string]any{"supported": searchable, "fields": search}
+	doc["searchable"] = searchable
 	doc["associations"] = assocs
 	doc["custom_fields"] = []any{}
 	doc["custom_field_forms"] = []string{"cf__<key>", "custom_fields"}

@@ -12,19 +12,20 @@ type Code string
 
 // The codes a validator may report.
 const (
-	CodeRequired    Code = "required"
-	CodeUnknown     Code = "unknown_field"
-	CodeReadOnly    Code = "read_only"
-	CodeType        Code = "invalid_type"
-	CodeFormat      Code = "invalid_format"
-	CodeTooLong     Code = "too_long"
-	CodeTooShort    Code = "too_short"
-	CodeOption      Code = "invalid_option"
-	CodeRange       Code = "out_of_range"
-	CodeNotFound    Code = "reference_not_found"
-	CodeDuplicate   Code = "duplicate"
-	CodeConflicting Code = "conflicting"
-	CodeInvalid     Code = "invalid"
+	CodeRequired     Code = "required"
+	CodeUnknown      Code = "unknown_field"
+	CodeReadOnly     Code = "read_only"
+	CodeType         Code = "invalid_type"
+	CodeFormat       Code = "invalid_format"
+	CodeTooLong      Code = "too_long"
+	CodeTooShort     Code = "too_short"
+	CodeOption       Code = "invalid_option"
+	CodeRange        Code = "out_of_range"
+	CodeNotFound     Code = "reference_not_found"
+	CodeDuplicate    Code = "duplicate"
+	CodeConflicting  Code = "conflicting"
+	CodeInvalid      Code = "invalid"
+	CodeNotPermitted Code = "not_permitted"
 )
 
 // Path is a dotted location inside a document, e.g. `fields.stage_id.target` or `filters[2].op`.

@@ -108,7 +108,12 @@ func fingerprint(p *Plan, workspace string) string {
 		}
 		filters[i] = item{F: f.Field.Key, O: f.Op, V: v}
 	}
+	var who string
+	if p.Policy != nil {
+		who = p.Policy.Member + "/" + p.Policy.Rule.String() + "/" + p.Policy.Department
+	}
 	data, _ := json.Marshal(struct {
+		U string   `json:"u"`
 		W string   `json:"w"`
 		R string   `json:"r"`
 		M string   `json:"m"`
@@ -118,7 +123,7 @@ func fingerprint(p *Plan, workspace string) string {
 		F []item   `json:"f"`
 		J bool     `json:"j"`
 		A bool     `json:"a"`
-	}{workspace, p.Resource.Name, p.ModelID, p.Sort.Key, p.Desc, p.Search, filters, p.Or, p.IncludeArchived})
+	}{who, workspace, p.Resource.Name, p.ModelID, p.Sort.Key, p.Desc, p.Search, filters, p.Or, p.IncludeArchived})
 	sum := sha256.Sum256(data)
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 )
@@ -76,6 +77,8 @@ type Plan struct {
 	After           *Position
 	ModelID         string
 	Fingerprint     string
+	// Policy limits the records and fields the plan may touch; nil is unrestricted.
+	Policy *access.Policy
 }
 
 // CursorMode reports whether the plan walks with a keyset cursor.
@@ -249,13 +252,15 @@ func FromBody(body map[string]any) (Params, field.ErrorList) {
 // Scope binds a plan to its caller so that a cursor cannot be replayed elsewhere.
 type Scope struct {
 	Workspace string
-	Secret    []byte // cursor signing key
+	Secret    []byte         // cursor signing key
+	Policy    *access.Policy // the caller's policy on the resource; nil is unrestricted
 }
 
 // Build resolves p against res. Every problem is returned at once.
 func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) {
 	var errs field.ErrorList
-	plan := &Plan{Resource: res, PageSize: DefaultSize, IncludeArchived: p.IncludeArchived, ModelID: p.ModelID}
+	plan := &Plan{Resource: res, PageSize: DefaultSize, IncludeArchived: p.IncludeArchived, ModelID: p.ModelID, Policy: scope.Policy}
+	readable := func(key string) bool { return scope.Policy == nil || scope.Policy.Readable(key) }
 
 	if p.PageSize != nil {
 		if *p.PageSize < 1 || *p.PageSize > MaxPageSize {
@@ -290,9 +295,12 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 	plan.Desc = true
 	if p.Sort != "" {
 		f, ok := res.Field(p.Sort)
-		if !ok || !f.Sortable {
+		switch {
+		case ok && f.Sortable && !readable(f.Key):
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("sort"), fmt.Sprintf("%q is not readable with your role; it cannot be a sort key", p.Sort)))
+		case !ok || !f.Sortable:
 			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("sort"), fmt.Sprintf("%q is not a sort key of %s; sort keys: %s", p.Sort, res.Name, strings.Join(res.SortKeys(), ", "))))
-		} else {
+		default:
 			plan.Sort = f
 		}
 	}
@@ -311,8 +319,16 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 		errs = append(errs, field.New(field.CodeOption, field.NewPath("join"), "must be and or or"))
 	}
 	if p.Search != "" {
+		var hidden []string
+		for _, f := range res.Search {
+			if !readable(f.Key) {
+				hidden = append(hidden, f.Key)
+			}
+		}
 		if len(res.Search) == 0 {
 			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("search"), res.Name+" is not full-text searchable"))
+		} else if len(hidden) > 0 {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("search"), "searches fields your role cannot read ("+strings.Join(hidden, ", ")+"); use filters instead"))
 		} else if terms, err := SearchTerms(p.Search); err != nil {
 			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("search"), err.Error()))
 		} else {
@@ -321,6 +337,11 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 	}
 	filters, ferrs := ParseFilters(res, p.Filters)
 	errs = append(errs, ferrs...)
+	for i, f := range filters {
+		if !readable(f.Field.Key) {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("filters").Index(i).Child("field"), fmt.Sprintf("%q is not readable with your role; it cannot be filtered on", f.Field.Key)))
+		}
+	}
 	plan.Filters = filters
 	if p.HasFields {
 		plan.Fields = []string{}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 )
@@ -327,6 +328,8 @@ type Key struct {
 	Workspace string
 	ModelID   string // for model-scoped resources
 	ID        string
+	// Policy's record rule limits which records the key can reach; nil is unrestricted.
+	Policy *access.Policy
 }
 
 func (d Dialect) whereKey(r *model.Resource, k Key, a *args) string {
@@ -334,7 +337,24 @@ func (d Dialect) whereKey(r *model.Resource, k Key, a *args) string {
 	if r.ModelScoped {
 		w += " AND " + Quote("model_id") + " = " + a.add(k.ModelID)
 	}
-	return w + " AND " + Quote("id") + " = " + a.add(k.ID)
+	w += " AND " + Quote("id") + " = " + a.add(k.ID)
+	if rule := d.rule(k.Policy, k.Workspace, a); rule != "" {
+		w += " AND " + rule
+	}
+	return w
+}
+
+// rule renders p's record rule, or "" when every record is visible.
+func (d Dialect) rule(p *access.Policy, workspace string, a *args) string {
+	if p == nil || p.Rule == access.All {
+		return ""
+	}
+	own := Quote("owner_id") + " = " + a.add(p.Member)
+	if p.Rule == access.Owned || p.Department == "" {
+		return own
+	}
+	return fmt.Sprintf("(%s OR %s IN (SELECT %s FROM %s WHERE %s = %s AND %s = %s))", own, Quote("owner_id"),
+		Quote("id"), Quote("members"), Quote("workspace_id"), a.add(workspace), Quote("department_id"), a.add(p.Department))
 }
 
 // Get reads one record.
@@ -486,6 +506,9 @@ func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 	}
 	if !plan.IncludeArchived {
 		parts = append(parts, Quote("archived")+" = "+a.add(false))
+	}
+	if rule := d.rule(plan.Policy, workspace, a); rule != "" {
+		parts = append(parts, rule)
 	}
 	if len(plan.Filters) > 0 {
 		conds := make([]string, len(plan.Filters))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/model/modeltest"
@@ -70,6 +71,9 @@ func TestGolden(t *testing.T) {
 			}
 			b.WriteString("\n-- search\n" + strings.Join(create, "\n") + "\n\n")
 			b.WriteString("-- get\n" + render(d.Get(r, key)))
+			ruled := key
+			ruled.Policy = &access.Policy{Resource: r, Level: access.Write, Rule: access.Department, Member: "m1", Department: "d1"}
+			b.WriteString("-- get under a department record rule\n" + render(d.Get(r, ruled)))
 			b.WriteString("-- update\n" + render(d.Update(r, key, map[string]any{"name": "Renewal", "amount": "10.5"})))
 			b.WriteString("-- page 3, filters joined with or, search\n" + render(d.List(filtered, "ws")...))
 			b.WriteString("-- cursor, non-null key (created_at desc)\n" + render(d.List(walk("created_at", "desc", time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)), "ws")...))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/store"
@@ -57,10 +58,11 @@ type Workspace struct {
 
 // Member is a person in a workspace.
 type Member struct {
-	ID     string `json:"id"`
-	Email  string `json:"email"`
-	Role   string `json:"role"`
-	Active bool   `json:"active"`
+	ID         string `json:"id"`
+	Department string `json:"department_id,omitempty"`
+	Email      string `json:"email"`
+	Role       string `json:"role"`
+	Active     bool   `json:"active"`
 }
 
 // Key is an API key, without its secret.
@@ -351,7 +353,7 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 	var active any
 	var mfaAt *time.Time
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
-  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at
+  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
 WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		var err error
@@ -362,6 +364,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		p.Member = Member{ID: p.Key.Member, Email: store.Text(row[12]), Role: store.Text(row[13])}
 		active = row[14]
 		p.Workspace = Workspace{ID: p.Key.Workspace, Name: store.Text(row[15]), Plan: store.Text(row[16])}
+		p.Member.Department = store.UUIDText(row[18])
 		if row[17] != nil {
 			t, err := store.Time(row[17])
 			if err != nil {
@@ -409,44 +412,37 @@ func hasPermission(r *model.Role, perm string) bool {
 	return false
 }
 
-// ResourceAccess returns what p may do with resource: "none", "read" or "write", combining the key's
-// access and allowlist with the owner's role.
-func (p *Principal) ResourceAccess(resource string) string {
-	if p.Key.Resources != nil {
-		listed := false
-		for _, r := range p.Key.Resources {
-			listed = listed || r == resource
-		}
-		if !listed {
-			return "none"
-		}
+// ResourceAccess returns what p may do with resource, combining the key's access and allowlist with
+// the owner's role.
+func (p *Principal) ResourceAccess(resource *model.Resource) access.Level {
+	if !p.ResourceAccessByKey(resource.Name) {
+		return access.None
 	}
-	role := p.Role.Resources[resource]
-	if role == "" {
-		role = p.Role.Resources["*"]
+	level := access.For(p.Role, resource, p.Member.ID, p.Member.Department).Level
+	if level == access.Write && p.Key.Access == "read" {
+		return access.Read
 	}
-	if role == "" {
-		role = "none"
-	}
-	if role == "write" && p.Key.Access == "read" {
-		return "read"
-	}
-	return role
+	return level
 }
 
-// Authorize checks that p may run op on resource.
-func (p *Principal) Authorize(resource string, write bool) error {
-	if !p.ResourceAccessByKey(resource) {
-		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is not allowed to use " + resource + "."}
+// Policy returns p's policy on resource.
+func (p *Principal) Policy(resource *model.Resource) *access.Policy {
+	return access.For(p.Role, resource, p.Member.ID, p.Member.Department)
+}
+
+// Authorize checks that p may run a read or write on resource.
+func (p *Principal) Authorize(resource *model.Resource, write bool) error {
+	if !p.ResourceAccessByKey(resource.Name) {
+		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is not allowed to use " + resource.Name + "."}
 	}
 	if write && p.Key.Access != "write" {
 		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is read-only; writes need a key with write access."}
 	}
-	switch access := p.ResourceAccess(resource); {
-	case access == "none":
-		return &Error{Status: 403, Code: "forbidden", Message: "Your role does not give access to " + resource + "."}
-	case write && access != "write":
-		return &Error{Status: 403, Code: "forbidden", Message: "Your role can read but not change " + resource + "."}
+	switch level := p.Policy(resource).Level; {
+	case level == access.None:
+		return &Error{Status: 403, Code: "forbidden", Message: "Your role does not give access to " + resource.Name + "."}
+	case write && level != access.Write:
+		return &Error{Status: 403, Code: "forbidden", Message: "Your role can read but not change " + resource.Name + "."}
 	}
 	return nil
 }

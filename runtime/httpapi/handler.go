@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/uptrace/bunrouter"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
@@ -248,7 +249,7 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 
 func actorOf(ctx context.Context) records.Actor {
 	p := principal(ctx)
-	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Key: p.Key.ID, RequestID: requestID(ctx)}
+	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID(ctx), Role: p.Role}
 }
 
 func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
@@ -277,8 +278,10 @@ func (h *Handler) resources(w http.ResponseWriter, req bunrouter.Request) error 
 	p := principal(req.Context())
 	out := []any{}
 	for _, r := range h.cat.Resources {
-		if p.ResourceAccessByKey(r.Name) && p.ResourceAccess(r.Name) != "none" {
-			out = append(out, catalog.Summary(r))
+		if level := p.ResourceAccess(r); level != access.None {
+			sum := catalog.Summary(r)
+			sum["access"] = level.String()
+			out = append(out, sum)
 		}
 	}
 	writeJSON(w, 200, map[string]any{"data": out})
@@ -292,7 +295,7 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 		return apiError(404, "unknown_resource", "There is no resource named "+name+"; GET /v1/resources lists them.")
 	}
 	p := principal(req.Context())
-	if err := p.Authorize(r.Name, false); err != nil {
+	if err := p.Authorize(r, false); err != nil {
 		return err
 	}
 	q := req.URL.Query()
@@ -309,7 +312,9 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 			return asInvalid(err)
 		}
 	}
-	writeJSON(w, 200, map[string]any{"data": catalog.Document(r, h.svc.Schemas().Resource(r.Name))})
+	doc := catalog.Document(r, h.svc.Schemas().Resource(r.Name), p.Policy(r))
+	doc["access"] = p.ResourceAccess(r).String()
+	writeJSON(w, 200, map[string]any{"data": doc})
 	return nil
 }
 
@@ -319,7 +324,7 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 	return func(w http.ResponseWriter, req bunrouter.Request) error {
 		ctx := req.Context()
 		p := principal(ctx)
-		if err := p.Authorize(res.Name, rt.Op.Write()); err != nil {
+		if err := p.Authorize(res, rt.Op.Write()); err != nil {
 			return err
 		}
 		a := actorOf(ctx)
@@ -557,7 +562,7 @@ func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, res *model.
 	} else if params.ModelID != "" {
 		return invalidRequest("model_id applies to data_model_records only.", nil)
 	}
-	plan, errs := listplan.Build(res, params, listplan.Scope{Workspace: a.Workspace, Secret: h.svc.CursorSecret()})
+	plan, errs := listplan.Build(res, params, listplan.Scope{Workspace: a.Workspace, Secret: h.svc.CursorSecret(), Policy: a.Policy(res)})
 	if len(errs) > 0 {
 		return invalidRequest("", errs)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
@@ -36,10 +37,19 @@ func (e *ConflictError) Error() string { return e.Message }
 
 // Actor is who a request acts as.
 type Actor struct {
-	Workspace string
-	Member    string
-	Key       string
-	RequestID string
+	Workspace  string
+	Member     string
+	Department string
+	Key        string
+	RequestID  string
+	// Role limits records and fields through its record and field rules; nil is the unrestricted
+	// admin path (recordsctl).
+	Role *model.Role
+}
+
+// Policy returns the actor's policy on r.
+func (a Actor) Policy(r *model.Resource) *access.Policy {
+	return access.For(a.Role, r, a.Member, a.Department)
 }
 
 // Record is a JSON-shaped record.
@@ -112,7 +122,12 @@ func (s *Service) Get(ctx context.Context, a Actor, r *model.Resource, modelID, 
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}
-	return s.get(ctx, s.st, r, sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id)}, false)
+	pol := a.Policy(r)
+	rec, err := s.get(ctx, s.st, r, sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}, false)
+	if err != nil {
+		return nil, err
+	}
+	return pol.Apply(rec), nil
 }
 
 func (s *Service) get(ctx context.Context, q store.Querier, r *model.Resource, k sqlgen.Key, lock bool) (Record, error) {
@@ -182,11 +197,20 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 		c := listplan.EncodeCursor(s.secret, plan, pos)
 		page.NextCursor = &c
 	}
+	if plan.Policy != nil && plan.Policy.Restricted() {
+		for _, rec := range page.Records {
+			plan.Policy.Apply(rec)
+		}
+	}
 	return page, nil
 }
 
 // Create validates body and stores a new record owned by the actor.
 func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelID string, body map[string]any) (Record, error) {
+	pol := a.Policy(r)
+	if err := checkWritable(pol, body); err != nil {
+		return nil, err
+	}
 	b, errs := s.schemas.Resource(r.Name).Validate(body, schema.Create)
 	if errs != nil {
 		return nil, errs
@@ -220,13 +244,29 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 	if err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return pol.Apply(rec), nil
+}
+
+// checkWritable refuses body members naming fields the policy does not let the caller write.
+func checkWritable(pol *access.Policy, body map[string]any) error {
+	var errs field.ErrorList
+	for k := range body {
+		if f, ok := pol.Resource.Field(k); ok && f.Writable() && !pol.Writable(f) {
+			errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), "your role may not write this field"))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+	return errs.Err()
 }
 
 // Update validates body and changes the given fields of one record.
 func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelID, id string, body map[string]any) (Record, error) {
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
+	}
+	pol := a.Policy(r)
+	if err := checkWritable(pol, body); err != nil {
+		return nil, err
 	}
 	b, errs := s.schemas.Resource(r.Name).Validate(body, schema.Update)
 	if errs != nil {
@@ -235,7 +275,7 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 	if err := s.checkCustom(b); err != nil {
 		return nil, err
 	}
-	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id)}
+	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}
 	var rec Record
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		cur, err := s.get(ctx, q, r, key, true)
@@ -249,6 +289,7 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 			rec = cur
 			return nil
 		}
+		key.Policy = nil // the locked read above already applied the record rule
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
 			return err
 		}
@@ -270,7 +311,7 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 	if err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return pol.Apply(rec), nil
 }
 
 // Archive soft-deletes one record, keeping reason.
@@ -287,13 +328,15 @@ func (s *Service) setArchived(ctx context.Context, a Actor, r *model.Resource, m
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}
-	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id)}
+	pol := a.Policy(r)
+	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}
 	var rec Record
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		cur, err := s.get(ctx, q, r, key, true)
 		if err != nil {
 			return err
 		}
+		key.Policy = nil // the locked read above already applied the record rule
 		if cur["archived"] == archive {
 			if archive {
 				return &ConflictError{Message: "the record is already archived"}
@@ -326,7 +369,7 @@ func (s *Service) setArchived(ctx context.Context, a Actor, r *model.Resource, m
 	if err != nil {
 		return nil, err
 	}
-	return rec, nil
+	return pol.Apply(rec), nil
 }
 
 // checkCustom refuses custom field values: no custom field definitions exist yet for any workspace, so

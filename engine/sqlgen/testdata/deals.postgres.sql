@@ -57,6 +57,10 @@ CREATE INDEX IF NOT EXISTS "rec_deals_search_idx" ON "rec_deals" USING gin ("_se
 SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001]
 
+-- get under a department record rule
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2 AND ("owner_id" = $3 OR "owner_id" IN (SELECT "id" FROM "members" WHERE "workspace_id" = $4 AND "department_id" = $5))
+-- args: [ws 0190a6d4-0000-7000-8000-000000000001 m1 ws d1]
+
 -- update
 UPDATE "rec_deals" SET "name" = $1, "amount" = $2 WHERE "workspace_id" = $3 AND "id" = $4
 -- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]

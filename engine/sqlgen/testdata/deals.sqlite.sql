@@ -60,6 +60,10 @@ INSERT INTO "rec_deals_fts"("rec_deals_fts") VALUES ('rebuild')
 SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ?
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001]
 
+-- get under a department record rule
+SELECT "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ? AND ("owner_id" = ? OR "owner_id" IN (SELECT "id" FROM "members" WHERE "workspace_id" = ? AND "department_id" = ?))
+-- args: [ws 0190a6d4-0000-7000-8000-000000000001 m1 ws d1]
+
 -- update
 UPDATE "rec_deals" SET "name" = ?, "amount" = ? WHERE "workspace_id" = ? AND "id" = ?
 -- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]

@@ -1,0 +1,240 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/records"
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// secretValue returns a distinctive valid value for f, whose text must never reach a restricted caller.
+func secretValue(f *model.Field) any {
+	switch f.Type {
+	case model.Email:
+		return "zq.secret.person@hidden-domain.example"
+	case model.Phone:
+		return "+1 999-555-7731"
+	case model.Decimal:
+		return json.Number("987654.321")
+	case model.Integer:
+		return json.Number("98765")
+	case model.Date:
+		return "2031-07-19"
+	case model.DateTime:
+		return "2031-07-19T11:22:33Z"
+	case model.URL:
+		return "https://zq-secret.example/x"
+	}
+	if len(f.Options) > 0 {
+		return f.Options[len(f.Options)-1]
+	}
+	return "zqsecretvalue"
+}
+
+func rawText(v any) string {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String()
+	case string:
+		return x
+	}
+	data, _ := json.Marshal(v)
+	return string(data)
+}
+
+// For every field the viewer role masks or hides, no response of any endpoint shows its value.
+func TestMasksMatrix(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			cat := e.Server.Backend().Catalog
+			viewer, _ := cat.Role("viewer")
+			dir := e.Server.Backend().Directory
+			vm, err := dir.CreateMember(context.Background(), e.Workspace, auth.MemberProfile{Email: "viewer@x.example", Role: "viewer"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			vkey := e.NewKey(vm.ID, auth.KeyOptions{Access: "read"})
+			names := make([]string, 0, len(viewer.FieldRules))
+			for n := range viewer.FieldRules {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				rules := viewer.FieldRules[name]
+				r, _ := cat.Resource(name)
+				t.Run(name, func(t *testing.T) {
+					body := map[string]any{}
+					for _, f := range r.Declared() {
+						if f.Required && f.Type != model.Reference {
+							body[f.Key] = secretValue(f)
+							if f.Type == model.String && len(f.Options) == 0 {
+								body[f.Key] = "Plain " + f.Key
+							}
+						}
+					}
+					for key := range rules {
+						f, _ := r.Field(key)
+						body[key] = secretValue(f)
+					}
+					var id string
+					if r.ReadOnly() {
+						if _, err := e.Server.Backend().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{body}); err != nil {
+							t.Fatal(err)
+						}
+						id = e.Do("GET", "/v1/"+name+"?page_size=1", nil).List()[0]["id"].(string)
+					} else {
+						created := e.Do("POST", "/v1/"+name, body)
+						e.Expect(created, 201, "")
+						id = created.Data()["id"].(string)
+					}
+					var raw []string
+					for key := range rules {
+						raw = append(raw, rawText(body[key]))
+					}
+					check := func(what string, res *servertest.Response) {
+						t.Helper()
+						for _, s := range raw {
+							if strings.Contains(string(res.Raw), s) {
+								t.Errorf("%s leaks %q: %s", what, s, res.Raw)
+							}
+						}
+					}
+					keys := make([]string, 0, len(rules))
+					for k := range rules {
+						keys = append(keys, k)
+					}
+					sort.Strings(keys)
+					fieldsParam := strings.Join(append(keys, "id"), ",")
+					got := e.DoKey(vkey, "GET", "/v1/"+name+"/"+id, nil)
+					e.Expect(got, 200, "")
+					check("get", got)
+					for key, rule := range rules {
+						v, present := got.Data()[key]
+						if rule == "hidden" && present {
+							t.Errorf("hidden %s present: %v", key, v)
+						}
+						if rule == "masked" && !present {
+							t.Errorf("masked %s absent", key)
+						}
+					}
+					check("get fields=", e.DoKey(vkey, "GET", "/v1/"+name+"/"+id+"?fields="+fieldsParam, nil))
+					check("list", e.DoKey(vkey, "GET", "/v1/"+name+"?fields="+fieldsParam, nil))
+					check("query", e.DoKey(vkey, "POST", "/v1/"+name+"/query", map[string]any{"fields": keys}))
+					check("catalog", e.DoKey(vkey, "GET", "/v1/resources/"+name, nil))
+					for _, key := range keys {
+						f, _ := r.Field(key)
+						if f.Filterable {
+							filter, _ := json.Marshal([]any{map[string]any{"field": key, "op": "eq", "value": body[key]}})
+							res := e.DoKey(vkey, "GET", "/v1/"+name+"?filter="+url.QueryEscape(string(filter)), nil)
+							e.Expect(res, 400, "invalid_request")
+							check("filter refusal", res)
+						}
+						if f.Sortable {
+							res := e.DoKey(vkey, "GET", "/v1/"+name+"?sort="+key, nil)
+							e.Expect(res, 400, "invalid_request")
+						}
+					}
+					if len(r.Search) > 0 {
+						res := e.DoKey(vkey, "GET", "/v1/"+name+"?search=zqsecretvalue", nil)
+						check("search", res)
+						if res.Status == 200 && len(res.List()) > 0 {
+							t.Errorf("search over a restricted field found records")
+						}
+					}
+					// A cursor walk never carries a restricted value.
+					page := e.DoKey(vkey, "GET", "/v1/"+name+"?page_size=1&cursor=start&include_archived=true", nil)
+					check("cursor page", page)
+					if c, _ := page.Body["meta"].(map[string]any)["next_cursor"].(string); c != "" {
+						check("cursor text", &servertest.Response{Raw: []byte(c)})
+					}
+				})
+			}
+		})
+	}
+}
+
+// Record rules: a member sees only the deals they own and the projects of their department; anything
+// else is a 404, as if it did not exist.
+func TestRecordRules(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			ctx := context.Background()
+			dir := e.Server.Backend().Directory
+			dept := e.Do("POST", "/v1/entity_departments", map[string]any{"name": "Delivery"}).Data()["id"].(string)
+			other := e.Do("POST", "/v1/entity_departments", map[string]any{"name": "Sales"}).Data()["id"].(string)
+			newMember := func(email, department string) (string, string) {
+				m, err := dir.CreateMember(ctx, e.Workspace, auth.MemberProfile{Email: email, Role: "member", Department: department})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return m.ID, e.NewKey(m.ID, auth.KeyOptions{Access: "write"})
+			}
+			_, alice := newMember("alice@x.example", dept)
+			_, bob := newMember("bob@x.example", dept)
+			_, carol := newMember("carol@x.example", other)
+
+			adminDeal := e.Do("POST", "/v1/deals", map[string]any{"name": "Admin deal"}).Data()["id"].(string)
+			aliceDeal := e.DoKey(alice, "POST", "/v1/deals", map[string]any{"name": "Alice deal"})
+			e.Expect(aliceDeal, 201, "")
+			aliceDealID := aliceDeal.Data()["id"].(string)
+			for _, c := range []struct{ method, path string }{
+				{"GET", "/v1/deals/" + adminDeal}, {"PATCH", "/v1/deals/" + adminDeal}, {"DELETE", "/v1/deals/" + adminDeal},
+				{"POST", "/v1/deals/" + adminDeal + "/restore"},
+			} {
+				var body any
+				if c.method == "PATCH" {
+					body = map[string]any{"name": "taken"}
+				}
+				e.Expect(e.DoKey(alice, c.method, c.path, body), 404, "not_found")
+			}
+			e.Expect(e.DoKey(bob, "GET", "/v1/deals/"+aliceDealID, nil), 404, "not_found")
+			if l := e.DoKey(alice, "GET", "/v1/deals?include_archived=true", nil).List(); len(l) != 1 || l[0]["id"] != aliceDealID {
+				t.Errorf("alice lists deals %v", l)
+			}
+			if l := e.Do("GET", "/v1/deals", nil).List(); len(l) != 2 {
+				t.Errorf("admin lists %d deals", len(l))
+			}
+
+			bobProject := e.DoKey(bob, "POST", "/v1/projects", map[string]any{"name": "Bob project"}).Data()["id"].(string)
+			adminProject := e.Do("POST", "/v1/projects", map[string]any{"name": "Admin project"}).Data()["id"].(string)
+			e.Expect(e.DoKey(alice, "GET", "/v1/projects/"+bobProject, nil), 200, "")
+			e.Expect(e.DoKey(alice, "PATCH", "/v1/projects/"+bobProject, map[string]any{"name": "Renamed"}), 200, "")
+			e.Expect(e.DoKey(alice, "GET", "/v1/projects/"+adminProject, nil), 404, "not_found")
+			e.Expect(e.DoKey(carol, "GET", "/v1/projects/"+bobProject, nil), 404, "not_found")
+			if l := e.DoKey(carol, "GET", "/v1/projects", nil).List(); len(l) != 0 {
+				t.Errorf("carol lists %d projects of another department", len(l))
+			}
+			// Companies have no record rule for members, but annual_revenue is masked: writing it is refused.
+			res := e.DoKey(alice, "POST", "/v1/companies", map[string]any{"name": "X", "annual_revenue": 5})
+			e.Expect(res, 422, "validation_failed")
+			if !strings.Contains(string(res.Raw), `"field":"annual_revenue"`) || !strings.Contains(string(res.Raw), "not_permitted") {
+				t.Errorf("refusal does not name the field: %s", res.Raw)
+			}
+			// The member role reads but does not write pipelines.
+			e.Expect(e.DoKey(alice, "GET", "/v1/pipelines", nil), 200, "")
+			e.Expect(e.DoKey(alice, "POST", "/v1/pipelines", map[string]any{"name": "x"}), 403, "forbidden")
+			doc := e.DoKey(alice, "GET", "/v1/resources/companies", nil).Data()
+			for _, f := range doc["fields"].([]any) {
+				fm := f.(map[string]any)
+				if fm["key"] == "annual_revenue" && (fm["visibility"] != "masked" || fm["writable"] != false || fm["sortable"] != false) {
+					t.Errorf("catalog entry for annual_revenue: %v", fm)
+				}
+			}
+		})
+	}
+}
+
+func adminActor(e *servertest.Env) records.Actor {
+	return records.Actor{Workspace: e.Workspace, Member: e.Member}
+}
