@@ -189,6 +189,7 @@ type Resource struct {
 	Description  string
 	Ops          OpSet
 	ModelScoped  bool
+	Feature      string   // plan feature the resource needs
 	Fields       []*Field // declared fields then managed fields
 	Search       []*Field
 	Associations []*Association
@@ -383,7 +384,7 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 	root := field.Path{}
 	r := &Resource{
 		Name: sr.Name, Label: sr.Label, LabelPlural: sr.LabelPlural, Group: sr.Group, Description: sr.Description,
-		ModelScoped: sr.ModelScoped, Hooks: sr.Hooks, Table: "rec_" + sr.Name,
+		ModelScoped: sr.ModelScoped, Feature: sr.Feature, Hooks: sr.Hooks, Table: "rec_" + sr.Name,
 		byKey: map[string]*Field{}, assocBy: map[string]*Association{},
 	}
 	if r.LabelPlural == "" {

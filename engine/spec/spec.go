@@ -39,6 +39,7 @@ type Resource struct {
 	Operations   []string
 	Search       []string
 	ModelScoped  bool
+	Feature      string   // plan feature the resource needs, "" for none
 	Fields       []*Field // in file order
 	Associations []*Association
 	Hooks        []string
@@ -91,7 +92,18 @@ type Plan struct {
 	Label       string
 	Description string
 	APIAccess   bool
+	Features    []string
 	Limits      Limits
+}
+
+// HasFeature reports whether the plan includes feature.
+func (p *Plan) HasFeature(feature string) bool {
+	for _, f := range p.Features {
+		if f == feature {
+			return true
+		}
+	}
+	return false
 }
 
 // Limits are a plan's request limits.
@@ -354,6 +366,7 @@ func decodeResource(n *yaml.Node) *Resource {
 	decodeInto(n, "operations", &r.Operations)
 	decodeInto(n, "search", &r.Search)
 	decodeInto(n, "model_scoped", &r.ModelScoped)
+	decodeInto(n, "feature", &r.Feature)
 	decodeInto(n, "hooks", &r.Hooks)
 	r.Fields = decodeFields(member(n, "fields"))
 	for _, kv := range mapping(member(n, "associations")) {
@@ -417,6 +430,7 @@ func decodePlans(n *yaml.Node) []*Plan {
 		decodeInto(kv[1], "label", &p.Label)
 		decodeInto(kv[1], "description", &p.Description)
 		decodeInto(kv[1], "api_access", &p.APIAccess)
+		decodeInto(kv[1], "features", &p.Features)
 		if l := member(kv[1], "limits"); l != nil {
 			decodeInto(l, "key_per_minute", &p.Limits.KeyPerMinute)
 			decodeInto(l, "key_per_hour", &p.Limits.KeyPerHour)

@@ -438,6 +438,9 @@ func (p *Principal) Authorize(resource *model.Resource, write bool) error {
 	if write && p.Key.Access != "write" {
 		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is read-only; writes need a key with write access."}
 	}
+	if resource.Feature != "" && !p.Plan.HasFeature(resource.Feature) {
+		return &Error{Status: 403, Code: "feature_unavailable", Message: resource.Name + " needs the " + resource.Feature + " feature, which the workspace's " + p.Workspace.Plan + " plan does not include."}
+	}
 	switch level := p.Policy(resource).Level; {
 	case level == access.None:
 		return &Error{Status: 403, Code: "forbidden", Message: "Your role does not give access to " + resource.Name + "."}

@@ -24,6 +24,9 @@ type Config struct {
 	// server sharing the database agrees.
 	CursorSecret  string
 	ShutdownGrace time.Duration
+	// TrustedProxies lists the reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For
+	// header is believed when checking a key's IP allowlist. Empty: the socket address is the client.
+	TrustedProxies string
 }
 
 // Defaults of the command-line contract (DESIGN.md §5).
@@ -54,6 +57,7 @@ func Default(getenv func(string) string) Config {
 		c.PluginsDir = v
 	}
 	c.CursorSecret = getenv("RECORDS_CURSOR_SECRET")
+	c.TrustedProxies = getenv("RECORDS_TRUSTED_PROXIES")
 	return c
 }
 

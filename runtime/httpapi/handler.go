@@ -34,6 +34,8 @@ type Config struct {
 	Logger    *slog.Logger
 	// OpenAPI is the served contract document (GET /v1/openapi.json).
 	OpenAPI []byte
+	// TrustedProxies are the peers whose X-Forwarded-For is believed for IP allowlists.
+	TrustedProxies []netip.Prefix
 }
 
 // Handler is the API's http.Handler.
@@ -43,12 +45,13 @@ type Handler struct {
 	cat     *model.Catalog
 	log     *slog.Logger
 	openapi []byte
+	proxies []netip.Prefix
 	router  *bunrouter.Router
 }
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI}
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -239,8 +242,11 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if addr, err := netip.ParseAddrPort(req.RemoteAddr); err == nil && !p.Key.AllowsIP(addr.Addr()) {
-			return apiError(403, "ip_not_allowed", "This key may not be used from "+addr.Addr().String()+".")
+		if len(p.Key.AllowIPs) > 0 {
+			addr, ok := clientIP(req.Request, h.proxies)
+			if !ok || !p.Key.AllowsIP(addr) {
+				return apiError(403, "ip_not_allowed", "This key may not be used from "+addr.String()+".")
+			}
 		}
 		ctx := context.WithValue(req.Context(), keyPrincipal, p)
 		return next(w, req.WithContext(ctx))

@@ -141,7 +141,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Close()
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc})
+	proxies, err := httpapi.ParseProxies(cfg.TrustedProxies)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, TrustedProxies: proxies})
 	return &Server{cfg: cfg, log: log, backend: b, handler: h}, nil
 }
 

@@ -107,6 +107,7 @@ type Env struct {
 type Options struct {
 	DefinitionsDir string // default: the repository's definitions
 	DB             string // default: a fresh database of the backend
+	TrustedProxies string // see config.Config.TrustedProxies
 }
 
 // Start starts a server on backend b.
@@ -117,6 +118,7 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	if cfg.DB == "" {
 		cfg.DB = DatabaseURL(t, b)
 	}
+	cfg.TrustedProxies = opts.TrustedProxies
 	cfg.DefinitionsDir = opts.DefinitionsDir
 	if cfg.DefinitionsDir == "" {
 		cfg.DefinitionsDir = DefinitionsDir()
