@@ -236,3 +236,38 @@ func TestServeDev(t *testing.T) {
 		t.Errorf("demo deals: %d %v", res.StatusCode, body)
 	}
 }
+
+// Two recordsd processes on one PostgreSQL: a key revoked with recordsctl is refused by both within 2 s.
+func TestRevocationReachesEveryServer(t *testing.T) {
+	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
+	c.run("migrate")
+	ws := c.run("workspace", "create", "--name", "Two servers", "--plan", "growth")["id"].(string)
+	member := c.run("member", "create", "--workspace", ws, "--email", "ops@two.example", "--role", "admin")["id"].(string)
+	key := c.run("key", "create", "--member", member, "--access", "read")
+	secret := key["secret"].(string)
+	a, _ := startServer(t, c)
+	b, _ := startServer(t, c)
+	status := func(base string) int {
+		req, _ := http.NewRequest("GET", base+"/v1/me", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if status(a) != 200 || status(b) != 200 {
+		t.Fatal("key not accepted before revocation")
+	}
+	c.run("key", "revoke", key["id"].(string))
+	revokedAt := time.Now()
+	for _, base := range []string{a, b} {
+		for status(base) != 401 {
+			if time.Since(revokedAt) > 2*time.Second {
+				t.Fatalf("%s still accepts the revoked key after 2 s", base)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}

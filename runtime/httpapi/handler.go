@@ -261,7 +261,7 @@ func actorOf(ctx context.Context) records.Actor {
 func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 	p := principal(req.Context())
 	key := map[string]any{
-		"id": p.Key.ID, "hint": p.Key.Hint, "access": p.Key.Access, "resources": p.Key.Resources,
+		"id": p.Key.ID, "prefix": auth.KeyPrefix, "hint": p.Key.Hint, "access": p.Key.Access, "resources": p.Key.Resources,
 		"allow_ips": p.Key.AllowIPs, "created_at": p.Key.CreatedAt, "expires_at": p.Key.ExpiresAt,
 	}
 	if p.Key.Resources == nil {
@@ -269,8 +269,8 @@ func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 	}
 	writeJSON(w, 200, map[string]any{"data": map[string]any{
 		"key":       key,
-		"member":    map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role},
-		"workspace": map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan},
+		"member":    map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
+		"workspace": map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
 		"rate_limit": map[string]any{
 			"key_per_minute": p.Plan.Limits.KeyPerMinute, "key_per_hour": p.Plan.Limits.KeyPerHour,
 			"workspace_per_minute": p.Plan.Limits.WorkspacePerMinute,
@@ -620,4 +620,11 @@ func selectFields(rec records.Record, names []string) records.Record {
 		}
 	}
 	return out
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
