@@ -134,6 +134,14 @@ func TestCommandLine(t *testing.T) {
 			os.WriteFile(fields, []byte("category: {type: string, options: [software, hardware]}\nwebsite: {type: url}\n"), 0o644)
 			modelID := c.run("model", "create", "--workspace", ws, "--name", "Vendors", "--fields-file", fields)["id"].(string)
 			c.run("seed", "--workspace", ws, "--resource", "data_model_records", "--model-id", modelID, "--count", "20")
+			rolesFile := filepath.Join(c.dir, "roles.yaml")
+			os.WriteFile(rolesFile, []byte("version: 1\nroles:\n  auditor:\n    label: Auditor\n    permissions: [api.access]\n    resources: {deals: read}\n"), 0o644)
+			if got := c.run("role", "create", "--workspace", ws, "--file", rolesFile); mustString(got["roles"]) != `["auditor"]` {
+				t.Errorf("role create printed %v", got)
+			}
+			c.run("role", "update", "--workspace", ws, "--file", rolesFile)
+			auditor := c.run("member", "create", "--workspace", ws, "--email", "audit@acme.example", "--role", "auditor")["id"].(string)
+			c.run("member", "set-role", auditor, "--role", "viewer")
 			if got := c.run("definitions", "lint"); got["ok"] != true {
 				t.Errorf("lint printed %v", got)
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
 }
 
-var groups = map[string]bool{"workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true}
+var groups = map[string]bool{"role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -467,5 +468,28 @@ func cmdLint(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return e.emit(map[string]any{"ok": true}, "definitions in "+dir+" are valid")
+	}
+}
+
+func cmdRolePut(create bool) func(*flag.FlagSet) func(*env, config.Config, []string) error {
+	return func(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+		ws := fs.String("workspace", "", "workspace id")
+		file := fs.String("file", "", "YAML file in the format of definitions/roles.yaml")
+		return func(e *env, cfg config.Config, pos []string) error {
+			if err := errors.Join(need(pos, 0, fs.Name()+" --workspace W --file ROLES.yaml"), required("workspace", *ws), required("file", *file)); err != nil {
+				return err
+			}
+			data, err := os.ReadFile(*file)
+			if err != nil {
+				return err
+			}
+			return withBackend(e, cfg, func(b *server.Backend) error {
+				names, err := b.Directory.PutRoles(e.ctx, *ws, filepath.Base(*file), data, create)
+				if err != nil {
+					return err
+				}
+				return e.emit(map[string]any{"workspace": strings.ToLower(*ws), "roles": names}, strings.Join(names, "\n"))
+			})
+		}
 	}
 }

@@ -346,10 +346,21 @@ func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 	errs = append(errs, checkInverses(c, specs)...)
 	errs = append(errs, checkRequiredCycles(c, specs)...)
 
-	for _, sr := range set.Roles {
+	roles, rerrs := c.CompileRoles("roles.yaml", set.Roles)
+	errs = append(errs, rerrs...)
+	c.Roles = roles
+	c.Plans = set.Plans
+	return c, errs
+}
+
+// CompileRoles checks roles (from file) against the catalog's resources and fields.
+func (c *Catalog) CompileRoles(file string, roles []*spec.Role) ([]*Role, field.ErrorList) {
+	var errs field.ErrorList
+	var out []*Role
+	for _, sr := range roles {
 		role := &Role{Name: sr.Name, Label: sr.Label, Description: sr.Description, Permissions: sr.Permissions,
 			Resources: sr.Resources, RecordRules: sr.RecordRules, FieldRules: sr.FieldRules}
-		p := field.NewPath("roles.yaml: roles").Child(sr.Name)
+		p := field.NewPath(file + ": roles").Child(sr.Name)
 		for name := range sr.Resources {
 			if _, ok := c.byName[name]; !ok && name != "*" {
 				errs = append(errs, field.New(field.CodeNotFound, p.Child("resources").Child(name), "unknown resource"))
@@ -372,10 +383,9 @@ func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 				}
 			}
 		}
-		c.Roles = append(c.Roles, role)
+		out = append(out, role)
 	}
-	c.Plans = set.Plans
-	return c, errs
+	return out, errs
 }
 
 func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resource, field.ErrorList) {

@@ -193,6 +193,20 @@ func Load(fsys fs.FS) (*Set, field.ErrorList) {
 	return set, errs
 }
 
+// ParseRoles reads a roles file (the format of roles.yaml) named file, validating it against the roles
+// meta-schema. Workspace roles managed with recordsctl use it.
+func ParseRoles(file string, data []byte) ([]*Role, field.ErrorList) {
+	meta, err := compileMeta()
+	if err != nil {
+		return nil, field.ErrorList{{Code: field.CodeInvalid, Message: err.Error()}}
+	}
+	node, errs := parseDoc(file, data, meta.roles)
+	if node == nil {
+		return nil, errs
+	}
+	return decodeRoles(node), nil
+}
+
 // readFile parses file and validates it against its meta-schema. It returns the document's root mapping
 // node only when the file is valid.
 func readFile(fsys fs.FS, file string, meta *jsonschema.Schema) (*yaml.Node, field.ErrorList) {
@@ -200,6 +214,10 @@ func readFile(fsys fs.FS, file string, meta *jsonschema.Schema) (*yaml.Node, fie
 	if err != nil {
 		return nil, field.ErrorList{{Code: field.CodeRequired, Field: file, Message: err.Error()}}
 	}
+	return parseDoc(file, data, meta)
+}
+
+func parseDoc(file string, data []byte, meta *jsonschema.Schema) (*yaml.Node, field.ErrorList) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, field.ErrorList{{Code: field.CodeInvalid, Field: file, Message: err.Error()}}

@@ -12,12 +12,32 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// SetRole changes a member's role.
+// SetRole changes a member's role (built-in or of the member's workspace).
 func (d *Directory) SetRole(ctx context.Context, member, role string) error {
-	if _, ok := d.cat.Role(role); !ok {
-		return fmt.Errorf("%w: unknown role %q", ErrInvalid, role)
-	}
-	return d.updateMember(ctx, member, "role = ?", role)
+	member = strings.ToLower(member)
+	return d.st.Tx(ctx, func(q store.Querier) error {
+		var workspace string
+		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
+			workspace = store.UUIDText(row[0])
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("set role: %w", err)
+		}
+		if !found {
+			return fmt.Errorf("member %s: %w", member, ErrNotFound)
+		}
+		if ok, err := d.roleExists(ctx, q, workspace, role); err != nil || !ok {
+			if err != nil {
+				return fmt.Errorf("set role: %w", err)
+			}
+			return fmt.Errorf("%w: unknown role %q", ErrInvalid, role)
+		}
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET role = ?, updated_at = ? WHERE id = ?", role, d.ts(), member)); err != nil {
+			return fmt.Errorf("set role: %w", err)
+		}
+		return nil
+	})
 }
 
 // Deactivate makes a member inactive and revokes every key they own, for good: activating the member

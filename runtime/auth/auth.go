@@ -160,9 +160,6 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 	if !emailRE.MatchString(p.Email) || len(p.Email) > 254 {
 		return nil, fmt.Errorf("%w: invalid email %q", ErrInvalid, p.Email)
 	}
-	if _, ok := d.cat.Role(p.Role); !ok {
-		return nil, fmt.Errorf("%w: unknown role %q", ErrInvalid, p.Role)
-	}
 	if p.Department != "" && !model.IsUUID(p.Department) {
 		return nil, fmt.Errorf("%w: department must be a UUID", ErrInvalid)
 	}
@@ -176,6 +173,12 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 		}
 		if !found {
 			return fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
+		}
+		if ok, err := d.roleExists(ctx, q, workspace, p.Role); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: unknown role %q", ErrInvalid, p.Role)
 		}
 		var dept any
 		if p.Department != "" {
@@ -352,9 +355,11 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 	var storedHash string
 	var active any
 	var mfaAt *time.Time
+	var roleDef any
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
-  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id
+  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
+LEFT JOIN workspace_roles wr ON wr.workspace_id = k.workspace_id AND wr.name = m.role
 WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		var err error
 		if p.Key, err = scanKey(row[:11]); err != nil {
@@ -365,6 +370,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		active = row[14]
 		p.Workspace = Workspace{ID: p.Key.Workspace, Name: store.Text(row[15]), Plan: store.Text(row[16])}
 		p.Member.Department = store.UUIDText(row[18])
+		roleDef = row[19]
 		if row[17] != nil {
 			t, err := store.Time(row[17])
 			if err != nil {
@@ -396,6 +402,13 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	}
 	p.Plan = plan
 	role, ok := d.cat.Role(p.Member.Role)
+	if !ok && roleDef != nil {
+		role, err = decodeRole(p.Member.Role, roleDef)
+		if err != nil {
+			return nil, fmt.Errorf("authenticate: role %s: %w", p.Member.Role, err)
+		}
+		ok = true
+	}
 	if !ok || !hasPermission(role, "api.access") {
 		return nil, &Error{Status: 403, Code: "permission_denied", Message: "The key's owner no longer has the api.access permission."}
 	}

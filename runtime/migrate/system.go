@@ -77,6 +77,14 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
 			`CREATE UNIQUE INDEX data_models_name_idx ON data_models (workspace_id, name)`}},
+		{"workspace_roles", []string{r(`CREATE TABLE workspace_roles (
+  workspace_id {uuid} NOT NULL,
+  name TEXT NOT NULL,
+  definition {json} NOT NULL,
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, name)
+){strict}`)}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

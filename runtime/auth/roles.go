@@ -1,0 +1,90 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/spec"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// PutRoles creates (create true) or replaces (create false) workspace roles from a file in the format of
+// roles.yaml. Names of the built-in roles cannot be taken. It returns the role names, in file order.
+func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data []byte, create bool) ([]string, error) {
+	workspace = strings.ToLower(workspace)
+	parsed, errs := spec.ParseRoles(file, data)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w:\n%v", ErrInvalid, errs)
+	}
+	roles, errs := d.cat.CompileRoles(file, parsed)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w:\n%v", ErrInvalid, errs)
+	}
+	if _, err := d.Workspace(ctx, workspace); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(roles))
+	now := d.ts()
+	err := d.st.Tx(ctx, func(q store.Querier) error {
+		for _, r := range roles {
+			if _, builtin := d.cat.Role(r.Name); builtin {
+				return fmt.Errorf("%w: %s is a built-in role (definitions/roles.yaml)", ErrInvalid, r.Name)
+			}
+			def, _ := json.Marshal(r)
+			var n int64
+			var err error
+			if create {
+				n, err = q.Exec(ctx, d.d.Bind("INSERT INTO workspace_roles (workspace_id, name, definition, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", workspace, r.Name, string(def), now, now))
+				if errors.Is(err, store.ErrConflict) {
+					return fmt.Errorf("%w: role %s exists; use role update", ErrInvalid, r.Name)
+				}
+			} else {
+				n, err = q.Exec(ctx, d.d.Bind("UPDATE workspace_roles SET definition = ?, updated_at = ? WHERE workspace_id = ? AND name = ?", string(def), now, workspace, r.Name))
+				if err == nil && n == 0 {
+					return fmt.Errorf("role %s: %w (use role create)", r.Name, ErrNotFound)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("store role %s: %w", r.Name, err)
+			}
+			names = append(names, r.Name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// roleExists reports whether name is a built-in role or a role of workspace.
+func (d *Directory) roleExists(ctx context.Context, q store.Querier, workspace, name string) (bool, error) {
+	if _, ok := d.cat.Role(name); ok {
+		return true, nil
+	}
+	return store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspace_roles WHERE workspace_id = ? AND name = ?", workspace, name), func([]any) error { return nil })
+}
+
+func decodeRole(name string, def any) (*model.Role, error) {
+	var r model.Role
+	var data []byte
+	switch x := def.(type) {
+	case string:
+		data = []byte(x)
+	case []byte:
+		data = x
+	case map[string]any:
+		data, _ = json.Marshal(x)
+	default:
+		return nil, fmt.Errorf("unexpected role definition %T", def)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, err
+	}
+	r.Name = name
+	return &r, nil
+}
