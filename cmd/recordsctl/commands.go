@@ -46,6 +46,8 @@ func commands() map[string]command {
 		"key revoke":           {"key revoke ID", cmdKeyRevoke},
 		"key list":             {"key list --workspace W", cmdKeyList},
 		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
+		"role create":          {"role create --workspace W --file ROLES.yaml", cmdRolePut(true)},
+		"role update":          {"role update --workspace W --file ROLES.yaml", cmdRolePut(false)},
 		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
 		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
 		"definitions lint":     {"definitions lint [DIR]", cmdLint},
