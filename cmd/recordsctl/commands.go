@@ -45,6 +45,8 @@ func commands() map[string]command {
 		"key create":           {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", cmdKeyCreate},
 		"key revoke":           {"key revoke ID", cmdKeyRevoke},
 		"key list":             {"key list --workspace W", cmdKeyList},
+		"key reminders":        {"key reminders --workspace W", cmdKeyReminders},
+		"member notifications": {"member notifications ID --key-expiry on|off", cmdMemberNotifications},
 		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
 		"role create":          {"role create --workspace W --file ROLES.yaml", cmdRolePut(true)},
 		"role update":          {"role update --workspace W --file ROLES.yaml", cmdRolePut(false)},
@@ -493,5 +495,43 @@ func cmdRolePut(create bool) func(*flag.FlagSet) func(*env, config.Config, []str
 				return e.emit(map[string]any{"workspace": strings.ToLower(*ws), "roles": names}, strings.Join(names, "\n"))
 			})
 		}
+	}
+}
+
+func cmdKeyReminders(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	ws := fs.String("workspace", "", "workspace id")
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := errors.Join(need(pos, 0, "key reminders --workspace W"), required("workspace", *ws)); err != nil {
+			return err
+		}
+		return withBackend(e, cfg, func(b *server.Backend) error {
+			list, err := b.Directory.Reminders(e.ctx, *ws)
+			if err != nil {
+				return err
+			}
+			var text strings.Builder
+			for _, r := range list {
+				fmt.Fprintf(&text, "%s  key %s  %2dd before  due %s  %s %s\n", r.ID, r.KeyID, r.DaysBefore, r.DueAt.Format(time.RFC3339), r.Status, r.Detail)
+			}
+			return e.emit(map[string]any{"data": list}, strings.TrimRight(text.String(), "\n"))
+		})
+	}
+}
+
+func cmdMemberNotifications(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	expiry := fs.String("key-expiry", "", "on or off: reminders 14 and 3 days before a key expires")
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := need(pos, 1, "member notifications ID --key-expiry on|off"); err != nil {
+			return err
+		}
+		if *expiry != "on" && *expiry != "off" {
+			return errors.New("--key-expiry must be on or off")
+		}
+		return withBackend(e, cfg, func(b *server.Backend) error {
+			if err := b.Directory.SetKeyExpiryReminders(e.ctx, pos[0], *expiry == "on"); err != nil {
+				return err
+			}
+			return e.emit(map[string]any{"id": strings.ToLower(pos[0]), "key_expiry_reminders": *expiry == "on"}, pos[0])
+		})
 	}
 }

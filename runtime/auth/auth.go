@@ -273,8 +273,13 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	if len(o.AllowIPs) > 0 {
 		k.AllowIPs = o.AllowIPs
 	}
-	_, err = d.st.Exec(ctx, d.d.Bind("INSERT INTO api_keys (workspace_id, id, member_id, secret_hash, hint, access, resources, allow_ips, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		workspace, k.ID, member, hashSecret(secret), k.Hint, k.Access, jsonOrNil(k.Resources), jsonOrNil(k.AllowIPs), now, k.ExpiresAt))
+	err = d.st.Tx(ctx, func(q store.Querier) error {
+		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO api_keys (workspace_id, id, member_id, secret_hash, hint, access, resources, allow_ips, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			workspace, k.ID, member, hashSecret(secret), k.Hint, k.Access, jsonOrNil(k.Resources), jsonOrNil(k.AllowIPs), now, k.ExpiresAt)); err != nil {
+			return err
+		}
+		return d.scheduleReminders(ctx, q, k)
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)
 	}

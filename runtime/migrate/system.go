@@ -85,6 +85,27 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   updated_at {ts} NOT NULL,
   PRIMARY KEY (workspace_id, name)
 ){strict}`)}},
+		{"member_preferences", []string{r(`CREATE TABLE member_preferences (
+  workspace_id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  key_expiry_reminders {bool} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, member_id)
+){strict}`)}},
+		{"key_reminders", []string{r(`CREATE TABLE key_reminders (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  key_id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  days_before INTEGER NOT NULL,
+  due_at {ts} NOT NULL,
+  status TEXT NOT NULL,
+  detail TEXT,
+  processed_at {ts},
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE INDEX key_reminders_due_idx ON key_reminders (status, due_at)`,
+			`CREATE INDEX key_reminders_key_idx ON key_reminders (workspace_id, key_id)`}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

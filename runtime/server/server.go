@@ -169,6 +169,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go s.sendReminders(ctx)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -187,3 +188,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Close releases the database.
 func (s *Server) Close() error { return s.backend.Close() }
+
+// ReminderInterval is how often a server looks for key expiry reminders that are due.
+const ReminderInterval = time.Minute
+
+// sendReminders delivers due key expiry reminders until ctx is done. Several servers may run it at once.
+func (s *Server) sendReminders(ctx context.Context) {
+	t := time.NewTicker(ReminderInterval)
+	defer t.Stop()
+	notify := auth.LogNotifier(s.log)
+	for {
+		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now(), notify); err != nil {
+			s.log.Warn("key expiry reminders", "err", err)
+		} else if n > 0 {
+			s.log.Info("key expiry reminders sent", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -61,3 +61,18 @@ func Time(v any) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("unexpected time value %T", v)
 }
+
+// Int reads an integer value (PostgreSQL INTEGER arrives as int32, BIGINT and SQLite as int64).
+func Int(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case int32:
+		return int64(x)
+	case int16:
+		return int64(x)
+	case int:
+		return int64(x)
+	}
+	return 0
+}
