@@ -31,6 +31,10 @@ lint:
 	$(GO) vet ./...
 	$(GO) run ./cmd/recordsctl definitions lint definitions
 
+# Benchmarks (never timed tests): each layer of a request next to raw SQL, on SQLite and PostgreSQL.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./runtime/server/
+
 # Explore new inputs for the parsers (not part of make test).
 fuzz:
 	$(GO) test ./engine/listplan -run '^$$' -fuzz FuzzParseFilters -fuzztime $(FUZZTIME)
