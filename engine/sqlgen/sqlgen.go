@@ -309,16 +309,19 @@ func (d Dialect) SearchDDL(table string, cols []string) (create, drop []string) 
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// SelectColumns returns the fields a record select reads, in order. Scan results follow this order.
+// SelectColumns returns the fields a record select reads, in order. A row holds workspace_id first, then
+// these fields: the reader checks the workspace of every row it is handed (a second guard behind the
+// workspace predicate of every statement).
 func SelectColumns(r *model.Resource) []*model.Field {
 	return r.Fields
 }
 
 func (d Dialect) selectList(r *model.Resource) string {
 	cols := SelectColumns(r)
-	parts := make([]string, len(cols))
+	parts := make([]string, len(cols)+1)
+	parts[0] = Quote("workspace_id")
 	for i, f := range cols {
-		parts[i] = Quote(f.Column)
+		parts[i+1] = Quote(f.Column)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -138,7 +138,7 @@ func (s *Service) get(ctx context.Context, q store.Querier, r *model.Resource, k
 	var rec Record
 	found, err := store.QueryOne(ctx, q, stmt, func(row []any) error {
 		var err error
-		rec, err = s.toRecord(r, row, k.ModelID)
+		rec, err = s.toRecord(r, row, k.Workspace, k.ModelID)
 		return err
 	})
 	if err != nil {
@@ -169,7 +169,7 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 			if len(page.Records) >= want {
 				return nil
 			}
-			rec, err := s.toRecord(plan.Resource, row, plan.ModelID)
+			rec, err := s.toRecord(plan.Resource, row, a.Workspace, plan.ModelID)
 			if err != nil {
 				return err
 			}

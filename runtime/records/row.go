@@ -3,6 +3,7 @@ package records
 import (
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -14,14 +15,21 @@ import (
 
 const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
+// ErrTenancy is a row of another workspace reaching a reader: a bug, answered 500 and logged, never shown.
+var ErrTenancy = errors.New("tenancy guard")
+
 // toRecord converts a row read with sqlgen.SelectColumns into a JSON-shaped record. It accepts the value
 // types of both drivers: pgx (uuid as [16]byte, numeric as a Valuer, date and timestamptz as time.Time,
 // jsonb decoded) and SQLite (text, integer and real).
-func (s *Service) toRecord(r *model.Resource, row []any, modelID string) (Record, error) {
+func (s *Service) toRecord(r *model.Resource, row []any, workspace, modelID string) (Record, error) {
 	cols := sqlgen.SelectColumns(r)
-	if len(row) != len(cols) {
-		return nil, fmt.Errorf("%s: row has %d columns, want %d", r.Name, len(row), len(cols))
+	if len(row) != len(cols)+1 {
+		return nil, fmt.Errorf("%s: row has %d columns, want %d", r.Name, len(row), len(cols)+1)
 	}
+	if got := store.UUIDText(row[0]); got != workspace {
+		return nil, fmt.Errorf("%s: %w: row of workspace %s read for workspace %s", r.Name, ErrTenancy, got, workspace)
+	}
+	row = row[1:]
 	rec := make(Record, len(cols)+1)
 	for i, f := range cols {
 		v, err := fromDB(f, row[i])
