@@ -262,6 +262,24 @@ func (d Dialect) Indexes(r *model.Resource) []Index {
 	return append(d.baseIndexes(r), d.TableOf(r).Indexes...)
 }
 
+// PolicyName names the row-level security policy of record tables.
+const PolicyName = "workspace_isolation"
+
+// RowSecurity returns the statements that make PostgreSQL itself refuse rows of other workspaces: the
+// policy admits only rows whose workspace_id equals the transaction's records.workspace_id setting, and
+// FORCE applies it to the table owner too (superusers still bypass it). SQLite has no equivalent.
+func (d Dialect) RowSecurity(table string) []string {
+	if d.kind != Postgres {
+		return nil
+	}
+	cond := "workspace_id = NULLIF(current_setting('records.workspace_id', true), '')::uuid"
+	return []string{
+		fmt.Sprintf("ALTER TABLE %s ENABLE ROW LEVEL SECURITY", Quote(table)),
+		fmt.Sprintf("ALTER TABLE %s FORCE ROW LEVEL SECURITY", Quote(table)),
+		fmt.Sprintf("CREATE POLICY %s ON %s USING (%s) WITH CHECK (%s)", Quote(PolicyName), Quote(table), cond, cond),
+	}
+}
+
 // SearchName is the name of the full-text object of a table (FTS5 table or tsvector column).
 func SearchName(table string) string { return table + "_fts" }
 

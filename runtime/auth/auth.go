@@ -165,6 +165,7 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 	}
 	workspace = strings.ToLower(workspace)
 	m := &Member{ID: newID(), Email: p.Email, Role: p.Role, Active: true}
+	ctx = store.WithWorkspace(ctx, workspace)
 	now := d.ts()
 	err := d.st.Tx(ctx, func(q store.Querier) error {
 		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })

@@ -130,7 +130,32 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 		}
 		res.Applied = append(res.Applied, "create index "+ix.Name)
 	}
-	return migrateSearch(ctx, q, d, r, t, res)
+	if err := migrateSearch(ctx, q, d, r, t, res); err != nil {
+		return err
+	}
+	return migrateRowSecurity(ctx, q, d, t.Name, res)
+}
+
+// migrateRowSecurity installs the workspace isolation policy of a record table (PostgreSQL).
+func migrateRowSecurity(ctx context.Context, q store.Querier, d sqlgen.Dialect, table string, res *Result) error {
+	stmts := d.RowSecurity(table)
+	if len(stmts) == 0 {
+		return nil
+	}
+	found, err := store.QueryOne(ctx, q, d.Bind("SELECT 1 FROM pg_catalog.pg_policies WHERE schemaname = current_schema() AND tablename = ? AND policyname = ?", table, sqlgen.PolicyName), func([]any) error { return nil })
+	if err != nil {
+		return fmt.Errorf("inspect row security: %w", err)
+	}
+	if found {
+		return nil
+	}
+	for _, s := range stmts {
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: s}); err != nil {
+			return fmt.Errorf("row security: %w", err)
+		}
+	}
+	res.Applied = append(res.Applied, "enable row level security on "+table)
+	return nil
 }
 
 // migrateSearch (re)creates full-text search when the searched columns changed since the last run.

@@ -24,6 +24,7 @@ func BatchSize(r *model.Resource) int {
 // records import` and `recordsctl seed`, and works for read-only resources too. Nothing is written
 // unless every body is valid; errors are prefixed with the body's index.
 func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelID string, bodies []map[string]any) (int, error) {
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	sch := s.schemas.Resource(r.Name)
 	rows := make([]map[string]any, len(bodies))
 	values := make([]map[string]any, len(bodies))
@@ -86,6 +87,7 @@ func unique(ids []string) []string {
 
 // IDs returns up to n ids of r in workspace (newest first), for tools that need reference targets.
 func (s *Service) IDs(ctx context.Context, workspace string, r *model.Resource, modelID string, n int) ([]string, error) {
+	ctx = store.WithWorkspace(ctx, workspace)
 	sql := "SELECT id FROM " + sqlgen.Quote(r.Table) + " WHERE workspace_id = ?"
 	args := []any{workspace}
 	if r.ModelScoped {

@@ -119,6 +119,7 @@ func (s *Service) CheckModel(ctx context.Context, r *model.Resource, workspace, 
 
 // Get returns one record.
 func (s *Service) Get(ctx context.Context, a Actor, r *model.Resource, modelID, id string) (Record, error) {
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}
@@ -159,6 +160,7 @@ type Page struct {
 
 // List returns one page of plan in the actor's workspace.
 func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page, error) {
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	page := &Page{Records: []Record{}}
 	want := plan.Limit + 1
 	for _, stmt := range s.d.List(plan, a.Workspace) {
@@ -207,6 +209,7 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 
 // Create validates body and stores a new record owned by the actor.
 func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelID string, body map[string]any) (Record, error) {
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	pol := a.Policy(r)
 	if err := checkWritable(pol, body); err != nil {
 		return nil, err
@@ -261,6 +264,7 @@ func checkWritable(pol *access.Policy, body map[string]any) error {
 
 // Update validates body and changes the given fields of one record.
 func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelID, id string, body map[string]any) (Record, error) {
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}
@@ -325,6 +329,7 @@ func (s *Service) Restore(ctx context.Context, a Actor, r *model.Resource, model
 }
 
 func (s *Service) setArchived(ctx context.Context, a Actor, r *model.Resource, modelID, id string, archive bool, reason *string) (Record, error) {
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}

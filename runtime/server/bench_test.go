@@ -29,9 +29,12 @@ func BenchmarkRequestPath(b *testing.B) {
 
 			b.Run("raw_sql_get", func(b *testing.B) {
 				stmt := d.Bind("SELECT * FROM "+sqlgen.Quote(r.Table)+" WHERE workspace_id = ? AND id = ?", e.Workspace, id)
+				// Scoped like every request, so that row-level security admits the row (PostgreSQL).
+				wctx := store.WithWorkspace(ctx, e.Workspace)
 				for i := 0; i < b.N; i++ {
-					if _, err := store.QueryOne(ctx, be.Store, stmt, func([]any) error { return nil }); err != nil {
-						b.Fatal(err)
+					found, err := store.QueryOne(wctx, be.Store, stmt, func([]any) error { return nil })
+					if err != nil || !found {
+						b.Fatal("raw get found nothing", err)
 					}
 				}
 			})

@@ -79,19 +79,76 @@ func (q pgq) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// Query implements Querier.
+// Query implements Querier. With a workspace in ctx, the statement runs in one round trip after the
+// statement that scopes its (implicit) transaction to that workspace.
 func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
-	return pgq{p.pool}.Query(ctx, s, fn)
+	ws := workspaceOf(ctx)
+	if ws == "" {
+		return pgq{p.pool}.Query(ctx, s, fn)
+	}
+	br := p.scoped(ctx, ws, s)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return mapPG(err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return mapPG(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return mapPG(err)
+		}
+		if err := fn(vals); err != nil {
+			return err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return mapPG(err)
+	}
+	return mapPG(br.Close())
 }
 
-// Exec implements Querier.
+// Exec implements Querier, scoped like Query.
 func (p *Postgres) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
-	return pgq{p.pool}.Exec(ctx, s)
+	ws := workspaceOf(ctx)
+	if ws == "" {
+		return pgq{p.pool}.Exec(ctx, s)
+	}
+	br := p.scoped(ctx, ws, s)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return 0, mapPG(err)
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return 0, mapPG(err)
+	}
+	return tag.RowsAffected(), mapPG(br.Close())
 }
 
-// Tx implements Store.
+// scoped sends the workspace setting and s as one batch: one round trip, one implicit transaction.
+func (p *Postgres) scoped(ctx context.Context, ws string, s sqlgen.Stmt) pgx.BatchResults {
+	b := &pgx.Batch{}
+	b.Queue(setWorkspace, ws)
+	b.Queue(s.SQL, s.Args...)
+	return p.pool.SendBatch(ctx, b)
+}
+
+// Tx implements Store. With a workspace in ctx, the transaction is scoped to it first.
 func (p *Postgres) Tx(ctx context.Context, fn func(q Querier) error) error {
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error { return fn(pgq{tx}) })
+	ws := workspaceOf(ctx)
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if ws != "" {
+			if _, err := tx.Exec(ctx, setWorkspace, ws); err != nil {
+				return err
+			}
+		}
+		return fn(pgq{tx})
+	})
 	return mapPG(err)
 }
 

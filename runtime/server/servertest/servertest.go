@@ -39,6 +39,9 @@ const (
 	Postgres Backend = "postgres"
 )
 
+// AppRole is the non-superuser PostgreSQL role the tested servers connect as.
+const AppRole = "records_test_app"
+
 // Backends lists them.
 var Backends = []Backend{SQLite, Postgres}
 
@@ -71,7 +74,12 @@ func DatabaseURL(t testing.TB, b Backend) string {
 	raw := make([]byte, 6)
 	_, _ = rand.Read(raw)
 	name := "records_test_" + hex.EncodeToString(raw)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	// The server connects as a role that owns its database but is not a superuser, as in production:
+	// superusers bypass row-level security, which the tests must exercise.
+	if _, err := conn.Exec(ctx, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"+AppRole+"') THEN CREATE ROLE "+AppRole+" LOGIN; END IF; END $$"); err != nil {
+		t.Fatalf("create role: %v", err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" OWNER "+AppRole); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -89,7 +97,7 @@ func DatabaseURL(t testing.TB, b Backend) string {
 	})
 	cfg, _ := pgx.ParseConfig(admin)
 	cfg.Database = name
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", cfg.User, cfg.Host, cfg.Port, name)
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", AppRole, cfg.Host, cfg.Port, name)
 }
 
 // Env is a running server with one workspace and an admin write key.
