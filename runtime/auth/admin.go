@@ -16,16 +16,9 @@ import (
 func (d *Directory) SetRole(ctx context.Context, member, role string) error {
 	member = strings.ToLower(member)
 	return d.st.Tx(ctx, func(q store.Querier) error {
-		var workspace string
-		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
-			workspace = store.UUIDText(row[0])
-			return nil
-		})
+		workspace, err := d.memberWorkspace(ctx, q, member)
 		if err != nil {
 			return fmt.Errorf("set role: %w", err)
-		}
-		if !found {
-			return fmt.Errorf("member %s: %w", member, ErrNotFound)
 		}
 		if ok, err := d.roleExists(ctx, q, workspace, role); err != nil || !ok {
 			if err != nil {
@@ -202,4 +195,20 @@ func (d *Directory) Workspace(ctx context.Context, id string) (*Workspace, error
 		return nil, fmt.Errorf("workspace %s: %w", id, ErrNotFound)
 	}
 	return w, nil
+}
+
+// memberWorkspace returns the workspace of member.
+func (d *Directory) memberWorkspace(ctx context.Context, q store.Querier, member string) (string, error) {
+	var workspace string
+	found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
+		workspace = store.UUIDText(row[0])
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("member %s: %w", member, ErrNotFound)
+	}
+	return workspace, nil
 }

@@ -55,16 +55,9 @@ func (d *Directory) scheduleReminders(ctx context.Context, q store.Querier, k *K
 func (d *Directory) SetKeyExpiryReminders(ctx context.Context, member string, on bool) error {
 	member = strings.ToLower(member)
 	return d.st.Tx(ctx, func(q store.Querier) error {
-		var workspace string
-		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
-			workspace = store.UUIDText(row[0])
-			return nil
-		})
+		workspace, err := d.memberWorkspace(ctx, q, member)
 		if err != nil {
 			return fmt.Errorf("set preferences: %w", err)
-		}
-		if !found {
-			return fmt.Errorf("member %s: %w", member, ErrNotFound)
 		}
 		_, err = q.Exec(ctx, d.d.Bind(`INSERT INTO member_preferences (workspace_id, member_id, key_expiry_reminders, updated_at) VALUES (?, ?, ?, ?)
 ON CONFLICT (workspace_id, member_id) DO UPDATE SET key_expiry_reminders = excluded.key_expiry_reminders, updated_at = excluded.updated_at`, workspace, member, on, d.ts()))

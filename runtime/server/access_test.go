@@ -57,12 +57,7 @@ func TestMasksMatrix(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			cat := e.Server.Backend().Catalog
 			viewer, _ := cat.Role("viewer")
-			dir := e.Server.Backend().Directory
-			vm, err := dir.CreateMember(context.Background(), e.Workspace, auth.MemberProfile{Email: "viewer@x.example", Role: "viewer"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vkey := e.NewKey(vm.ID, auth.KeyOptions{Access: "read"})
+			vkey := e.NewKey(e.NewMember("viewer@x.example", "viewer", ""), auth.KeyOptions{Access: "read"})
 			names := make([]string, 0, len(viewer.FieldRules))
 			for n := range viewer.FieldRules {
 				names = append(names, n)
@@ -169,16 +164,11 @@ func TestRecordRules(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			ctx := context.Background()
-			dir := e.Server.Backend().Directory
 			dept := e.Do("POST", "/v1/entity_departments", map[string]any{"name": "Delivery"}).Data()["id"].(string)
 			other := e.Do("POST", "/v1/entity_departments", map[string]any{"name": "Sales"}).Data()["id"].(string)
 			newMember := func(email, department string) (string, string) {
-				m, err := dir.CreateMember(ctx, e.Workspace, auth.MemberProfile{Email: email, Role: "member", Department: department})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m.ID, e.NewKey(m.ID, auth.KeyOptions{Access: "write"})
+				id := e.NewMember(email, "member", department)
+				return id, e.NewKey(id, auth.KeyOptions{Access: "write"})
 			}
 			_, alice := newMember("alice@x.example", dept)
 			_, bob := newMember("bob@x.example", dept)

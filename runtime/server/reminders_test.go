@@ -16,14 +16,7 @@ func TestKeyExpiryReminders(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
 			dir := e.Server.Backend().Directory
-			member := func(email string) string {
-				m, err := dir.CreateMember(ctx, e.Workspace, auth.MemberProfile{Email: email, Role: "admin"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return m.ID
-			}
-			ann, bob := member("ann@x.example"), member("bob@x.example")
+			ann, bob := e.NewMember("ann@x.example", "admin", ""), e.NewMember("bob@x.example", "admin", "")
 			long, _, _ := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 30 * 24 * time.Hour})
 			short, _, _ := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 10 * 24 * time.Hour})
 			optOut, _, _ := dir.CreateKey(ctx, bob, auth.KeyOptions{Access: "read", ExpiresIn: 30 * 24 * time.Hour})

@@ -44,11 +44,7 @@ func TestWorkspaceRoles(t *testing.T) {
 					t.Errorf("accepted a bad role file:\n%s", bad)
 				}
 			}
-			m, err := dir.CreateMember(ctx, e.Workspace, auth.MemberProfile{Email: "audit@x.example", Role: "auditor"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			key := e.NewKey(m.ID, auth.KeyOptions{Access: "read"})
+			key := e.NewKey(e.NewMember("audit@x.example", "auditor", ""), auth.KeyOptions{Access: "read"})
 			e.Do("POST", "/v1/deals", map[string]any{"name": "Big one", "amount": 123456.78, "next_step": "Sign the zqnextstep"})
 			e.Expect(e.DoKey(key, "GET", "/v1/companies", nil), 403, "forbidden")
 			res := e.DoKey(key, "GET", "/v1/deals", nil)

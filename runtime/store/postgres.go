@@ -58,6 +58,11 @@ func (q pgq) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error)
 	if err != nil {
 		return mapPG(err)
 	}
+	return scanRows(rows, fn)
+}
+
+// scanRows calls fn for every row and closes rows.
+func scanRows(rows pgx.Rows, fn func(row []any) error) error {
 	defer rows.Close()
 	for rows.Next() {
 		vals, err := rows.Values()
@@ -68,6 +73,7 @@ func (q pgq) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error)
 			return err
 		}
 	}
+	rows.Close()
 	return mapPG(rows.Err())
 }
 
@@ -95,19 +101,8 @@ func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) 
 	if err != nil {
 		return mapPG(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return mapPG(err)
-		}
-		if err := fn(vals); err != nil {
-			return err
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return mapPG(err)
+	if err := scanRows(rows, fn); err != nil {
+		return err
 	}
 	return mapPG(br.Close())
 }

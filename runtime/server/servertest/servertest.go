@@ -160,6 +160,16 @@ func (e *Env) NewWorkspace(plan, role, access string) (workspace, member, key st
 	return w.ID, m.ID, e.NewKey(m.ID, auth.KeyOptions{Access: access})
 }
 
+// NewMember adds a member of role (in department, optional) to the env's workspace and returns its id.
+func (e *Env) NewMember(email, role, department string) string {
+	e.T.Helper()
+	m, err := e.Server.Backend().Directory.CreateMember(context.Background(), e.Workspace, auth.MemberProfile{Email: email, Role: role, Department: department})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return m.ID
+}
+
 // NewKey creates a key for member (expiring in 30 days unless set).
 func (e *Env) NewKey(member string, o auth.KeyOptions) string {
 	e.T.Helper()
