@@ -264,10 +264,6 @@ func checkWritable(pol *access.Policy, body map[string]any) error {
 
 // Update validates body and changes the given fields of one record.
 func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelID, id string, body map[string]any) (Record, error) {
-	ctx = store.WithWorkspace(ctx, a.Workspace)
-	if !model.IsUUID(id) {
-		return nil, ErrNotFound
-	}
 	pol := a.Policy(r)
 	if err := checkWritable(pol, body); err != nil {
 		return nil, err
@@ -279,56 +275,61 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 	if err := s.checkCustom(b); err != nil {
 		return nil, err
 	}
-	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}
-	var rec Record
-	err := s.st.Tx(ctx, func(q store.Querier) error {
-		cur, err := s.get(ctx, q, r, key, true)
-		if err != nil {
-			return err
-		}
+	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
-			return &ConflictError{Message: "the record is archived; restore it before changing it"}
+			return nil, &ConflictError{Message: "the record is archived; restore it before changing it"}
 		}
 		if len(b.Values) == 0 {
-			rec = cur
-			return nil
+			return nil, nil
 		}
-		key.Policy = nil // the locked read above already applied the record rule
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
-			return err
+			return nil, err
 		}
-		now := s.timestamp()
-		values := map[string]any{"updated_at": now}
+		e := &edit{action: "update", values: map[string]any{}, changes: b.Values}
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
-			values[f.Column] = v
+			e.values[f.Column] = v
 		}
-		if _, err := q.Exec(ctx, s.d.Update(r, key, values)); err != nil {
-			return fmt.Errorf("update %s: %w", r.Name, err)
-		}
-		if err := s.audit(ctx, q, a, r, key.ID, "update", b.Values, now); err != nil {
-			return err
-		}
-		rec, err = s.get(ctx, q, r, key, false)
-		return err
+		return e, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return pol.Apply(rec), nil
 }
 
 // Archive soft-deletes one record, keeping reason.
 func (s *Service) Archive(ctx context.Context, a Actor, r *model.Resource, modelID, id string, reason *string) (Record, error) {
-	return s.setArchived(ctx, a, r, modelID, id, true, reason)
+	return s.change(ctx, a, r, modelID, id, func(_ store.Querier, cur Record) (*edit, error) {
+		if cur["archived"] == true {
+			return nil, &ConflictError{Message: "the record is already archived"}
+		}
+		now := s.timestamp()
+		e := &edit{action: "archive", values: map[string]any{"archived": true, "archived_at": now, "updated_at": now, "archive_reason": nil}, changes: map[string]any{}}
+		if reason != nil {
+			e.values["archive_reason"] = *reason
+			e.changes["archive_reason"] = *reason
+		}
+		return e, nil
+	})
 }
 
 // Restore brings an archived record back.
 func (s *Service) Restore(ctx context.Context, a Actor, r *model.Resource, modelID, id string) (Record, error) {
-	return s.setArchived(ctx, a, r, modelID, id, false, nil)
+	return s.change(ctx, a, r, modelID, id, func(_ store.Querier, cur Record) (*edit, error) {
+		if cur["archived"] != true {
+			return nil, &ConflictError{Message: "the record is not archived"}
+		}
+		return &edit{action: "restore", values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
+	})
 }
 
-func (s *Service) setArchived(ctx context.Context, a Actor, r *model.Resource, modelID, id string, archive bool, reason *string) (Record, error) {
+// edit is what a change writes: columns to set, and the audit entry.
+type edit struct {
+	action  string
+	values  map[string]any // by column; updated_at is added
+	changes map[string]any // by field key, for the audit trail
+}
+
+// change runs one locked read-modify-write of a record inside the actor's record rule: decide sees the
+// current record and returns the edit (nil: write nothing and return the record as it is).
+func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelID, id string, decide func(q store.Querier, cur Record) (*edit, error)) (Record, error) {
 	ctx = store.WithWorkspace(ctx, a.Workspace)
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
@@ -341,31 +342,21 @@ func (s *Service) setArchived(ctx context.Context, a Actor, r *model.Resource, m
 		if err != nil {
 			return err
 		}
+		e, err := decide(q, cur)
+		if err != nil || e == nil {
+			rec = cur
+			return err
+		}
 		key.Policy = nil // the locked read above already applied the record rule
-		if cur["archived"] == archive {
-			if archive {
-				return &ConflictError{Message: "the record is already archived"}
-			}
-			return &ConflictError{Message: "the record is not archived"}
+		now, ok := e.values["updated_at"].(time.Time)
+		if !ok {
+			now = s.timestamp()
+			e.values["updated_at"] = now
 		}
-		now := s.timestamp()
-		values := map[string]any{"archived": archive, "updated_at": now, "archived_at": nil, "archive_reason": nil}
-		action := "restore"
-		if archive {
-			values["archived_at"] = now
-			if reason != nil {
-				values["archive_reason"] = *reason
-			}
-			action = "archive"
+		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
+			return fmt.Errorf("%s %s: %w", e.action, r.Name, err)
 		}
-		if _, err := q.Exec(ctx, s.d.Update(r, key, values)); err != nil {
-			return fmt.Errorf("%s %s: %w", action, r.Name, err)
-		}
-		changes := map[string]any{}
-		if reason != nil {
-			changes["archive_reason"] = *reason
-		}
-		if err := s.audit(ctx, q, a, r, key.ID, action, changes, now); err != nil {
+		if err := s.audit(ctx, q, a, r, key.ID, e.action, e.changes, now); err != nil {
 			return err
 		}
 		rec, err = s.get(ctx, q, r, key, false)
