@@ -19,6 +19,7 @@ import (
 
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -87,6 +88,8 @@ type Principal struct {
 	Key       Key
 	Role      *model.Role
 	Plan      *model.Plan
+	// Limits are the plan's limits with the workspace's overrides applied; nil fields are uncapped.
+	Limits spec.Limits
 }
 
 // Directory stores workspaces, members and keys.
@@ -362,8 +365,9 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 	var active any
 	var mfaAt *time.Time
 	var roleDef any
+	var overrides any
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
-  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition
+  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition, w.limits
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
 LEFT JOIN workspace_roles wr ON wr.workspace_id = k.workspace_id AND wr.name = m.role
 WHERE k.secret_hash = ?`, hash), func(row []any) error {
@@ -377,6 +381,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		p.Workspace = Workspace{ID: p.Key.Workspace, Name: store.Text(row[15]), Plan: store.Text(row[16])}
 		p.Member.Department = store.UUIDText(row[18])
 		roleDef = row[19]
+		overrides = row[20]
 		if row[17] != nil {
 			t, err := store.Time(row[17])
 			if err != nil {
@@ -407,6 +412,18 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		return nil, &Error{Status: 403, Code: "plan_upgrade_required", Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
 	}
 	p.Plan = plan
+	p.Limits = plan.Limits
+	if overrides != nil {
+		var o Limits
+		if err := json.Unmarshal(jsonBytes(overrides), &o); err != nil {
+			return nil, fmt.Errorf("authenticate: workspace limits: %w", err)
+		}
+		for _, f := range [][2]**int64{{&p.Limits.KeyPerMinute, &o.KeyPerMinute}, {&p.Limits.KeyPerHour, &o.KeyPerHour}, {&p.Limits.WorkspacePerMinute, &o.WorkspacePerMinute}, {&p.Limits.MonthlyQuota, &o.MonthlyQuota}} {
+			if *f[1] != nil {
+				*f[0] = *f[1]
+			}
+		}
+	}
 	role, ok := d.cat.Role(p.Member.Role)
 	if !ok && roleDef != nil {
 		role, err = decodeRole(p.Member.Role, roleDef)
@@ -505,4 +522,16 @@ func decodeList(v any, dst *[]string) error {
 		return nil
 	}
 	return fmt.Errorf("unexpected list value %T", v)
+}
+
+// jsonBytes reads a JSON column: pgx decodes jsonb into Go values, SQLite returns the text.
+func jsonBytes(v any) []byte {
+	switch x := v.(type) {
+	case string:
+		return []byte(x)
+	case []byte:
+		return x
+	}
+	data, _ := json.Marshal(v)
+	return data
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	OpenAPI []byte
 	// TrustedProxies are the peers whose X-Forwarded-For is believed for IP allowlists.
 	TrustedProxies []netip.Prefix
+	// Limiter enforces rate limits; Quota counts monthly usage.
+	Limiter limits.Limiter
+	Quota   *limits.Quota
 }
 
 // Handler is the API's http.Handler.
@@ -46,12 +50,14 @@ type Handler struct {
 	log     *slog.Logger
 	openapi []byte
 	proxies []netip.Prefix
+	limiter limits.Limiter
+	quota   *limits.Quota
 	router  *bunrouter.Router
 }
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies}
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -248,7 +254,10 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 				return apiError(403, "ip_not_allowed", "This key may not be used from "+addr.String()+".")
 			}
 		}
-		ctx := context.WithValue(req.Context(), keyPrincipal, p)
+		ctx, err := h.admit(context.WithValue(req.Context(), keyPrincipal, p), w, p)
+		if err != nil {
+			return err
+		}
 		return next(w, req.WithContext(ctx))
 	}
 }
@@ -260,6 +269,7 @@ func actorOf(ctx context.Context) records.Actor {
 
 func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 	p := principal(req.Context())
+	u, _ := req.Context().Value(keyUsage).(*usage)
 	key := map[string]any{
 		"id": p.Key.ID, "prefix": auth.KeyPrefix, "hint": p.Key.Hint, "access": p.Key.Access, "resources": p.Key.Resources,
 		"allow_ips": p.Key.AllowIPs, "created_at": p.Key.CreatedAt, "expires_at": p.Key.ExpiresAt,
@@ -268,14 +278,11 @@ func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 		key["resources"] = "all"
 	}
 	writeJSON(w, 200, map[string]any{"data": map[string]any{
-		"key":       key,
-		"member":    map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
-		"workspace": map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
-		"rate_limit": map[string]any{
-			"key_per_minute": p.Plan.Limits.KeyPerMinute, "key_per_hour": p.Plan.Limits.KeyPerHour,
-			"workspace_per_minute": p.Plan.Limits.WorkspacePerMinute,
-		},
-		"quota": map[string]any{"monthly_limit": p.Plan.Limits.MonthlyQuota},
+		"key":        key,
+		"member":     map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
+		"workspace":  map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
+		"rate_limit": rateUsage(p, u),
+		"quota":      quotaUsage(u),
 	}})
 	return nil
 }

@@ -14,12 +14,12 @@ type systemTable struct {
 // systemTables returns the tables the server itself keeps: tenancy, access, data models and the audit
 // trail. Every row carries workspace_id where it belongs to a workspace.
 func systemTables(d sqlgen.Dialect) []systemTable {
-	uuid, ts, js, boolean, strict := "uuid", "timestamptz", "jsonb", "boolean", ""
+	uuid, ts, js, boolean, integer, strict := "uuid", "timestamptz", "jsonb", "boolean", "bigint", ""
 	if d.Kind() == sqlgen.SQLite {
-		uuid, ts, js, boolean, strict = "TEXT", "TEXT", "TEXT", "INTEGER", " STRICT"
+		uuid, ts, js, boolean, integer, strict = "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", " STRICT"
 	}
 	r := func(s string) string {
-		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{strict}", strict}} {
+		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{int}", integer}, {"{strict}", strict}} {
 			s = strings.ReplaceAll(s, kv[0], kv[1])
 		}
 		return s
@@ -106,6 +106,12 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 ){strict}`),
 			`CREATE INDEX key_reminders_due_idx ON key_reminders (status, due_at)`,
 			`CREATE INDEX key_reminders_key_idx ON key_reminders (workspace_id, key_id)`}},
+		{"usage_counters", []string{r(`CREATE TABLE usage_counters (
+  workspace_id {uuid} NOT NULL,
+  period TEXT NOT NULL,
+  count {int} NOT NULL,
+  PRIMARY KEY (workspace_id, period)
+){strict}`)}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/workspace-records/records/engine/catalog"
@@ -24,6 +25,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
@@ -118,10 +120,13 @@ func storedSecret(ctx context.Context, st store.Store, name string) ([]byte, err
 
 // Server is a running recordsd.
 type Server struct {
-	cfg     config.Config
-	log     *slog.Logger
-	backend *Backend
-	handler *httpapi.Handler
+	cfg      config.Config
+	log      *slog.Logger
+	backend  *Backend
+	handler  *httpapi.Handler
+	quota    *limits.Quota
+	closed   sync.Once
+	closeErr error
 }
 
 // New opens the backend and builds the HTTP handler.
@@ -146,8 +151,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Close()
 		return nil, err
 	}
-	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, TrustedProxies: proxies})
-	return &Server{cfg: cfg, log: log, backend: b, handler: h}, nil
+	quota := limits.NewQuota(b.Store)
+	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, TrustedProxies: proxies,
+		Limiter: limits.NewLocal(), Quota: quota})
+	return &Server{cfg: cfg, log: log, backend: b, handler: h, quota: quota}, nil
 }
 
 // Backend returns the server's backend.
@@ -170,6 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go s.sendReminders(ctx)
+	go s.flushQuota(ctx)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -186,8 +194,37 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// Close releases the database.
-func (s *Server) Close() error { return s.backend.Close() }
+// Close flushes quota usage and releases the database.
+func (s *Server) Close() error {
+	s.closed.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := s.quota.Flush(ctx, time.Now())
+		if err != nil {
+			s.log.Error("flush quota usage at shutdown", "err", err)
+		}
+		s.closeErr = errors.Join(err, s.backend.Close())
+	})
+	return s.closeErr
+}
+
+// QuotaFlushInterval is how often a server writes its quota counts and reads other servers'.
+const QuotaFlushInterval = time.Second
+
+func (s *Server) flushQuota(ctx context.Context) {
+	t := time.NewTicker(QuotaFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := s.quota.Flush(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			s.log.Warn("flush quota usage", "err", err)
+		}
+	}
+}
 
 // ReminderInterval is how often a server looks for key expiry reminders that are due.
 const ReminderInterval = time.Minute

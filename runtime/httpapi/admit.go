@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/limits"
+)
+
+// usage is what admission measured for a request; GET /v1/me reports it.
+type usage struct {
+	rate       limits.Decision
+	quotaUsed  int64
+	quotaLimit *int64
+	quotaReset time.Duration
+}
+
+const keyUsage ctxKey = 100
+
+// windows lists the rate-limit windows of p: per key per minute and per hour, per workspace per minute.
+func windows(p *auth.Principal) []limits.Window {
+	var out []limits.Window
+	add := func(key string, limit *int64, period time.Duration) {
+		if limit != nil && *limit > 0 {
+			out = append(out, limits.Window{Key: key, Limit: *limit, Period: period})
+		}
+	}
+	add("k:"+p.Key.ID+":m", p.Limits.KeyPerMinute, time.Minute)
+	add("k:"+p.Key.ID+":h", p.Limits.KeyPerHour, time.Hour)
+	add("w:"+p.Workspace.ID+":m", p.Limits.WorkspacePerMinute, time.Minute)
+	return out
+}
+
+func seconds(d time.Duration) string {
+	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
+}
+
+// admit applies the rate limits and the monthly quota to an authenticated request, setting the
+// X-RateLimit-* and X-Quota-* headers. A refused request consumes neither.
+func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Principal) (context.Context, error) {
+	now := time.Now()
+	hdr := w.Header()
+	d, err := h.limiter.Allow(ctx, now, windows(p))
+	if err != nil {
+		return ctx, err
+	}
+	if d.Limit > 0 {
+		hdr.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+		hdr.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+		hdr.Set("X-RateLimit-Reset", seconds(d.Reset))
+	}
+	if !d.Allowed {
+		e := apiError(429, "rate_limited", "Too many requests; retry after "+seconds(d.RetryAfter)+" s.")
+		e.Header = http.Header{"Retry-After": {seconds(d.RetryAfter)}}
+		return ctx, e
+	}
+	used, ok, err := h.quota.Take(ctx, p.Workspace.ID, p.Limits.MonthlyQuota, now)
+	if err != nil {
+		return ctx, err
+	}
+	_, reset := limits.Period(now)
+	if p.Limits.MonthlyQuota != nil {
+		hdr.Set("X-Quota-Limit", strconv.FormatInt(*p.Limits.MonthlyQuota, 10))
+		hdr.Set("X-Quota-Remaining", strconv.FormatInt(max(*p.Limits.MonthlyQuota-used, 0), 10))
+	}
+	hdr.Set("X-Quota-Reset", seconds(reset))
+	if !ok {
+		e := apiError(429, "quota_exceeded", "The workspace has used its monthly request quota; it resets at the start of next month (UTC).")
+		e.Header = http.Header{"Retry-After": {seconds(reset)}}
+		return ctx, e
+	}
+	return context.WithValue(ctx, keyUsage, &usage{rate: d, quotaUsed: used, quotaLimit: p.Limits.MonthlyQuota, quotaReset: reset}), nil
+}
+
+func rateUsage(p *auth.Principal, u *usage) map[string]any {
+	out := map[string]any{
+		"key_per_minute": p.Limits.KeyPerMinute, "key_per_hour": p.Limits.KeyPerHour,
+		"workspace_per_minute": p.Limits.WorkspacePerMinute,
+		"limit":                nil, "remaining": nil, "reset": nil,
+	}
+	if u != nil && u.rate.Limit > 0 {
+		out["limit"], out["remaining"], out["reset"] = u.rate.Limit, u.rate.Remaining, int64(math.Ceil(u.rate.Reset.Seconds()))
+	}
+	return out
+}
+
+func quotaUsage(u *usage) map[string]any {
+	if u == nil {
+		return map[string]any{}
+	}
+	out := map[string]any{"limit": u.quotaLimit, "used": u.quotaUsed, "remaining": nil, "reset": int64(math.Ceil(u.quotaReset.Seconds()))}
+	if u.quotaLimit != nil {
+		out["remaining"] = max(*u.quotaLimit-u.quotaUsed, 0)
+	}
+	return out
+}
