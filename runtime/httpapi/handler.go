@@ -5,7 +5,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +23,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/records"
 )
@@ -40,6 +40,8 @@ type Config struct {
 	// Limiter enforces rate limits; Quota counts monthly usage.
 	Limiter limits.Limiter
 	Quota   *limits.Quota
+	// Idempotency stores Idempotency-Key claims and responses.
+	Idempotency *idempotency.Keys
 }
 
 // Handler is the API's http.Handler.
@@ -52,12 +54,13 @@ type Handler struct {
 	proxies []netip.Prefix
 	limiter limits.Limiter
 	quota   *limits.Quota
+	idem    *idempotency.Keys
 	router  *bunrouter.Router
 }
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota}
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -161,17 +164,7 @@ func writeError(w http.ResponseWriter, id string, e *Error) {
 	writeJSON(w, e.Status, map[string]any{"error": body})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = 500
-		data = []byte(`{"error":{"type":"api_error","code":"internal_error","message":"response encoding failed"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(data, '\n'))
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { writeRaw(w, status, encode(v)) }
 
 // unmatched answers requests no route served: 405 with Allow for a known path shape, else 404.
 func (h *Handler) unmatched(w http.ResponseWriter, req bunrouter.Request) error {
@@ -372,24 +365,34 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 		if (rt.Shape == route.Item || rt.Shape == route.Restore) && !model.IsUUID(id) {
 			return invalidRequest("", fieldErr("invalid_format", "id", "must be a UUID"))
 		}
-		var rec records.Record
-		status := 200
-		switch rt.Op {
-		case model.OpGet:
+		if rt.Op == model.OpGet {
 			sel, err := fieldsParam(query, res)
 			if err != nil {
 				return err
 			}
-			if rec, err = h.svc.Get(ctx, a, res, modelID, id); err != nil {
+			rec, err := h.svc.Get(ctx, a, res, modelID, id)
+			if err != nil {
 				return err
 			}
 			writeJSON(w, 200, map[string]any{"data": selectFields(rec, sel)})
 			return nil
+		}
+
+		// Writes: read and check the body, then run the operation under the Idempotency-Key rules.
+		var body map[string]any
+		if rt.Op == model.OpCreate || rt.Op == model.OpUpdate {
+			body, err = requiredObject(req.Request)
+		} else {
+			body, err = optionalObject(req.Request)
+		}
+		if err != nil {
+			return err
+		}
+		status := 200
+		var run func(a records.Actor) (records.Record, error)
+		switch rt.Op {
 		case model.OpCreate:
-			body, err := requiredObject(req.Request)
-			if err != nil {
-				return err
-			}
+			status = 201
 			if res.ModelScoped {
 				if modelID, err = bodyModel(body, modelID); err != nil {
 					return err
@@ -398,49 +401,32 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 					return asInvalid(err)
 				}
 			}
-			if rec, err = h.svc.Create(ctx, a, res, modelID, body); err != nil {
+			run = func(a records.Actor) (records.Record, error) { return h.svc.Create(ctx, a, res, modelID, body) }
+		case model.OpUpdate:
+			run = func(a records.Actor) (records.Record, error) { return h.svc.Update(ctx, a, res, modelID, id, body) }
+		case model.OpArchive:
+			reason, err := archiveReason(body)
+			if err != nil {
 				return err
+			}
+			run = func(a records.Actor) (records.Record, error) { return h.svc.Archive(ctx, a, res, modelID, id, reason) }
+		case model.OpRestore:
+			if len(body) > 0 {
+				return invalidRequest("restore takes no body.", nil)
+			}
+			run = func(a records.Actor) (records.Record, error) { return h.svc.Restore(ctx, a, res, modelID, id) }
+		}
+		location := func(rec records.Record) string {
+			if rt.Op != model.OpCreate {
+				return ""
 			}
 			loc := "/v1/" + res.Name + "/" + rec["id"].(string)
 			if res.ModelScoped {
 				loc += "?model_id=" + modelID
 			}
-			w.Header().Set("Location", loc)
-			status = 201
-		case model.OpUpdate:
-			body, err := requiredObject(req.Request)
-			if err != nil {
-				return err
-			}
-			if rec, err = h.svc.Update(ctx, a, res, modelID, id, body); err != nil {
-				return err
-			}
-		case model.OpArchive:
-			body, err := optionalObject(req.Request)
-			if err != nil {
-				return err
-			}
-			reason, err := archiveReason(body)
-			if err != nil {
-				return err
-			}
-			if rec, err = h.svc.Archive(ctx, a, res, modelID, id, reason); err != nil {
-				return err
-			}
-		case model.OpRestore:
-			body, err := optionalObject(req.Request)
-			if err != nil {
-				return err
-			}
-			if len(body) > 0 {
-				return invalidRequest("restore takes no body.", nil)
-			}
-			if rec, err = h.svc.Restore(ctx, a, res, modelID, id); err != nil {
-				return err
-			}
+			return loc
 		}
-		writeJSON(w, status, map[string]any{"data": rec})
-		return nil
+		return h.write(w, req, res, a, body, status, location, run)
 	}
 }
 

@@ -112,6 +112,22 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   count {int} NOT NULL,
   PRIMARY KEY (workspace_id, period)
 ){strict}`)}},
+		{"idempotency_keys", []string{r(`CREATE TABLE idempotency_keys (
+  api_key_id {uuid} NOT NULL,
+  idem_key TEXT NOT NULL,
+  workspace_id {uuid} NOT NULL,
+  fingerprint TEXT NOT NULL,
+  status TEXT NOT NULL,
+  token TEXT NOT NULL,
+  locked_until {ts} NOT NULL,
+  response_status {int},
+  response_headers TEXT,
+  response_body TEXT,
+  created_at {ts} NOT NULL,
+  completed_at {ts},
+  PRIMARY KEY (api_key_id, idem_key)
+){strict}`),
+			`CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at)`}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

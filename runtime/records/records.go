@@ -45,6 +45,9 @@ type Actor struct {
 	// Role limits records and fields through its record and field rules; nil is the unrestricted
 	// admin path (recordsctl).
 	Role *model.Role
+	// OnWrite, when set, runs inside the transaction of a write, after it, with the record as the caller
+	// sees it; an error rolls the write back. Idempotency stores the response there.
+	OnWrite func(ctx context.Context, q store.Querier, rec Record) error
 }
 
 // Policy returns the actor's policy on r.
@@ -240,14 +243,26 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err := s.audit(ctx, q, a, r, id, "create", b.Values, now); err != nil {
 			return err
 		}
-		var err error
-		rec, err = s.get(ctx, q, r, key, false)
-		return err
+		return s.finish(ctx, q, a, r, key, pol, &rec)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return pol.Apply(rec), nil
+	return rec, nil
+}
+
+// finish reads the written record back as the caller sees it and runs the actor's OnWrite hook, inside
+// the write's transaction.
+func (s *Service) finish(ctx context.Context, q store.Querier, a Actor, r *model.Resource, key sqlgen.Key, pol *access.Policy, out *Record) error {
+	rec, err := s.get(ctx, q, r, key, false)
+	if err != nil {
+		return err
+	}
+	*out = pol.Apply(rec)
+	if a.OnWrite != nil {
+		return a.OnWrite(ctx, q, *out)
+	}
+	return nil
 }
 
 // checkWritable refuses body members naming fields the policy does not let the caller write.
@@ -343,9 +358,15 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 			return err
 		}
 		e, err := decide(q, cur)
-		if err != nil || e == nil {
-			rec = cur
+		if err != nil {
 			return err
+		}
+		if e == nil {
+			rec = pol.Apply(cur)
+			if a.OnWrite != nil {
+				return a.OnWrite(ctx, q, rec)
+			}
+			return nil
 		}
 		key.Policy = nil // the locked read above already applied the record rule
 		now, ok := e.values["updated_at"].(time.Time)
@@ -359,13 +380,12 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err := s.audit(ctx, q, a, r, key.ID, e.action, e.changes, now); err != nil {
 			return err
 		}
-		rec, err = s.get(ctx, q, r, key, false)
-		return err
+		return s.finish(ctx, q, a, r, key, pol, &rec)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return pol.Apply(rec), nil
+	return rec, nil
 }
 
 // checkCustom refuses custom field values: no custom field definitions exist yet for any workspace, so

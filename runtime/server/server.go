@@ -25,6 +25,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/records"
@@ -125,6 +126,7 @@ type Server struct {
 	backend  *Backend
 	handler  *httpapi.Handler
 	quota    *limits.Quota
+	idem     *idempotency.Keys
 	closed   sync.Once
 	closeErr error
 }
@@ -152,9 +154,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	quota := limits.NewQuota(b.Store)
+	idem := idempotency.New(b.Store, nil)
 	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, TrustedProxies: proxies,
-		Limiter: limits.NewLocal(), Quota: quota})
-	return &Server{cfg: cfg, log: log, backend: b, handler: h, quota: quota}, nil
+		Limiter: limits.NewLocal(), Quota: quota, Idempotency: idem})
+	return &Server{cfg: cfg, log: log, backend: b, handler: h, quota: quota, idem: idem}, nil
 }
 
 // Backend returns the server's backend.
@@ -229,12 +232,18 @@ func (s *Server) flushQuota(ctx context.Context) {
 // ReminderInterval is how often a server looks for key expiry reminders that are due.
 const ReminderInterval = time.Minute
 
-// sendReminders delivers due key expiry reminders until ctx is done. Several servers may run it at once.
+// sendReminders delivers due key expiry reminders and deletes expired idempotency keys until ctx is
+// done. Several servers may run it at once.
 func (s *Server) sendReminders(ctx context.Context) {
 	t := time.NewTicker(ReminderInterval)
 	defer t.Stop()
 	notify := auth.LogNotifier(s.log)
 	for {
+		if n, err := s.idem.Cleanup(ctx); err != nil {
+			s.log.Warn("idempotency key clean-up", "err", err)
+		} else if n > 0 {
+			s.log.Info("idempotency keys expired", "count", n)
+		}
 		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now(), notify); err != nil {
 			s.log.Warn("key expiry reminders", "err", err)
 		} else if n > 0 {

@@ -1,0 +1,216 @@
+// Package idempotency implements the Idempotency-Key rules of SPEC.md across servers sharing a database.
+//
+// A request first claims its key in a short transaction of its own: a new key is inserted as running with
+// a random token and a lease. The write then completes the key — status, headers and body of the response —
+// inside the same transaction as the record write, on the condition that the token still holds the
+// claim; so a response is stored if and only if the write committed, and a server that lost its lease
+// rolls its write back. A request that fails releases its key; a server that dies mid-request leaves a
+// running key whose lease expires, after which a retry takes it over. Keys are scoped to the API key and
+// kept for 24 hours.
+package idempotency
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Retention is how long a completed key replays its response.
+const Retention = 24 * time.Hour
+
+// Lease is how long a running claim blocks other requests with the same key before it may be taken over.
+const Lease = 60 * time.Second
+
+// MaxKeyLen is the longest Idempotency-Key.
+const MaxKeyLen = 255
+
+// Errors of a claim.
+var (
+	ErrInvalidKey = errors.New("Idempotency-Key must be 1 to 255 printable ASCII characters")
+	ErrInUse      = errors.New("a request with this Idempotency-Key is still running")
+	ErrReused     = errors.New("this Idempotency-Key was used for a different request")
+	ErrLost       = errors.New("the claim on this Idempotency-Key was taken over")
+)
+
+// ValidKey reports whether k is 1..255 printable ASCII characters.
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Fingerprint identifies a request's meaning: method, path, query and the body as a canonical JSON value
+// (member order and whitespace do not matter).
+func Fingerprint(method, path, rawQuery string, body map[string]any) string {
+	canon, _ := json.Marshal(body) // maps marshal with sorted keys
+	sum := sha256.Sum256([]byte(method + "\n" + path + "\n" + rawQuery + "\n" + string(canon)))
+	return hex.EncodeToString(sum[:])
+}
+
+// Response is a stored first response.
+type Response struct {
+	Status int
+	Header http.Header // only the headers that are replayed (Location)
+	Body   []byte
+}
+
+// Claim is a held key.
+type Claim struct {
+	APIKey string
+	Key    string
+	token  string
+}
+
+// Keys stores idempotency keys.
+type Keys struct {
+	st  store.Store
+	now func() time.Time
+}
+
+// New returns the key store over st.
+func New(st store.Store, now func() time.Time) *Keys {
+	if now == nil {
+		now = time.Now
+	}
+	return &Keys{st: st, now: now}
+}
+
+func token() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Claim takes the key for a request with fingerprint, or returns the stored response of the request that
+// completed it (replay), or ErrReused / ErrInUse.
+func (k *Keys) Claim(ctx context.Context, workspace, apiKey, key, fingerprint string) (*Claim, *Response, error) {
+	d := k.st.Dialect()
+	now := k.now().UTC()
+	c := &Claim{APIKey: apiKey, Key: key, token: token()}
+	var replay *Response
+	err := k.st.Tx(ctx, func(q store.Querier) error {
+		n, err := q.Exec(ctx, d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at)
+VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now))
+		if err != nil || n == 1 {
+			return err
+		}
+		var fp, status string
+		var locked, created time.Time
+		var resp Response
+		var hdr string
+		_, err = store.QueryOne(ctx, q, d.Bind(`SELECT fingerprint, status, locked_until, created_at, response_status, response_headers, response_body
+FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ?`, apiKey, key), func(row []any) error {
+			fp, status = store.Text(row[0]), store.Text(row[1])
+			var err error
+			if locked, err = store.Time(row[2]); err != nil {
+				return err
+			}
+			if created, err = store.Time(row[3]); err != nil {
+				return err
+			}
+			resp.Status = int(store.Int(row[4]))
+			hdr, resp.Body = store.Text(row[5]), []byte(store.Text(row[6]))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		expired := now.Sub(created) >= Retention
+		switch {
+		case !expired && fp != fingerprint:
+			return ErrReused
+		case !expired && status == "completed":
+			resp.Header = http.Header{}
+			if hdr != "" {
+				if err := json.Unmarshal([]byte(hdr), &resp.Header); err != nil {
+					return fmt.Errorf("stored headers: %w", err)
+				}
+			}
+			replay = &resp
+			return nil
+		case !expired && now.Before(locked):
+			return ErrInUse
+		}
+		// An abandoned claim (its server died) or an expired key: take it over, unless another request
+		// just did.
+		n, err = q.Exec(ctx, d.Bind(`UPDATE idempotency_keys SET workspace_id = ?, fingerprint = ?, status = 'running', token = ?, locked_until = ?, created_at = ?,
+  response_status = NULL, response_headers = NULL, response_body = NULL, completed_at = NULL
+WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND locked_until <= ? OR created_at <= ?)`,
+			workspace, fingerprint, c.token, now.Add(Lease), now, apiKey, key, now, now.Add(-Retention)))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrInUse
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if replay != nil {
+		return nil, replay, nil
+	}
+	return c, nil, nil
+}
+
+// Complete stores the response of a claimed request. Call it inside the transaction of the write; it
+// fails with ErrLost if the claim was taken over, which must roll the write back.
+func (k *Keys) Complete(ctx context.Context, q store.Querier, c *Claim, r Response) error {
+	hdr, _ := json.Marshal(r.Header)
+	n, err := q.Exec(ctx, k.st.Dialect().Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
+WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), k.now().UTC(), c.APIKey, c.Key, c.token))
+	if err != nil {
+		return fmt.Errorf("complete idempotency key: %w", err)
+	}
+	if n == 0 {
+		return ErrLost
+	}
+	return nil
+}
+
+// Release frees the key of a request that failed, so that a retry runs anew.
+func (k *Keys) Release(ctx context.Context, c *Claim) error {
+	_, err := k.st.Exec(ctx, k.st.Dialect().Bind("DELETE FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ? AND token = ? AND status = 'running'", c.APIKey, c.Key, c.token))
+	if err != nil {
+		return fmt.Errorf("release idempotency key: %w", err)
+	}
+	return nil
+}
+
+// Cleanup deletes keys older than the retention period and returns how many.
+func (k *Keys) Cleanup(ctx context.Context) (int64, error) {
+	n, err := k.st.Exec(ctx, k.st.Dialect().Bind("DELETE FROM idempotency_keys WHERE created_at < ?", k.now().UTC().Add(-Retention)))
+	if err != nil {
+		return 0, fmt.Errorf("clean up idempotency keys: %w", err)
+	}
+	return n, nil
+}
+
+// Replayable lists the response headers a replay repeats.
+var Replayable = []string{"Location"}
+
+// HeaderOf keeps the replayable headers of h.
+func HeaderOf(h http.Header) http.Header {
+	out := http.Header{}
+	for _, name := range Replayable {
+		if v := h.Get(name); v != "" {
+			out.Set(name, v)
+		}
+	}
+	return out
+}
