@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +279,56 @@ func TestRevocationReachesEveryServer(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+	}
+}
+
+// Two recordsd processes sharing Redis: with a limit of N per minute, 4N concurrent requests spread over
+// both get exactly N successes.
+func TestRateLimitAcrossServersWithRedis(t *testing.T) {
+	redisURL := os.Getenv("RECORDS_TEST_REDIS")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
+	c.run("migrate")
+	ws := c.run("workspace", "create", "--name", "Shared limits", "--plan", "growth")["id"].(string)
+	const n = 30
+	c.run("workspace", "set-limits", ws, "--key-per-minute", "30", "--key-per-hour", "10000", "--workspace-per-minute", "10000")
+	member := c.run("member", "create", "--workspace", ws, "--email", "ops@shared.example", "--role", "admin")["id"].(string)
+	secret := c.run("key", "create", "--member", member, "--access", "read")["secret"].(string)
+	a, _ := startServer(t, c, "--redis", redisURL)
+	b, _ := startServer(t, c, "--redis", redisURL)
+	var ok, limited atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 4*n; i++ {
+		base := a
+		if i%2 == 1 {
+			base = b
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", base+"/v1/me", nil)
+			req.Header.Set("Authorization", "Bearer "+secret)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			switch res.StatusCode {
+			case 200:
+				ok.Add(1)
+			case 429:
+				limited.Add(1)
+			default:
+				t.Errorf("status %d", res.StatusCode)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != n || limited.Load() != 3*n {
+		t.Errorf("%d × 200 and %d × 429, want %d and %d", ok.Load(), limited.Load(), n, 3*n)
 	}
 }

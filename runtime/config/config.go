@@ -27,6 +27,9 @@ type Config struct {
 	// TrustedProxies lists the reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For
 	// header is believed when checking a key's IP allowlist. Empty: the socket address is the client.
 	TrustedProxies string
+	// Redis, when set (redis://host:port/db), holds the rate-limit state shared by several servers.
+	// Empty: each server limits in process.
+	Redis string
 }
 
 // Defaults of the command-line contract (DESIGN.md §5).
@@ -58,6 +61,7 @@ func Default(getenv func(string) string) Config {
 	}
 	c.CursorSecret = getenv("RECORDS_CURSOR_SECRET")
 	c.TrustedProxies = getenv("RECORDS_TRUSTED_PROXIES")
+	c.Redis = getenv("RECORDS_REDIS")
 	return c
 }
 

@@ -153,10 +153,20 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Close()
 		return nil, err
 	}
+	var limiter limits.Limiter = limits.NewLocal()
+	if cfg.Redis != "" {
+		client, err := limits.ParseRedisURL(cfg.Redis)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		limiter = limits.NewRedis(client, "records:rl:", log)
+		log.Info("rate limits shared through Redis", "addr", client.Options().Addr)
+	}
 	quota := limits.NewQuota(b.Store)
 	idem := idempotency.New(b.Store, nil)
 	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, TrustedProxies: proxies,
-		Limiter: limits.NewLocal(), Quota: quota, Idempotency: idem})
+		Limiter: limiter, Quota: quota, Idempotency: idem})
 	return &Server{cfg: cfg, log: log, backend: b, handler: h, quota: quota, idem: idem}, nil
 }
 

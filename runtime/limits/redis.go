@@ -1,0 +1,116 @@
+package limits
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// gcraScript applies GCRA to every window of a request atomically, on Redis's clock (so servers with
+// skewed clocks agree). Times are microseconds, which Lua's doubles hold exactly. It consumes the windows
+// only when all of them allow the request, and returns {allowed, limit, remaining, reset_us, retry_us}
+// of the tightest window.
+var gcraScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local allowed = 1
+local best_rem, best_limit, best_reset, retry = -1, 0, 0, 0
+local tats = {}
+for i = 1, #KEYS do
+  local limit = tonumber(ARGV[2*i-1])
+  local period = tonumber(ARGV[2*i])
+  local interval = period / limit
+  local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if tat < now then tat = now end
+  local new = tat + interval
+  local rem, reset
+  if new - now > period then
+    allowed = 0
+    local r = tat + interval - period - now
+    if r > retry then retry = r end
+    rem, reset = 0, tat - now
+  else
+    rem = math.floor((period - (new - now)) / interval)
+    reset = new - now
+  end
+  tats[i] = new
+  if best_rem < 0 or rem < best_rem or (rem == best_rem and reset > best_reset) then
+    best_rem, best_limit, best_reset = rem, limit, reset
+  end
+end
+if allowed == 1 then
+  for i = 1, #KEYS do
+    redis.call('SET', KEYS[i], string.format('%.0f', tats[i]), 'PX', math.ceil(tonumber(ARGV[2*i]) / 1000) + 1000)
+  end
+end
+if best_rem < 0 then best_rem = 0 end
+return {allowed, best_limit, best_rem, math.ceil(best_reset), math.ceil(retry)}
+`)
+
+// Redis is a Limiter shared by every server using the same Redis. When Redis does not answer within
+// Timeout, a request is judged by the server's own in-process limiter instead (fail open to per-server
+// limits, so an outage of Redis never stops the API; each server then enforces the full limit on its
+// own), and the outage is logged once per minute.
+type Redis struct {
+	client   redis.UniversalClient
+	prefix   string
+	fallback *Local
+	log      *slog.Logger
+	Timeout  time.Duration
+	lastWarn atomic.Int64
+}
+
+// NewRedis returns a limiter over client, namespacing keys with prefix.
+func NewRedis(client redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
+	return &Redis{client: client, prefix: prefix, fallback: NewLocal(), log: log, Timeout: 100 * time.Millisecond}
+}
+
+// Allow implements Limiter.
+func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Decision, error) {
+	if len(windows) == 0 {
+		return Decision{Allowed: true}, nil
+	}
+	keys := make([]string, len(windows))
+	args := make([]any, 0, 2*len(windows))
+	for i, w := range windows {
+		keys[i] = r.prefix + w.Key
+		args = append(args, w.Limit, w.Period.Microseconds())
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	res, err := gcraScript.Run(rctx, r.client, keys, args...).Int64Slice()
+	if err != nil || len(res) != 5 {
+		if err == nil {
+			err = fmt.Errorf("unexpected reply %v", res)
+		}
+		r.warn(err)
+		return r.fallback.Allow(ctx, now, windows)
+	}
+	return Decision{
+		Allowed:    res[0] == 1,
+		Limit:      res[1],
+		Remaining:  res[2],
+		Reset:      time.Duration(res[3]) * time.Microsecond,
+		RetryAfter: time.Duration(res[4]) * time.Microsecond,
+	}, nil
+}
+
+func (r *Redis) warn(err error) {
+	now := time.Now().Unix()
+	if last := r.lastWarn.Load(); now-last >= 60 && r.lastWarn.CompareAndSwap(last, now) {
+		r.log.Warn("rate limiter: Redis unavailable, using per-server limits", "err", err)
+	}
+}
+
+// ParseRedisURL opens a client for a redis:// URL.
+func ParseRedisURL(url string) (*redis.Client, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis url: %w", err)
+	}
+	return redis.NewClient(opt), nil
+}
