@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -288,6 +289,17 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 	redisURL := os.Getenv("RECORDS_TEST_REDIS")
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
+	}
+	if client, err := limits.ParseRedisURL(redisURL); err != nil {
+		t.Fatal(err)
+	} else if err := client.Ping(context.Background()).Err(); err != nil {
+		client.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Redis is required when CI=true: %v", err)
+		}
+		t.Skipf("Redis not reachable: %v", err)
+	} else {
+		client.Close()
 	}
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
 	c.run("migrate")
