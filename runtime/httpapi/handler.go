@@ -42,6 +42,8 @@ type Config struct {
 	Quota   *limits.Quota
 	// Idempotency stores Idempotency-Key claims and responses.
 	Idempotency *idempotency.Keys
+	// RequestTimeout bounds a request's work (default 10 s); past it the request answers 503.
+	RequestTimeout time.Duration
 }
 
 // Handler is the API's http.Handler.
@@ -55,12 +57,16 @@ type Handler struct {
 	limiter limits.Limiter
 	quota   *limits.Quota
 	idem    *idempotency.Keys
+	timeout time.Duration
 	router  *bunrouter.Router
 }
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency}
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout}
+	if h.timeout <= 0 {
+		h.timeout = 10 * time.Second
+	}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -113,7 +119,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := uuid.NewString()
 	w.Header().Set("X-Request-Id", id)
 	sw := &statusWriter{ResponseWriter: w}
-	r = r.WithContext(context.WithValue(r.Context(), keyRequestID, id))
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), keyRequestID, id), h.timeout)
+	defer cancel()
+	r = r.WithContext(ctx)
 	var err error
 	func() {
 		defer func() {

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -15,6 +19,10 @@ import (
 
 // migrationLockID is the advisory lock key that serialises migrations across servers.
 const migrationLockID = 0x7265636f7264 // "record"
+
+// ConnectTimeout bounds how long opening a connection may take, so that an unreachable database answers
+// 503 quickly instead of holding requests.
+const ConnectTimeout = 2 * time.Second
 
 // Postgres is a Store on PostgreSQL through a pgx pool (statements are prepared and cached per connection).
 type Postgres struct {
@@ -28,6 +36,9 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse postgres url: %w", err)
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > ConnectTimeout {
+		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -183,10 +194,22 @@ func mapPG(err error) error {
 		}
 		return err
 	}
-	var netErr net.Error
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.Timeout(err) {
+	if unavailable(err) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// unavailable reports whether err means the database could not be reached or the connection broke.
+func unavailable(err error) bool {
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	switch {
+	case errors.As(err, &netErr), errors.As(err, &connErr), pgconn.Timeout(err), pgconn.SafeToRetry(err),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
 }
