@@ -38,7 +38,8 @@ type Limiter interface {
 
 // gcra computes one window's outcome given its theoretical arrival time (tat, 0 for none).
 func gcra(w Window, tat int64, now int64) (allowed bool, newTAT int64, remaining int64, reset, retry time.Duration) {
-	interval := int64(w.Period) / w.Limit
+	// A limit above one request per nanosecond is treated as one per nanosecond (never a zero interval).
+	interval := max(int64(w.Period)/w.Limit, 1)
 	if tat < now {
 		tat = now
 	}

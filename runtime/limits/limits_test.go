@@ -86,3 +86,12 @@ func TestSweepDropsReplenishedWindows(t *testing.T) {
 		t.Errorf("%d replenished windows still kept", old)
 	}
 }
+
+// Huge limits (e.g. a workspace override) never divide by zero.
+func TestHugeLimit(t *testing.T) {
+	l := NewLocal()
+	d, err := l.Allow(context.Background(), time.Now(), []Window{{Key: "k", Limit: 1 << 62, Period: time.Minute}})
+	if err != nil || !d.Allowed {
+		t.Fatalf("%+v %v", d, err)
+	}
+}

@@ -3,10 +3,15 @@ package server_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
@@ -72,6 +77,74 @@ func BenchmarkRequestPath(b *testing.B) {
 					if res.StatusCode != 200 {
 						b.Fatal(res.Status)
 					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkLimiter is the cost of one rate-limit decision over three windows: in process, and through
+// Redis (one script call).
+func BenchmarkLimiter(b *testing.B) {
+	windows := []limits.Window{{Key: "k:m", Limit: 1 << 40, Period: time.Minute}, {Key: "k:h", Limit: 1 << 40, Period: time.Hour}, {Key: "w:m", Limit: 1 << 40, Period: time.Minute}}
+	ctx := context.Background()
+	b.Run("local", func(b *testing.B) {
+		l := limits.NewLocal()
+		for i := 0; i < b.N; i++ {
+			if _, err := l.Allow(ctx, time.Now(), windows); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("redis", func(b *testing.B) {
+		client, err := limits.ParseRedisURL("redis://127.0.0.1:6379/0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer client.Close()
+		if err := client.Ping(ctx).Err(); err != nil {
+			b.Skipf("Redis not reachable: %v", err)
+		}
+		l := limits.NewRedis(client, "records-bench:", slog.New(slog.NewTextHandler(io.Discard, nil)))
+		for i := 0; i < b.N; i++ {
+			if _, err := l.Allow(ctx, time.Now(), windows); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCreate compares a create with and without an Idempotency-Key, through HTTP, on each backend.
+func BenchmarkCreate(b *testing.B) {
+	for _, backend := range servertest.Backends {
+		b.Run(string(backend), func(b *testing.B) {
+			e := servertest.Start(b, backend, servertest.Options{})
+			client := &http.Client{}
+			post := func(i int, key string) {
+				req, _ := http.NewRequest("POST", e.URL+"/v1/companies", strings.NewReader(`{"name":"Bench `+strconv.Itoa(i)+`"}`))
+				req.Header.Set("Authorization", "Bearer "+e.Key)
+				req.Header.Set("Content-Type", "application/json")
+				if key != "" {
+					req.Header.Set("Idempotency-Key", key)
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 201 {
+					b.Fatal(res.Status)
+				}
+			}
+			b.Run("plain", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					post(i, "")
+				}
+			})
+			b.Run("idempotency_key", func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					post(i, "bench-"+strconv.Itoa(i)+"-"+strconv.Itoa(b.N))
 				}
 			})
 		})
