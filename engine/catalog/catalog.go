@@ -110,7 +110,7 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy) map[s
 		for _, f := range a.Attributes {
 			attrs = append(attrs, Field(f))
 		}
-		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs}
+		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs, "path": "/v1/" + r.Name + "/{id}/" + a.Name}
 		if a.Inverse != "" {
 			entry["inverse"] = a.Inverse
 		}

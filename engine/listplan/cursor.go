@@ -30,17 +30,16 @@ const MaxCursorLen = 4096
 // ErrCursor is returned for any cursor that is not one this server issued for the same query.
 var ErrCursor = errors.New("is not a valid cursor for this query; start again with cursor=start and keep sort, order, search, filters, join and include_archived unchanged")
 
-// EncodeCursor returns the cursor that resumes plan after pos.
-func EncodeCursor(secret []byte, plan *Plan, pos Position) string {
-	key, _ := json.Marshal(model.JSONValue(plan.Sort, pos.Key))
-	payload, _ := json.Marshal(cursorPayload{V: 1, F: plan.Fingerprint, K: key, I: pos.ID})
+// Sign returns payload with its MAC, in the cursor text format.
+func Sign(secret, payload []byte) string {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write(payload)
 	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:macLen])
 }
 
-// DecodeCursor verifies s and returns the position it encodes for plan.
-func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
+// Verify returns the payload of a text made by Sign with secret, refusing any other text, including
+// non-canonical encodings of a valid one.
+func Verify(secret []byte, s string) ([]byte, error) {
 	if len(s) > MaxCursorLen {
 		return nil, ErrCursor
 	}
@@ -65,6 +64,22 @@ func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
 	mac.Write(payload)
 	if !hmac.Equal(got, mac.Sum(nil)[:macLen]) {
 		return nil, ErrCursor
+	}
+	return payload, nil
+}
+
+// EncodeCursor returns the cursor that resumes plan after pos.
+func EncodeCursor(secret []byte, plan *Plan, pos Position) string {
+	key, _ := json.Marshal(model.JSONValue(plan.Sort, pos.Key))
+	payload, _ := json.Marshal(cursorPayload{V: 1, F: plan.Fingerprint, K: key, I: pos.ID})
+	return Sign(secret, payload)
+}
+
+// DecodeCursor verifies s and returns the position it encodes for plan.
+func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
+	payload, err := Verify(secret, s)
+	if err != nil {
+		return nil, err
 	}
 	var c cursorPayload
 	dec := json.NewDecoder(bytes.NewReader(payload))

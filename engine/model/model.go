@@ -178,6 +178,18 @@ type Association struct {
 	// Owner is true for the side that stores the link rows (the side that sorts first by
 	// resource+association name); both sides read the same rows.
 	Owner bool
+	// Attrs presents the attributes as a resource of their own, so that the schema machinery validates
+	// link bodies like record bodies. Its name is "<resource>.<association>".
+	Attrs *Resource
+}
+
+// StoredAs returns how links of a are stored: the owning side's resource and association name, and
+// whether the caller's record is that owning side.
+func (a *Association) StoredAs(from string) (resource, name string, fromOwner bool) {
+	if a.Owner {
+		return from, a.Name, true
+	}
+	return a.Target, a.Inverse, false
 }
 
 // Resource is a resolved resource.
@@ -344,6 +356,7 @@ func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 	}
 	sort.Slice(c.Resources, func(i, j int) bool { return c.Resources[i].Name < c.Resources[j].Name })
 	errs = append(errs, checkInverses(c, specs)...)
+	linkAttributes(c)
 	errs = append(errs, checkRequiredCycles(c, specs)...)
 
 	roles, rerrs := c.CompileRoles("roles.yaml", set.Roles)
@@ -452,6 +465,9 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 			a.Attributes = append(a.Attributes, f)
 		}
 		a.Owner = a.Inverse == "" || sr.Name+"."+sa.Name <= sa.Target+"."+sa.Inverse
+		if reservedAssociation[sa.Name] {
+			errs = append(errs, field.New(field.CodeInvalid, p, "is a reserved path segment"))
+		}
 		r.Associations = append(r.Associations, a)
 		r.assocBy[a.Name] = a
 	}
@@ -575,6 +591,23 @@ func sameAttributes(a, b []*Field) bool {
 		}
 	}
 	return true
+}
+
+// reservedAssociation are path segments an association may not be named after.
+var reservedAssociation = map[string]bool{"restore": true, "query": true}
+
+// linkAttributes builds the attribute resources of every association, after inverses shared them.
+func linkAttributes(c *Catalog) {
+	for _, r := range c.Resources {
+		for _, a := range r.Associations {
+			ar := &Resource{Name: r.Name + "." + a.Name, Label: a.Label, byKey: map[string]*Field{}, assocBy: map[string]*Association{}}
+			for _, f := range a.Attributes {
+				ar.Fields = append(ar.Fields, f)
+				ar.byKey[f.Key] = f
+			}
+			a.Attrs = ar
+		}
+	}
 }
 
 // checkRequiredCycles refuses required references that form a cycle: no record on it could be created first.

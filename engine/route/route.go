@@ -19,6 +19,8 @@ const (
 	Query                       // /v1/{resource}/query
 	Item                        // /v1/{resource}/{id}
 	Restore                     // /v1/{resource}/{id}/restore
+	Links                       // /v1/{resource}/{id}/{association}
+	Link                        // /v1/{resource}/{id}/{association}/{target_id}
 )
 
 // Route is one method on one path pattern (bunrouter syntax).
@@ -69,8 +71,18 @@ func Table(cat *model.Catalog) []Route {
 	return out
 }
 
-// Allow returns the methods r allows on shape, sorted.
+// Allow returns the methods r allows on shape, sorted. Links are listed with GET; a link is put and
+// deleted on resources that take updates.
 func Allow(r *model.Resource, s Shape) []string {
+	switch s {
+	case Links:
+		return []string{"GET"}
+	case Link:
+		if r.Ops.Has(model.OpUpdate) {
+			return []string{"DELETE", "PUT"}
+		}
+		return nil
+	}
 	var out []string
 	for _, op := range r.Ops.List() {
 		if w := opRoute[op]; w.shape == s {
@@ -108,6 +120,15 @@ func Match(cat *model.Catalog, path string) (r *model.Resource, s Shape, unknown
 		return r, Item, false
 	case len(segs) == 3 && segs[2] == "restore":
 		return r, Restore, false
+	case len(segs) == 3 && isAssociation(r, segs[2]):
+		return r, Links, false
+	case len(segs) == 4 && isAssociation(r, segs[2]):
+		return r, Link, false
 	}
 	return nil, 0, false
+}
+
+func isAssociation(r *model.Resource, name string) bool {
+	_, ok := r.Association(name)
+	return ok
 }

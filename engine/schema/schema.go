@@ -86,6 +86,28 @@ func Compile(cat *model.Catalog) (*Set, error) {
 		}
 		set.byResource[res.Name] = r
 	}
+	for _, res := range cat.Resources {
+		for _, a := range res.Associations {
+			r := &Resource{res: a.Attrs, order: map[string]int{}}
+			for i, f := range a.Attrs.Fields {
+				r.order[f.Key] = i
+			}
+			doc := Document(a.Attrs.Name, a.Attrs.Fields, Create)
+			delete(doc["properties"].(map[string]any), "custom_fields")
+			delete(doc, "patternProperties")
+			data, _ := json.Marshal(doc)
+			url := "https://records.local/schemas/" + a.Attrs.Name + ".link.json"
+			if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
+				return nil, fmt.Errorf("add %s link schema: %w", a.Attrs.Name, err)
+			}
+			sch, err := c.Compile(url)
+			if err != nil {
+				return nil, fmt.Errorf("compile %s link schema: %w", a.Attrs.Name, err)
+			}
+			r.docs[Create], r.schemas[Create] = doc, sch
+			set.byResource[a.Attrs.Name] = r
+		}
+	}
 	return set, nil
 }
 

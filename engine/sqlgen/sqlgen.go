@@ -359,22 +359,24 @@ func (d Dialect) whereKey(r *model.Resource, k Key, a *args) string {
 		w += " AND " + Quote("model_id") + " = " + a.add(k.ModelID)
 	}
 	w += " AND " + Quote("id") + " = " + a.add(k.ID)
-	if rule := d.rule(k.Policy, k.Workspace, a); rule != "" {
+	if rule := d.rule(k.Policy, k.Workspace, a, ""); rule != "" {
 		w += " AND " + rule
 	}
 	return w
 }
 
-// rule renders p's record rule, or "" when every record is visible.
-func (d Dialect) rule(p *access.Policy, workspace string, a *args) string {
+// rule renders p's record rule over the record columns qualified by alias ("" or "o."), or "" when
+// every record is visible.
+func (d Dialect) rule(p *access.Policy, workspace string, a *args, alias string) string {
 	if p == nil || p.Rule == access.All {
 		return ""
 	}
-	own := Quote("owner_id") + " = " + a.add(p.Member)
+	owner := alias + Quote("owner_id")
+	own := owner + " = " + a.add(p.Member)
 	if p.Rule == access.Owned || p.Department == "" {
 		return own
 	}
-	return fmt.Sprintf("(%s OR %s IN (SELECT %s FROM %s WHERE %s = %s AND %s = %s))", own, Quote("owner_id"),
+	return fmt.Sprintf("(%s OR %s IN (SELECT %s FROM %s WHERE %s = %s AND %s = %s))", own, owner,
 		Quote("id"), Quote("members"), Quote("workspace_id"), a.add(workspace), Quote("department_id"), a.add(p.Department))
 }
 
@@ -528,7 +530,7 @@ func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 	if !plan.IncludeArchived {
 		parts = append(parts, Quote("archived")+" = "+a.add(false))
 	}
-	if rule := d.rule(plan.Policy, workspace, a); rule != "" {
+	if rule := d.rule(plan.Policy, workspace, a, ""); rule != "" {
 		parts = append(parts, rule)
 	}
 	if len(plan.Filters) > 0 {

@@ -83,6 +83,8 @@ func translate(err error) *Error {
 	switch {
 	case errors.As(err, &conflict):
 		return apiError(409, "conflict", conflict.Message)
+	case errors.Is(err, records.ErrLinkNotFound):
+		return apiError(404, "not_found", "These records are not linked.")
 	case errors.Is(err, records.ErrNotFound):
 		return apiError(404, "not_found", "No such record in this workspace.")
 	case errors.Is(err, records.ErrModelRequired):

@@ -82,6 +82,15 @@ func New(cfg Config) *Handler {
 	for _, rt := range route.Table(h.cat) {
 		r.Handle(rt.Method, rt.Path, h.authed(h.operation(rt)))
 	}
+	for _, res := range h.cat.Resources {
+		if len(res.Associations) == 0 {
+			continue
+		}
+		base := "/v1/" + res.Name + "/:id/:association"
+		r.GET(base, h.authed(h.listLinks(res)))
+		r.PUT(base+"/:target_id", h.authed(h.changeLink(res, true)))
+		r.DELETE(base+"/:target_id", h.authed(h.changeLink(res, false)))
+	}
 	h.router = r
 	return h
 }

@@ -49,6 +49,12 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 			}
 			res.Applied = append(res.Applied, "create table "+sys.name)
 		}
+		// Tenant tables besides the record tables get the same row-level security.
+		for _, table := range []string{"associations", "audit_log"} {
+			if err := migrateRowSecurity(ctx, q, d, table, res); err != nil {
+				return fmt.Errorf("migrate %s: %w", table, err)
+			}
+		}
 		for _, r := range cat.Resources {
 			if err := migrateResource(ctx, q, d, r, opts, res); err != nil {
 				return fmt.Errorf("migrate %s: %w", r.Name, err)

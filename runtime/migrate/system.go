@@ -128,6 +128,20 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   PRIMARY KEY (api_key_id, idem_key)
 ){strict}`),
 			`CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at)`}},
+		{"associations", []string{r(`CREATE TABLE associations (
+  workspace_id {uuid} NOT NULL,
+  owner_resource TEXT NOT NULL,
+  name TEXT NOT NULL,
+  owner_id {uuid} NOT NULL,
+  target_resource TEXT NOT NULL,
+  target_id {uuid} NOT NULL,
+  attributes {json} NOT NULL,
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, owner_resource, name, owner_id, target_id)
+){strict}`),
+			`CREATE INDEX associations_owner_idx ON associations (workspace_id, owner_resource, name, owner_id, created_at, target_id)`,
+			`CREATE INDEX associations_target_idx ON associations (workspace_id, owner_resource, name, target_id, created_at, owner_id)`}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

@@ -88,6 +88,23 @@ func TestIsolationMatrix(t *testing.T) {
 					if res := e.DoKey(keyB, "POST", base+"/query", query); res.Status == 200 && len(res.List()) != 0 {
 						t.Errorf("B queries A's %s: %s", r.Name, res.Raw)
 					}
+					// Nor through associations: B cannot list, put or delete links of A's record.
+					for _, as := range r.Associations {
+						other := ids[as.Target]
+						target := "0190a6d4-0000-7000-8000-000000000001"
+						if len(other) > 0 {
+							target = other[0]
+						}
+						res := e.DoKey(keyB, "GET", base+"/"+id+"/"+as.Name, nil)
+						if res.Status != 404 {
+							t.Errorf("B lists %s.%s of A's record: %d %s", r.Name, as.Name, res.Status, res.Raw)
+						}
+						for _, m := range []string{"PUT", "DELETE"} {
+							if res := e.DoKey(keyB, m, base+"/"+id+"/"+as.Name+"/"+target, nil); res.Status != 404 && res.Status != 405 {
+								t.Errorf("B %s %s.%s of A's record: %d %s", m, r.Name, as.Name, res.Status, res.Raw)
+							}
+						}
+					}
 					// B cannot point its own records at A's.
 					if r.ModelScoped || r.ReadOnly() {
 						return
