@@ -116,6 +116,48 @@ func OpenAPI(cat *model.Catalog, schemas *schema.Set) map[string]any {
 			comps[schemaName(r, "Update")] = s.Doc(schema.Update)
 		}
 	}
+	comps["Link"] = map[string]any{
+		"type": "object", "required": []string{"id", "resource", "association", "attributes"},
+		"properties": map[string]any{
+			"id":          map[string]any{"type": "string", "format": "uuid", "description": "The linked record."},
+			"resource":    map[string]any{"type": "string"},
+			"association": map[string]any{"type": "string"},
+			"attributes":  map[string]any{"type": "object"},
+			"created_at":  map[string]any{"type": "string", "format": "date-time"},
+			"updated_at":  map[string]any{"type": "string", "format": "date-time"},
+		},
+	}
+	for _, r := range cat.Resources {
+		if len(r.Associations) == 0 {
+			continue
+		}
+		names := make([]string, len(r.Associations))
+		for i, a := range r.Associations {
+			names[i] = a.Name
+		}
+		idParam := map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}}
+		assocParam := map[string]any{"name": "association", "in": "path", "required": true, "schema": map[string]any{"type": "string", "enum": names}}
+		targetParam := map[string]any{"name": "target_id", "in": "path", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}}
+		paths["/v1/"+r.Name+"/{id}/{association}"] = map[string]any{"get": map[string]any{
+			"operationId": "listLinks" + schemaName(r, ""), "tags": []string{r.Name}, "summary": "List the records linked to a " + r.Label + " through an association.",
+			"parameters": []any{idParam, assocParam,
+				map[string]any{"name": "page", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPage}},
+				map[string]any{"name": "page_size", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize}},
+				map[string]any{"name": "cursor", "in": "query", "schema": map[string]any{"type": "string"}}},
+			"responses": responses("200", listResp(ref("Link")), "400", "401", "403", "404", "429", "500", "503"),
+		}}
+		if r.Ops.Has(model.OpUpdate) {
+			single := okData(ref("Link"))
+			paths["/v1/"+r.Name+"/{id}/{association}/{target_id}"] = map[string]any{
+				"put": map[string]any{"operationId": "putLink" + schemaName(r, ""), "tags": []string{r.Name}, "summary": "Create or update one association; the body holds its attributes.",
+					"parameters": []any{idParam, assocParam, targetParam}, "requestBody": map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object"})},
+					"responses": responses("200", single, "400", "401", "403", "404", "405", "409", "413", "422", "429", "500", "503")},
+				"delete": map[string]any{"operationId": "deleteLink" + schemaName(r, ""), "tags": []string{r.Name}, "summary": "Remove one association.",
+					"parameters": []any{idParam, assocParam, targetParam},
+					"responses": responses("200", single, "400", "401", "403", "404", "405", "409", "429", "500", "503")},
+			}
+		}
+	}
 	for _, rt := range route.Table(cat) {
 		p := openAPIPath(rt)
 		item, _ := paths[p].(map[string]any)
