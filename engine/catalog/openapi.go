@@ -154,7 +154,7 @@ func OpenAPI(cat *model.Catalog, schemas *schema.Set) map[string]any {
 					"responses": responses("200", single, "400", "401", "403", "404", "405", "409", "413", "422", "429", "500", "503")},
 				"delete": map[string]any{"operationId": "deleteLink" + schemaName(r, ""), "tags": []string{r.Name}, "summary": "Remove one association.",
 					"parameters": []any{idParam, assocParam, targetParam},
-					"responses": responses("200", single, "400", "401", "403", "404", "405", "409", "429", "500", "503")},
+					"responses":  responses("200", single, "400", "401", "403", "404", "405", "409", "429", "500", "503")},
 			}
 		}
 	}
