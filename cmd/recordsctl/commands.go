@@ -20,6 +20,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server"
 )
@@ -29,7 +30,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
 }
 
-var groups = map[string]bool{"role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true}
+var groups = map[string]bool{"field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -49,6 +50,10 @@ func commands() map[string]command {
 		"member notifications": {"member notifications ID --key-expiry on|off", cmdMemberNotifications},
 		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
 		"role create":          {"role create --workspace W --file ROLES.yaml", cmdRolePut(true)},
+		"field create":         {"field create --workspace W --resource R --key K --type T [--required] [--options a,b] [--label L] [--description D] [--target R]", cmdFieldCreate},
+		"field update":         {"field update ID [--label L] [--description D] [--required true|false] [--options a,b]", cmdFieldUpdate(nil)},
+		"field archive":        {"field archive ID", cmdFieldUpdate(ptrBool(true))},
+		"field restore":        {"field restore ID", cmdFieldUpdate(ptrBool(false))},
 		"role update":          {"role update --workspace W --file ROLES.yaml", cmdRolePut(false)},
 		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
 		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
@@ -533,5 +538,74 @@ func cmdMemberNotifications(fs *flag.FlagSet) func(*env, config.Config, []string
 			}
 			return e.emit(map[string]any{"id": strings.ToLower(pos[0]), "key_expiry_reminders": *expiry == "on"}, pos[0])
 		})
+	}
+}
+
+func ptrBool(b bool) *bool { return &b }
+
+func cmdFieldCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	ws := fs.String("workspace", "", "workspace id")
+	res := fs.String("resource", "", "resource name")
+	key := fs.String("key", "", "write key (written as cf__<key>)")
+	typ := fs.String("type", "", "text, long_text, integer, decimal, boolean, date, datetime, select, multi_select, email, url, phone, reference")
+	req := fs.Bool("required", false, "must be given on create")
+	options := fs.String("options", "", "comma-separated options (select, multi_select)")
+	label := fs.String("label", "", "label")
+	desc := fs.String("description", "", "description")
+	target := fs.String("target", "", "target resource (reference)")
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := errors.Join(need(pos, 0, "field create --workspace W --resource R --key K --type T"), required("workspace", *ws), required("resource", *res), required("key", *key), required("type", *typ)); err != nil {
+			return err
+		}
+		return withBackend(e, cfg, func(b *server.Backend) error {
+			if err := workspaceExists(b, e.ctx, *ws); err != nil {
+				return err
+			}
+			d, err := b.Custom.Create(e.ctx, *ws, customfields.Def{Resource: *res, Key: *key, Type: *typ, Required: *req, Options: splitList(*options), Label: *label, Description: *desc, Target: *target})
+			if err != nil {
+				return err
+			}
+			return e.emit(map[string]any{"id": d.ID, "key": d.Key, "filter_key": d.FilterKey(), "write_key": "cf__" + d.Key}, d.ID+"  filter key "+d.FilterKey())
+		})
+	}
+}
+
+func cmdFieldUpdate(archive *bool) func(*flag.FlagSet) func(*env, config.Config, []string) error {
+	return func(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+		label := fs.String("label", "", "new label")
+		desc := fs.String("description", "", "new description")
+		req := fs.String("required", "", "true or false")
+		options := fs.String("options", "", "comma-separated options (replaces them)")
+		return func(e *env, cfg config.Config, pos []string) error {
+			if err := need(pos, 1, fs.Name()+" ID"); err != nil {
+				return err
+			}
+			c := customfields.Change{Archived: archive}
+			set := map[string]bool{}
+			fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+			if set["label"] {
+				c.Label = label
+			}
+			if set["description"] {
+				c.Description = desc
+			}
+			if set["required"] {
+				v, err := strconv.ParseBool(*req)
+				if err != nil {
+					return errors.New("--required must be true or false")
+				}
+				c.Required = &v
+			}
+			if set["options"] {
+				c.Options = splitList(*options)
+			}
+			return withBackend(e, cfg, func(b *server.Backend) error {
+				d, err := b.Custom.Update(e.ctx, pos[0], c)
+				if err != nil {
+					return err
+				}
+				return e.emit(map[string]any{"id": d.ID, "key": d.Key, "filter_key": d.FilterKey(), "archived": d.Archived}, d.ID)
+			})
+		}
 	}
 }

@@ -32,12 +32,13 @@ const (
 	Reference
 	UUID
 	Object
+	MultiSelect // custom fields only: a set of strings from Options
 )
 
 var typeNames = map[Type]string{
 	String: "string", Text: "text", Email: "email", URL: "url", Phone: "phone", Integer: "integer",
 	Decimal: "decimal", Boolean: "boolean", Date: "date", DateTime: "datetime", Reference: "reference",
-	UUID: "uuid", Object: "object",
+	UUID: "uuid", Object: "object", MultiSelect: "multi_select",
 }
 
 func (t Type) String() string { return typeNames[t] }
@@ -45,7 +46,7 @@ func (t Type) String() string { return typeNames[t] }
 // ParseType returns the Type named s.
 func ParseType(s string) (Type, bool) {
 	for t, n := range typeNames {
-		if n == s && t != UUID && t != Object {
+		if n == s && t != UUID && t != Object && t != MultiSelect {
 			return t, true
 		}
 	}
@@ -142,6 +143,8 @@ func (f *Field) Ops() []string {
 		return []string{"eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in", "is_empty", "is_not_empty"}
 	case f.Type == Boolean:
 		return []string{"eq", "ne", "is_empty", "is_not_empty"}
+	case f.Type == MultiSelect:
+		return []string{"contains", "not_contains", "is_empty", "is_not_empty"}
 	case f.Type == Reference || f.Type == UUID:
 		return []string{"eq", "ne", "in", "not_in", "is_empty", "is_not_empty"}
 	}
@@ -596,16 +599,23 @@ func sameAttributes(a, b []*Field) bool {
 // reservedAssociation are path segments an association may not be named after.
 var reservedAssociation = map[string]bool{"restore": true, "query": true}
 
+// NewFieldSet returns a resource made only of fields, for validating values that are not a record's
+// declared fields (association attributes, a workspace's custom fields).
+func NewFieldSet(name string, fields []*Field) *Resource {
+	r := &Resource{Name: name, byKey: map[string]*Field{}, assocBy: map[string]*Association{}}
+	for _, f := range fields {
+		r.Fields = append(r.Fields, f)
+		r.byKey[f.Key] = f
+	}
+	return r
+}
+
 // linkAttributes builds the attribute resources of every association, after inverses shared them.
 func linkAttributes(c *Catalog) {
 	for _, r := range c.Resources {
 		for _, a := range r.Associations {
-			ar := &Resource{Name: r.Name + "." + a.Name, Label: a.Label, byKey: map[string]*Field{}, assocBy: map[string]*Association{}}
-			for _, f := range a.Attributes {
-				ar.Fields = append(ar.Fields, f)
-				ar.byKey[f.Key] = f
-			}
-			a.Attrs = ar
+			a.Attrs = NewFieldSet(r.Name+"."+a.Name, a.Attributes)
+			a.Attrs.Label = a.Label
 		}
 	}
 }

@@ -82,6 +82,27 @@ func Canonical(f *Field, v any) (any, error) {
 			return nil, errors.New("must be a UUID")
 		}
 		return strings.ToLower(s), nil
+	case MultiSelect:
+		list, ok := v.([]any)
+		if !ok {
+			if s, isStr := v.(string); isStr { // a single option, as a filter value
+				return s, nil
+			}
+			return nil, errors.New("must be an array of options")
+		}
+		out := make([]string, 0, len(list))
+		seen := map[string]bool{}
+		for _, x := range list {
+			s, ok := x.(string)
+			if !ok {
+				return nil, errors.New("must be an array of strings")
+			}
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+		return out, nil
 	}
 	return nil, fmt.Errorf("cannot hold a value of type %s", f.Type)
 }
@@ -136,6 +157,12 @@ func Check(f *Field, v any) error {
 			}
 			if f.Maximum != nil && r.Cmp(new(big.Rat).SetFloat64(*f.Maximum)) > 0 {
 				return fmt.Errorf("must be at most %v", *f.Maximum)
+			}
+		}
+	case []string:
+		for _, o := range x {
+			if !contains(f.Options, o) {
+				return fmt.Errorf("%q is not one of %s", o, strings.Join(f.Options, ", "))
 			}
 		}
 	case int64:

@@ -111,6 +111,37 @@ func Compile(cat *model.Catalog) (*Set, error) {
 	return set, nil
 }
 
+// CompileFieldSet compiles the create and update schemas of a field set (see model.NewFieldSet) on its
+// own, for values defined at run time such as a workspace's custom fields.
+func CompileFieldSet(fs *model.Resource) (*Resource, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.AssertFormat = true
+	c.LoadURL = func(url string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("schema %s: remote references are not allowed", url)
+	}
+	r := &Resource{res: fs, order: map[string]int{}}
+	for i, f := range fs.Fields {
+		r.order[f.Key] = i
+	}
+	for _, m := range []Mode{Create, Update} {
+		doc := Document(fs.Name, fs.Fields, m)
+		delete(doc["properties"].(map[string]any), "custom_fields")
+		delete(doc, "patternProperties")
+		data, _ := json.Marshal(doc)
+		url := "https://records.local/fieldsets/" + fs.Name + "." + m.String() + ".json"
+		if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("add %s schema: %w", fs.Name, err)
+		}
+		sch, err := c.Compile(url)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s schema: %w", fs.Name, err)
+		}
+		r.docs[m], r.schemas[m] = doc, sch
+	}
+	return r, nil
+}
+
 // Resource returns the schemas of the resource named name.
 func (s *Set) Resource(name string) *Resource { return s.byResource[name] }
 
@@ -193,6 +224,13 @@ func Property(f *model.Field) map[string]any {
 		}
 	case model.Boolean:
 		typ = "boolean"
+	case model.MultiSelect:
+		typ = "array"
+		items := map[string]any{"type": "string"}
+		if len(f.Options) > 0 {
+			items["enum"] = f.Options
+		}
+		p["items"], p["uniqueItems"] = items, true
 	case model.Date:
 		typ, p["format"] = "string", "date"
 	case model.DateTime:

@@ -337,6 +337,18 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 	}
 	doc := catalog.Document(r, h.svc.Schemas().Resource(r.Name), p.Policy(r))
 	doc["access"] = p.ResourceAccess(r).String()
+	fs, err := h.svc.Fields(req.Context(), p.Workspace.ID, r)
+	if err != nil {
+		return err
+	}
+	custom := make([]any, 0, len(fs.Defs))
+	for _, d := range fs.Defs {
+		entry := catalog.Field(fs.Field(d))
+		entry["id"], entry["write_key"], entry["filter_key"], entry["custom_type"] = d.ID, "cf__"+d.Key, d.FilterKey(), d.Type
+		entry["writable"] = p.Policy(r).Level == access.Write
+		custom = append(custom, entry)
+	}
+	doc["custom_fields"] = custom
 	writeJSON(w, 200, map[string]any{"data": doc})
 	return nil
 }

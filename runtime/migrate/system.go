@@ -142,6 +142,23 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 ){strict}`),
 			`CREATE INDEX associations_owner_idx ON associations (workspace_id, owner_resource, name, owner_id, created_at, target_id)`,
 			`CREATE INDEX associations_target_idx ON associations (workspace_id, owner_resource, name, target_id, created_at, owner_id)`}},
+		{"custom_field_defs", []string{r(`CREATE TABLE custom_field_defs (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  resource TEXT NOT NULL,
+  key TEXT NOT NULL,
+  type TEXT NOT NULL,
+  label TEXT NOT NULL,
+  description TEXT NOT NULL,
+  required {bool} NOT NULL,
+  options {json},
+  target TEXT,
+  archived {bool} NOT NULL,
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX custom_field_defs_key_idx ON custom_field_defs (workspace_id, resource, key)`}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

@@ -28,14 +28,21 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 	sch := s.schemas.Resource(r.Name)
 	rows := make([]map[string]any, len(bodies))
 	values := make([]map[string]any, len(bodies))
+	customRefs := make([]map[string]any, len(bodies))
 	ids := make([]string, len(bodies))
 	var errs field.ErrorList
 	now := s.timestamp()
 	for i, body := range bodies {
 		b, verrs := sch.Validate(body, schema.Import)
+		var custom, refs map[string]any
 		if verrs == nil {
-			if err := s.checkCustom(b); err != nil {
-				verrs = err.(field.ErrorList)
+			var err error
+			if custom, refs, err = s.customChanges(ctx, a.Workspace, r, b.Custom, schema.Create, nil); err != nil {
+				fl, ok := err.(field.ErrorList)
+				if !ok {
+					return 0, err
+				}
+				verrs = fl
 			}
 		}
 		for _, e := range verrs {
@@ -44,12 +51,13 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		if verrs != nil {
 			continue
 		}
-		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": "{}"}
+		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
 			row[f.Column] = v
 		}
 		rows[i], values[i], ids[i] = row, b.Values, NewID()
+		customRefs[i] = refs
 	}
 	if len(errs) > 0 {
 		return 0, errs
@@ -57,6 +65,11 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		if err := s.checkReferences(ctx, q, r, a.Workspace, values...); err != nil {
 			return err
+		}
+		for i, refs := range customRefs {
+			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, refs); err != nil {
+				return fmt.Errorf("[%d]: %w", i, err)
+			}
 		}
 		size := BatchSize(r)
 		for start := 0; start < len(rows); start += size {

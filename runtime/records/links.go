@@ -117,8 +117,8 @@ func (s *Service) PutLink(ctx context.Context, a Actor, r *model.Resource, assoc
 	if errs != nil {
 		return nil, false, errs
 	}
-	if err := s.checkCustom(b); err != nil {
-		return nil, false, err
+	if len(b.Custom) > 0 {
+		return nil, false, field.ErrorList{field.New(field.CodeUnknown, field.NewPath("custom_fields"), "associations have no custom fields")}
 	}
 	attrs := map[string]any{}
 	for k, v := range b.Values {

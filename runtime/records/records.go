@@ -20,6 +20,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -66,6 +67,7 @@ type Service struct {
 	d       sqlgen.Dialect
 	secret  []byte
 	now     func() time.Time
+	custom  *customfields.Registry
 }
 
 // Config configures a Service.
@@ -77,6 +79,8 @@ type Config struct {
 	CursorSecret []byte
 	// Now returns the current time; defaults to time.Now.
 	Now func() time.Time
+	// Custom holds the workspaces' custom fields; nil refuses every custom field.
+	Custom *customfields.Registry
 }
 
 // New returns a Service.
@@ -85,7 +89,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom}
 }
 
 // Catalog returns the model the service serves.
@@ -131,7 +135,129 @@ func (s *Service) Get(ctx context.Context, a Actor, r *model.Resource, modelID, 
 	if err != nil {
 		return nil, err
 	}
+	return s.view(ctx, a.Workspace, r, pol, rec)
+}
+
+// Fields returns the live custom fields of r in workspace.
+func (s *Service) Fields(ctx context.Context, workspace string, r *model.Resource) (*customfields.Fields, error) {
+	if s.custom == nil {
+		return customfields.Empty(), nil
+	}
+	snap, err := s.custom.For(ctx, workspace)
+	if err != nil {
+		return nil, err
+	}
+	return snap.Resource(r.Name), nil
+}
+
+// view turns a stored record into what the caller sees: custom field values keyed by their write key
+// (archived definitions left out), and the caller's field rules applied.
+func (s *Service) view(ctx context.Context, workspace string, r *model.Resource, pol *access.Policy, rec Record) (Record, error) {
+	fs, err := s.Fields(ctx, workspace, r)
+	if err != nil {
+		return nil, err
+	}
+	present(fs, rec)
 	return pol.Apply(rec), nil
+}
+
+func present(fs *customfields.Fields, rec Record) {
+	stored, _ := rec["custom_fields"].(map[string]any)
+	out := make(map[string]any, len(fs.Defs))
+	for id, v := range stored {
+		if d, ok := fs.ByID(id); ok {
+			out[d.Key] = v
+		}
+	}
+	rec["custom_fields"] = out
+}
+
+// customValues validates custom field values given by write key (both body forms end up here) against
+// the workspace's compiled custom field schema, and returns the stored map (definition id -> value):
+// current with the changes applied. On create, required custom fields must be present.
+func (s *Service) customValues(ctx context.Context, workspace string, r *model.Resource, in map[string]any, m schema.Mode, current map[string]any) (map[string]any, error) {
+	out, _, err := s.customChanges(ctx, workspace, r, in, m, current)
+	return out, err
+}
+
+// checkCustomReferences verifies, inside a write's transaction, that the reference-type custom values
+// given (by key) name records of the same workspace.
+func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, workspace string, r *model.Resource, refs map[string]any) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	fs, err := s.Fields(ctx, workspace, r)
+	if err != nil {
+		return err
+	}
+	err = s.checkReferences(ctx, q, fs.Set, workspace, refs)
+	var fl field.ErrorList
+	if errors.As(err, &fl) {
+		for _, e := range fl {
+			e.Field = "custom_fields." + e.Field
+		}
+	}
+	return err
+}
+
+// customChanges is customValues that also returns the reference-type values given, by key, for
+// checkCustomReferences.
+func (s *Service) customChanges(ctx context.Context, workspace string, r *model.Resource, in map[string]any, m schema.Mode, current map[string]any) (map[string]any, map[string]any, error) {
+	fs, err := s.Fields(ctx, workspace, r)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]any, len(current)+len(in))
+	for k, v := range current {
+		out[k] = v
+	}
+	if in == nil && m == schema.Update {
+		return out, nil, nil
+	}
+	if in == nil {
+		in = map[string]any{}
+	}
+	if fs.Schema == nil && len(in) == 0 {
+		return out, nil, nil
+	}
+	var b *schema.Body
+	var errs field.ErrorList
+	if fs.Schema != nil {
+		b, errs = fs.Schema.Validate(in, m)
+	} else {
+		for k := range in {
+			errs = append(errs, field.New(field.CodeUnknown, field.NewPath(k), "is not a custom field of "+r.Name))
+		}
+	}
+	if errs != nil {
+		for _, e := range errs {
+			if e.Code == field.CodeUnknown {
+				e.Message = "is not a custom field of " + r.Name
+			}
+			e.Field = "custom_fields." + e.Field
+		}
+		sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+		return nil, nil, errs
+	}
+	refs := map[string]any{}
+	for key, v := range b.Values {
+		d, _ := fs.ByKey(key)
+		if v == nil {
+			delete(out, d.ID)
+			continue
+		}
+		f := fs.Field(d)
+		out[d.ID] = model.JSONValue(f, v)
+		if f.Type == model.Reference {
+			refs[key] = v
+		}
+	}
+	return out, refs, nil
+}
+
+func jsonText(v map[string]any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
 }
 
 func (s *Service) get(ctx context.Context, q store.Querier, r *model.Resource, k sqlgen.Key, lock bool) (Record, error) {
@@ -202,8 +328,13 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 		c := listplan.EncodeCursor(s.secret, plan, pos)
 		page.NextCursor = &c
 	}
-	if plan.Policy != nil && plan.Policy.Restricted() {
-		for _, rec := range page.Records {
+	fs, err := s.Fields(ctx, a.Workspace, plan.Resource)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range page.Records {
+		present(fs, rec)
+		if plan.Policy != nil {
 			plan.Policy.Apply(rec)
 		}
 	}
@@ -221,20 +352,24 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 	if errs != nil {
 		return nil, errs
 	}
-	if err := s.checkCustom(b); err != nil {
+	custom, customRefs, err := s.customChanges(ctx, a.Workspace, r, b.Custom, schema.Create, nil)
+	if err != nil {
 		return nil, err
 	}
 	id := NewID()
 	now := s.timestamp()
-	values := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": "{}"}
+	values := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 	for k, v := range b.Values {
 		f, _ := r.Field(k)
 		values[f.Column] = v
 	}
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: id}
 	var rec Record
-	err := s.st.Tx(ctx, func(q store.Querier) error {
+	err = s.st.Tx(ctx, func(q store.Querier) error {
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
+			return err
+		}
+		if err := s.checkCustomReferences(ctx, q, a.Workspace, r, customRefs); err != nil {
 			return err
 		}
 		if _, err := q.Exec(ctx, s.d.Insert(r, key, values)); err != nil {
@@ -258,7 +393,9 @@ func (s *Service) finish(ctx context.Context, q store.Querier, a Actor, r *model
 	if err != nil {
 		return err
 	}
-	*out = pol.Apply(rec)
+	if *out, err = s.view(ctx, a.Workspace, r, pol, rec); err != nil {
+		return err
+	}
 	if a.OnWrite != nil {
 		return a.OnWrite(ctx, q, *out)
 	}
@@ -287,23 +424,36 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 	if errs != nil {
 		return nil, errs
 	}
-	if err := s.checkCustom(b); err != nil {
-		return nil, err
+	if _, err := s.customValues(ctx, a.Workspace, r, b.Custom, schema.Update, nil); err != nil {
+		return nil, err // refuse bad custom values before taking any lock
 	}
 	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is archived; restore it before changing it"}
 		}
-		if len(b.Values) == 0 {
+		if len(b.Values) == 0 && b.Custom == nil {
 			return nil, nil
 		}
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
 			return nil, err
 		}
-		e := &edit{action: "update", values: map[string]any{}, changes: b.Values}
+		e := &edit{action: "update", values: map[string]any{}, changes: map[string]any{}}
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
 			e.values[f.Column] = v
+			e.changes[k] = v
+		}
+		if b.Custom != nil {
+			current, _ := cur["custom_fields"].(map[string]any)
+			custom, refs, err := s.customChanges(ctx, a.Workspace, r, b.Custom, schema.Update, current)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, refs); err != nil {
+				return nil, err
+			}
+			e.values["custom_fields"] = jsonText(custom)
+			e.changes["custom_fields"] = b.Custom
 		}
 		return e, nil
 	})
@@ -362,7 +512,9 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 			return err
 		}
 		if e == nil {
-			rec = pol.Apply(cur)
+			if rec, err = s.view(ctx, a.Workspace, r, pol, cur); err != nil {
+				return err
+			}
 			if a.OnWrite != nil {
 				return a.OnWrite(ctx, q, rec)
 			}
@@ -386,24 +538,6 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 		return nil, err
 	}
 	return rec, nil
-}
-
-// checkCustom refuses custom field values: no custom field definitions exist yet for any workspace, so
-// every custom field key is unknown.
-func (s *Service) checkCustom(b *schema.Body) error {
-	if len(b.Custom) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(b.Custom))
-	for k := range b.Custom {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs field.ErrorList
-	for _, k := range keys {
-		errs = append(errs, field.New(field.CodeUnknown, field.NewPath("custom_fields").Child(k), "is not a custom field of this resource"))
-	}
-	return errs
 }
 
 // checkReferences verifies that every reference in rows names a record of the same workspace. Error

@@ -24,6 +24,7 @@ import (
 	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
@@ -56,6 +57,7 @@ type Backend struct {
 	Store     store.Store
 	Records   *records.Service
 	Directory *auth.Directory
+	Custom    *customfields.Registry
 	Migration *migrate.Result
 }
 
@@ -84,9 +86,10 @@ func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
 			return nil, err
 		}
 	}
+	custom := customfields.New(st, cat)
 	return &Backend{
-		Catalog: cat, Schemas: schemas, Store: st, Migration: res,
-		Records:   records.New(records.Config{Catalog: cat, Schemas: schemas, Store: st, CursorSecret: secret}),
+		Catalog: cat, Schemas: schemas, Store: st, Migration: res, Custom: custom,
+		Records:   records.New(records.Config{Catalog: cat, Schemas: schemas, Store: st, CursorSecret: secret, Custom: custom}),
 		Directory: auth.NewDirectory(st, cat, nil),
 	}, nil
 }

@@ -1,0 +1,166 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// A valid value, a second valid value and an invalid value for each custom field type.
+var customCases = []struct {
+	typ         string
+	options     []string
+	target      string
+	good, other any
+	bad         any
+	wantGood    string // JSON of the stored value when it differs from good
+}{
+	{typ: "text", good: "Gold", other: "Silver", bad: 5},
+	{typ: "long_text", good: "A long note.", other: "Another.", bad: true},
+	{typ: "integer", good: 42, other: 7, bad: 1.5},
+	{typ: "decimal", good: 12.5, other: 0.25, bad: "lots"},
+	{typ: "boolean", good: true, other: false, bad: "yes"},
+	{typ: "date", good: "2026-03-01", other: "2025-12-31", bad: "2026-02-30"},
+	{typ: "datetime", good: "2026-03-01T10:00:00Z", other: "2026-03-02T11:30:00Z", bad: "tomorrow", wantGood: `"2026-03-01T10:00:00.000000Z"`},
+	{typ: "select", options: []string{"a", "b"}, good: "a", other: "b", bad: "c"},
+	{typ: "multi_select", options: []string{"x", "y", "z"}, good: []string{"x", "z"}, other: []string{"y"}, bad: []string{"w"}},
+	{typ: "email", good: "ops@example.com", other: "cfo@example.com", bad: "not-an-email"},
+	{typ: "url", good: "https://example.com/a", other: "https://example.com/b", bad: "not a url"},
+	{typ: "phone", good: "+1 415-555-0100", other: "+44 20 7946 0000", bad: "call me"},
+	{typ: "reference", target: "companies", bad: "0190a6d4-0000-7000-8000-000000000001"},
+}
+
+func TestCustomFields(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			reg := e.Server.Backend().Custom
+			ctx := context.Background()
+			c1 := e.Do("POST", "/v1/companies", map[string]any{"name": "Target one"}).Data()["id"].(string)
+			c2 := e.Do("POST", "/v1/companies", map[string]any{"name": "Target two"}).Data()["id"].(string)
+			for _, c := range customCases {
+				c := c
+				if c.typ == "reference" {
+					c.good, c.other = c1, c2
+				}
+				key := "cf_" + c.typ
+				d, err := reg.Create(ctx, e.Workspace, customfields.Def{Resource: "deals", Key: key, Type: c.typ, Options: c.options, Target: c.target})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Run(c.typ, func(t *testing.T) {
+					// Top-level cf__<key> form.
+					res := e.Do("POST", "/v1/deals", map[string]any{"name": "Deal " + c.typ, "cf__" + key: c.good})
+					e.Expect(res, 201, "")
+					got, _ := json.Marshal(res.Data()["custom_fields"].(map[string]any)[key])
+					want, _ := json.Marshal(c.good)
+					if c.wantGood != "" {
+						want = []byte(c.wantGood)
+					}
+					if string(got) != string(want) {
+						t.Errorf("created with %s, read back %s", want, got)
+					}
+					id := res.Data()["id"].(string)
+					// custom_fields object form on update.
+					upd := e.Do("PATCH", "/v1/deals/"+id, map[string]any{"custom_fields": map[string]any{key: c.other}})
+					e.Expect(upd, 200, "")
+					got, _ = json.Marshal(upd.Data()["custom_fields"].(map[string]any)[key])
+					want, _ = json.Marshal(c.other)
+					if c.typ != "datetime" && string(got) != string(want) {
+						t.Errorf("updated to %s, read back %s", want, got)
+					}
+					if g := e.Do("GET", "/v1/deals/"+id, nil).Data()["custom_fields"].(map[string]any)[key]; g == nil {
+						t.Errorf("get lost the value")
+					}
+					// Both forms at once, and type errors.
+					e.Expect(e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__" + key: c.good, "custom_fields": map[string]any{key: c.good}}), 422, "validation_failed")
+					res = e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__" + key: c.bad})
+					e.Expect(res, 422, "validation_failed")
+					if !containsField(res, "custom_fields."+key) {
+						t.Errorf("error does not name custom_fields.%s: %s", key, res.Raw)
+					}
+					// Clearing with null.
+					cleared := e.Do("PATCH", "/v1/deals/"+id, map[string]any{"cf__" + key: nil})
+					if _, present := cleared.Data()["custom_fields"].(map[string]any)[key]; present {
+						t.Errorf("null did not clear the value: %s", cleared.Raw)
+					}
+				})
+				_ = d
+			}
+			// The catalog lists custom fields with write and filter keys.
+			doc := e.Do("GET", "/v1/resources/deals", nil).Data()
+			list := doc["custom_fields"].([]any)
+			if len(list) != len(customCases) {
+				t.Fatalf("catalog lists %d custom fields, want %d", len(list), len(customCases))
+			}
+			first := list[0].(map[string]any)
+			if first["write_key"] == nil || fmt.Sprint(first["filter_key"])[:4] != "cfv:" || first["filter_key"] == first["write_key"] {
+				t.Errorf("catalog entry %v", first)
+			}
+			// Unknown custom field, and a custom field of another resource.
+			e.Expect(e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__nope": 1}), 422, "validation_failed")
+			e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "x", "cf__cf_text": "a"}), 422, "validation_failed")
+		})
+	}
+}
+
+func containsField(res *servertest.Response, name string) bool {
+	e, _ := res.Body["error"].(map[string]any)
+	d, _ := e["details"].(map[string]any)
+	list, _ := d["errors"].([]any)
+	for _, x := range list {
+		if m, _ := x.(map[string]any); m["field"] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Required custom fields are required on create; archiving a definition hides it and keeps the values.
+func TestCustomFieldLifecycle(t *testing.T) {
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
+	reg := e.Server.Backend().Custom
+	ctx := context.Background()
+	d, err := reg.Create(ctx, e.Workspace, customfields.Def{Resource: "contacts", Key: "tier", Type: "select", Options: []string{"gold", "silver"}, Required: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.Do("POST", "/v1/contacts", map[string]any{"last_name": "Lee"})
+	e.Expect(res, 422, "validation_failed")
+	if !containsField(res, "custom_fields.tier") {
+		t.Errorf("missing required custom field not named: %s", res.Raw)
+	}
+	id := e.Do("POST", "/v1/contacts", map[string]any{"last_name": "Lee", "cf__tier": "gold"}).Data()["id"].(string)
+	yes := true
+	if _, err := reg.Update(ctx, d.ID, customfields.Change{Archived: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	if cf := e.Do("GET", "/v1/contacts/"+id, nil).Data()["custom_fields"].(map[string]any); len(cf) != 0 {
+		t.Errorf("archived field still shown: %v", cf)
+	}
+	e.Expect(e.Do("POST", "/v1/contacts", map[string]any{"last_name": "Kim"}), 201, "")
+	no := false
+	if _, err := reg.Update(ctx, d.ID, customfields.Change{Archived: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if cf := e.Do("GET", "/v1/contacts/"+id, nil).Data()["custom_fields"].(map[string]any); cf["tier"] != "gold" {
+		t.Errorf("value lost across archive and restore: %v", cf)
+	}
+	for _, bad := range []customfields.Def{
+		{Resource: "contacts", Key: "tier", Type: "text"},
+		{Resource: "automations", Key: "x", Type: "text"},
+		{Resource: "contacts", Key: "Bad Key", Type: "text"},
+		{Resource: "contacts", Key: "s", Type: "select"},
+		{Resource: "contacts", Key: "r", Type: "reference", Target: "nope"},
+		{Resource: "contacts", Key: "q", Type: "float"},
+	} {
+		if _, err := reg.Create(ctx, e.Workspace, bad); err == nil {
+			t.Errorf("accepted %+v", bad)
+		}
+	}
+}
