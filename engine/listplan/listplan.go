@@ -254,6 +254,9 @@ type Scope struct {
 	Workspace string
 	Secret    []byte         // cursor signing key
 	Policy    *access.Policy // the caller's policy on the resource; nil is unrestricted
+	// Custom are the workspace's custom fields of the resource as filter fields: Key is the filter key
+	// (cfv:<definition id>), Column the definition id, Custom set.
+	Custom []*model.Field
 }
 
 // Build resolves p against res. Every problem is returned at once.
@@ -335,7 +338,16 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 			plan.Search = terms
 		}
 	}
-	filters, ferrs := ParseFilters(res, p.Filters)
+	lookup := func(key string) (*model.Field, bool) {
+		for _, f := range scope.Custom {
+			if f.Key == key {
+				return f, true
+			}
+		}
+		f, ok := res.Field(key)
+		return f, ok && f.Filterable
+	}
+	filters, ferrs := parseFilters(res.Name, lookup, p.Filters)
 	errs = append(errs, ferrs...)
 	for i, f := range filters {
 		if !readable(f.Field.Key) {
@@ -380,8 +392,15 @@ func SearchTerms(s string) ([]string, error) {
 	return words, nil
 }
 
-// ParseFilters resolves raw filter items against res.
+// ParseFilters resolves raw filter items against res's declared filter keys.
 func ParseFilters(res *model.Resource, items []any) ([]Filter, field.ErrorList) {
+	return parseFilters(res.Name, func(key string) (*model.Field, bool) {
+		f, ok := res.Field(key)
+		return f, ok && f.Filterable
+	}, items)
+}
+
+func parseFilters(resource string, lookup func(string) (*model.Field, bool), items []any) ([]Filter, field.ErrorList) {
 	var errs field.ErrorList
 	if len(items) > MaxFilters {
 		return nil, field.ErrorList{field.New(field.CodeTooLong, field.NewPath("filters"), fmt.Sprintf("must have at most %d items", MaxFilters))}
@@ -394,7 +413,7 @@ func ParseFilters(res *model.Resource, items []any) ([]Filter, field.ErrorList) 
 			errs = append(errs, field.New(field.CodeType, path, "must be an object with field, op and value"))
 			continue
 		}
-		f, err := parseFilter(res, item)
+		f, err := parseFilter(resource, lookup, item)
 		if err != nil {
 			err.Field = path.String() + "." + err.Field
 			errs = append(errs, err)
@@ -405,7 +424,7 @@ func ParseFilters(res *model.Resource, items []any) ([]Filter, field.ErrorList) 
 	return out, errs
 }
 
-func parseFilter(res *model.Resource, item map[string]any) (Filter, *field.Error) {
+func parseFilter(resource string, lookup func(string) (*model.Field, bool), item map[string]any) (Filter, *field.Error) {
 	for k := range item {
 		if k != "field" && k != "op" && k != "value" {
 			return Filter{}, &field.Error{Code: field.CodeUnknown, Field: k, Message: "is not a filter member (field, op, value)"}
@@ -415,9 +434,13 @@ func parseFilter(res *model.Resource, item map[string]any) (Filter, *field.Error
 	if !ok {
 		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "field", Message: "must be a filter key string"}
 	}
-	f, ok := res.Field(key)
-	if !ok || !f.Filterable {
-		return Filter{}, &field.Error{Code: field.CodeInvalid, Field: "field", Message: fmt.Sprintf("%q is not a filter key of %s", key, res.Name)}
+	f, ok := lookup(key)
+	if !ok {
+		msg := fmt.Sprintf("%q is not a filter key of %s", key, resource)
+		if strings.HasPrefix(key, "cf__") {
+			msg += "; filter a custom field by its filter_key (cfv:<id>) from the catalog"
+		}
+		return Filter{}, &field.Error{Code: field.CodeInvalid, Field: "field", Message: msg}
 	}
 	op, ok := item["op"].(string)
 	if !ok {

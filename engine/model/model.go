@@ -128,7 +128,8 @@ type Field struct {
 	Maximum     *float64
 	Options     []string
 	Target      string // for Reference
-	Column      string // storage column name
+	Column      string // storage column name; for a custom field, its definition id in custom_fields
+	Custom      bool   // a workspace custom field, stored in the custom_fields JSON column
 }
 
 // Writable reports whether the API may set the field.

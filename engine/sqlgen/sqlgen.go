@@ -259,7 +259,7 @@ func (d Dialect) baseIndexes(r *model.Resource) []Index {
 
 // Indexes returns every index of r.
 func (d Dialect) Indexes(r *model.Resource) []Index {
-	return append(d.baseIndexes(r), d.TableOf(r).Indexes...)
+	return append(append(d.baseIndexes(r), d.TableOf(r).Indexes...), d.customIndex(r)...)
 }
 
 // PolicyName names the row-level security policy of record tables.
@@ -567,6 +567,9 @@ func (d Dialect) search(r *model.Resource, terms []string, a *args) string {
 }
 
 func (d Dialect) filter(f listplan.Filter, a *args) string {
+	if f.Field.Custom {
+		return d.customFilter(f, a)
+	}
 	col := Quote(f.Field.Column)
 	like := "LIKE"
 	if d.kind == Postgres {

@@ -74,6 +74,17 @@ func (f *Fields) ByKey(key string) (*Def, bool) { d, ok := f.byKey[key]; return 
 // ByID returns the active definition with id.
 func (f *Fields) ByID(id string) (*Def, bool) { d, ok := f.byID[id]; return d, ok }
 
+// FilterFields returns the custom fields as filter fields, keyed by filter key (cfv:<id>).
+func (f *Fields) FilterFields() []*model.Field {
+	out := make([]*model.Field, 0, len(f.Defs))
+	for _, d := range f.Defs {
+		fld := *f.Field(d)
+		fld.Key, fld.Custom = d.FilterKey(), true
+		out = append(out, &fld)
+	}
+	return out
+}
+
 // Field returns the model field of d (Key is the write key, Column the definition id).
 func (f *Fields) Field(d *Def) *model.Field { fld, _ := f.Set.Field(d.Key); return fld }
 

@@ -590,7 +590,11 @@ func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, res *model.
 	} else if params.ModelID != "" {
 		return invalidRequest("model_id applies to data_model_records only.", nil)
 	}
-	plan, errs := listplan.Build(res, params, listplan.Scope{Workspace: a.Workspace, Secret: h.svc.CursorSecret(), Policy: a.Policy(res)})
+	fs, err := h.svc.Fields(ctx, a.Workspace, res)
+	if err != nil {
+		return err
+	}
+	plan, errs := listplan.Build(res, params, listplan.Scope{Workspace: a.Workspace, Secret: h.svc.CursorSecret(), Policy: a.Policy(res), Custom: fs.FilterFields()})
 	if len(errs) > 0 {
 		return invalidRequest("", errs)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"testing"
 
 	"github.com/workspace-records/records/runtime/customfields"
@@ -77,6 +78,43 @@ func TestCustomFields(t *testing.T) {
 					if g := e.Do("GET", "/v1/deals/"+id, nil).Data()["custom_fields"].(map[string]any)[key]; g == nil {
 						t.Errorf("get lost the value")
 					}
+					// Filter by the filter key (cfv:<id>), never by the write key.
+					found := func(op string, v any) bool {
+						filter, _ := json.Marshal([]any{map[string]any{"field": d.FilterKey(), "op": op, "value": v}})
+						res := e.Do("GET", "/v1/deals?page_size=100&filter="+url.QueryEscape(string(filter)), nil)
+						e.Expect(res, 200, "")
+						for _, rec := range res.List() {
+							if rec["id"] == id {
+								return true
+							}
+						}
+						return false
+					}
+					if c.typ == "multi_select" {
+						if !found("contains", "y") || found("contains", "x") || found("is_empty", nil) || !found("is_not_empty", nil) {
+							t.Errorf("multi_select filters wrong")
+						}
+					} else {
+						if !found("eq", c.other) || found("eq", c.good) || !found("is_not_empty", nil) || found("is_empty", nil) || (c.typ != "boolean" && !found("in", []any{c.good, c.other})) {
+							t.Errorf("%s: eq/in filters wrong", c.typ)
+						}
+						if c.typ == "integer" && (!found("gt", 5) || found("gt", 7) || !found("lte", 7)) {
+							t.Errorf("integer range filters wrong")
+						}
+						if c.typ == "decimal" && (!found("lt", 1) || found("gt", 1)) {
+							t.Errorf("decimal range filters wrong")
+						}
+						if c.typ == "date" && (!found("lt", "2026-01-01") || found("gte", "2026-01-01")) {
+							t.Errorf("date range filters wrong")
+						}
+						if c.typ == "text" && (!found("contains", "ilv") || !found("starts_with", "sil") || found("ne", c.other)) {
+							t.Errorf("text filters wrong")
+						}
+					}
+					for _, wrong := range []string{key, "cf__" + key} {
+						filter, _ := json.Marshal([]any{map[string]any{"field": wrong, "op": "eq", "value": c.other}})
+						e.Expect(e.Do("GET", "/v1/deals?filter="+url.QueryEscape(string(filter)), nil), 400, "invalid_request")
+					}
 					// Both forms at once, and type errors.
 					e.Expect(e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__" + key: c.good, "custom_fields": map[string]any{key: c.good}}), 422, "validation_failed")
 					res = e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__" + key: c.bad})
@@ -90,7 +128,6 @@ func TestCustomFields(t *testing.T) {
 						t.Errorf("null did not clear the value: %s", cleared.Raw)
 					}
 				})
-				_ = d
 			}
 			// The catalog lists custom fields with write and filter keys.
 			doc := e.Do("GET", "/v1/resources/deals", nil).Data()
