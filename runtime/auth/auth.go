@@ -415,7 +415,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	p.Limits = plan.Limits
 	if overrides != nil {
 		var o Limits
-		if err := json.Unmarshal(jsonBytes(overrides), &o); err != nil {
+		if err := json.Unmarshal(store.JSON(overrides), &o); err != nil {
 			return nil, fmt.Errorf("authenticate: workspace limits: %w", err)
 		}
 		for _, f := range [][2]**int64{{&p.Limits.KeyPerMinute, &o.KeyPerMinute}, {&p.Limits.KeyPerHour, &o.KeyPerHour}, {&p.Limits.WorkspacePerMinute, &o.WorkspacePerMinute}, {&p.Limits.MonthlyQuota, &o.MonthlyQuota}} {
@@ -524,14 +524,3 @@ func decodeList(v any, dst *[]string) error {
 	return fmt.Errorf("unexpected list value %T", v)
 }
 
-// jsonBytes reads a JSON column: pgx decodes jsonb into Go values, SQLite returns the text.
-func jsonBytes(v any) []byte {
-	switch x := v.(type) {
-	case string:
-		return []byte(x)
-	case []byte:
-		return x
-	}
-	data, _ := json.Marshal(v)
-	return data
-}

@@ -179,7 +179,7 @@ FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.T
 		d := &Def{ID: store.UUIDText(row[0]), Resource: store.Text(row[1]), Key: store.Text(row[2]), Type: store.Text(row[3]),
 			Label: store.Text(row[4]), Description: store.Text(row[5]), Required: store.Bool(row[6]), Target: store.Text(row[8]), Archived: store.Bool(row[9])}
 		if row[7] != nil {
-			if err := json.Unmarshal(jsonBytes(row[7]), &d.Options); err != nil {
+			if err := json.Unmarshal(store.JSON(row[7]), &d.Options); err != nil {
 				return err
 			}
 		}
@@ -192,16 +192,6 @@ FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.T
 	return out, nil
 }
 
-func jsonBytes(v any) []byte {
-	switch x := v.(type) {
-	case string:
-		return []byte(x)
-	case []byte:
-		return x
-	}
-	data, _ := json.Marshal(v)
-	return data
-}
 
 var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 

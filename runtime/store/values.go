@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -75,4 +76,16 @@ func Int(v any) int64 {
 		return int64(x)
 	}
 	return 0
+}
+
+// JSON reads a JSON column as bytes: pgx decodes jsonb into Go values, SQLite returns the text.
+func JSON(v any) []byte {
+	switch x := v.(type) {
+	case string:
+		return []byte(x)
+	case []byte:
+		return x
+	}
+	data, _ := json.Marshal(v)
+	return data
 }
