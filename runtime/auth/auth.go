@@ -523,4 +523,3 @@ func decodeList(v any, dst *[]string) error {
 	}
 	return fmt.Errorf("unexpected list value %T", v)
 }
-

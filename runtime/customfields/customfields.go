@@ -192,7 +192,6 @@ FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.T
 	return out, nil
 }
 
-
 var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // Create adds a custom field to a resource of workspace.
