@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -132,14 +133,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
-			}
+	if p := r.URL.Path; p != "/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
+		// The router would redirect; an API answers exactly the paths it documents.
+		err = apiError(404, "route_not_found", "No route matches "+r.Method+" "+p+".")
+	} else {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+				}
+			}()
+			err = h.router.ServeHTTPError(sw, r)
 		}()
-		err = h.router.ServeHTTPError(sw, r)
-	}()
+	}
 	if err != nil {
 		ae := translate(err)
 		if ae.Status >= 500 {

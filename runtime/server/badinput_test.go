@@ -87,6 +87,8 @@ func TestBadInput(t *testing.T) {
 				{"unknown resource catalog", "GET", "/v1/resources/widgets", nil, 404, "unknown_resource"},
 				{"no route", "GET", "/v1/companies/" + id + "/x/y", nil, 404, "route_not_found"},
 				{"outside v1", "GET", "/v2/companies", nil, 404, "route_not_found"},
+				{"trailing slash", "GET", "/v1/companies/", nil, 404, "route_not_found"},
+				{"unclean path", "GET", "/v1//companies", nil, 404, "route_not_found"},
 				{"method not allowed", "PUT", "/v1/companies", nil, 405, "method_not_allowed"},
 				{"post on item", "POST", "/v1/companies/" + id, nil, 405, "method_not_allowed"},
 				{"model_id missing", "GET", "/v1/data_model_records", nil, 400, "invalid_request"},
