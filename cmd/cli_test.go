@@ -344,3 +344,59 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 		t.Errorf("%d × 200 and %d × 429, want %d and %d", ok.Load(), limited.Load(), n, 3*n)
 	}
 }
+
+// Two servers on one PostgreSQL: a custom field created with recordsctl is in both catalogs and writable
+// on both within 2 seconds, with no restart.
+func TestCustomFieldReachesEveryServer(t *testing.T) {
+	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
+	c.run("migrate")
+	ws := c.run("workspace", "create", "--name", "Live catalog", "--plan", "growth")["id"].(string)
+	member := c.run("member", "create", "--workspace", ws, "--email", "ops@live.example", "--role", "admin")["id"].(string)
+	secret := c.run("key", "create", "--member", member, "--access", "write")["secret"].(string)
+	a, _ := startServer(t, c)
+	b, _ := startServer(t, c)
+	call := func(base, method, path, body string) (int, map[string]any) {
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, base+path, rd)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var out map[string]any
+		json.NewDecoder(res.Body).Decode(&out)
+		return res.StatusCode, out
+	}
+	// Both servers have served the catalog once, so they hold a snapshot without the field.
+	for _, base := range []string{a, b} {
+		if code, _ := call(base, "GET", "/v1/resources/deals", ""); code != 200 {
+			t.Fatalf("catalog: %d", code)
+		}
+	}
+	created := c.run("field", "create", "--workspace", ws, "--resource", "deals", "--key", "tier", "--type", "select", "--options", "gold,silver")
+	if !strings.HasPrefix(created["filter_key"].(string), "cfv:") {
+		t.Fatalf("field create printed %v", created)
+	}
+	start := time.Now()
+	for _, base := range []string{a, b} {
+		for {
+			_, doc := call(base, "GET", "/v1/resources/deals", "")
+			custom, _ := doc["data"].(map[string]any)["custom_fields"].([]any)
+			if len(custom) == 1 {
+				break
+			}
+			if time.Since(start) > 2*time.Second {
+				t.Fatalf("%s does not list the new custom field after 2 s", base)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if code, out := call(base, "POST", "/v1/deals", `{"name":"Live","cf__tier":"gold"}`); code != 201 {
+			t.Errorf("%s refuses the new custom field: %d %v", base, code, out)
+		}
+	}
+}
