@@ -109,16 +109,17 @@ func (s *Snapshot) Resource(name string) *Fields {
 
 // Registry stores definitions and serves snapshots.
 type Registry struct {
-	st    store.Store
-	cat   *model.Catalog
-	mu    sync.Mutex
-	cache map[string]*Snapshot
-	now   func() time.Time
+	st     store.Store
+	cat    *model.Catalog
+	mu     sync.Mutex
+	cache  map[string]*Snapshot
+	models map[string]*modelEntry
+	now    func() time.Time
 }
 
 // New returns a registry over st for the resources of cat.
 func New(st store.Store, cat *model.Catalog) *Registry {
-	return &Registry{st: st, cat: cat, cache: map[string]*Snapshot{}, now: time.Now}
+	return &Registry{st: st, cat: cat, cache: map[string]*Snapshot{}, models: map[string]*modelEntry{}, now: time.Now}
 }
 
 // For returns workspace's snapshot, reading the definitions again when the cached one is older than

@@ -343,7 +343,7 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 	}
 	doc := catalog.Document(r, h.svc.Schemas().Resource(r.Name), p.Policy(r))
 	doc["access"] = p.ResourceAccess(r).String()
-	fs, err := h.svc.Fields(req.Context(), p.Workspace.ID, r)
+	fs, err := h.svc.Fields(req.Context(), p.Workspace.ID, r, strings.ToLower(q.Get("model_id")))
 	if err != nil {
 		return err
 	}
@@ -596,7 +596,7 @@ func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, res *model.
 	} else if params.ModelID != "" {
 		return invalidRequest("model_id applies to data_model_records only.", nil)
 	}
-	fs, err := h.svc.Fields(ctx, a.Workspace, res)
+	fs, err := h.svc.Fields(ctx, a.Workspace, res, params.ModelID)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		var custom, refs map[string]any
 		if verrs == nil {
 			var err error
-			if custom, refs, err = s.customChanges(ctx, a.Workspace, r, b.Custom, schema.Create, nil); err != nil {
+			if custom, refs, err = s.customChanges(ctx, a.Workspace, r, modelID, b.Custom, schema.Create, nil); err != nil {
 				fl, ok := err.(field.ErrorList)
 				if !ok {
 					return 0, err
@@ -67,7 +67,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 			return err
 		}
 		for i, refs := range customRefs {
-			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, refs); err != nil {
+			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, modelID, refs); err != nil {
 				return fmt.Errorf("[%d]: %w", i, err)
 			}
 		}

@@ -138,10 +138,14 @@ func (s *Service) Get(ctx context.Context, a Actor, r *model.Resource, modelID, 
 	return s.view(ctx, a.Workspace, r, pol, rec)
 }
 
-// Fields returns the live custom fields of r in workspace.
-func (s *Service) Fields(ctx context.Context, workspace string, r *model.Resource) (*customfields.Fields, error) {
+// Fields returns the live custom fields of r in workspace; for a model-scoped resource, the fields of
+// data model modelID.
+func (s *Service) Fields(ctx context.Context, workspace string, r *model.Resource, modelID string) (*customfields.Fields, error) {
 	if s.custom == nil {
 		return customfields.Empty(), nil
+	}
+	if r.ModelScoped {
+		return s.custom.ForModel(ctx, workspace, modelID)
 	}
 	snap, err := s.custom.For(ctx, workspace)
 	if err != nil {
@@ -153,7 +157,8 @@ func (s *Service) Fields(ctx context.Context, workspace string, r *model.Resourc
 // view turns a stored record into what the caller sees: custom field values keyed by their write key
 // (archived definitions left out), and the caller's field rules applied.
 func (s *Service) view(ctx context.Context, workspace string, r *model.Resource, pol *access.Policy, rec Record) (Record, error) {
-	fs, err := s.Fields(ctx, workspace, r)
+	modelID, _ := rec["model_id"].(string)
+	fs, err := s.Fields(ctx, workspace, r, modelID)
 	if err != nil {
 		return nil, err
 	}
@@ -175,18 +180,18 @@ func present(fs *customfields.Fields, rec Record) {
 // customValues validates custom field values given by write key (both body forms end up here) against
 // the workspace's compiled custom field schema, and returns the stored map (definition id -> value):
 // current with the changes applied. On create, required custom fields must be present.
-func (s *Service) customValues(ctx context.Context, workspace string, r *model.Resource, in map[string]any, m schema.Mode, current map[string]any) (map[string]any, error) {
-	out, _, err := s.customChanges(ctx, workspace, r, in, m, current)
+func (s *Service) customValues(ctx context.Context, workspace string, r *model.Resource, modelID string, in map[string]any, m schema.Mode, current map[string]any) (map[string]any, error) {
+	out, _, err := s.customChanges(ctx, workspace, r, modelID, in, m, current)
 	return out, err
 }
 
 // checkCustomReferences verifies, inside a write's transaction, that the reference-type custom values
 // given (by key) name records of the same workspace.
-func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, workspace string, r *model.Resource, refs map[string]any) error {
+func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, workspace string, r *model.Resource, modelID string, refs map[string]any) error {
 	if len(refs) == 0 {
 		return nil
 	}
-	fs, err := s.Fields(ctx, workspace, r)
+	fs, err := s.Fields(ctx, workspace, r, modelID)
 	if err != nil {
 		return err
 	}
@@ -202,8 +207,8 @@ func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, wo
 
 // customChanges is customValues that also returns the reference-type values given, by key, for
 // checkCustomReferences.
-func (s *Service) customChanges(ctx context.Context, workspace string, r *model.Resource, in map[string]any, m schema.Mode, current map[string]any) (map[string]any, map[string]any, error) {
-	fs, err := s.Fields(ctx, workspace, r)
+func (s *Service) customChanges(ctx context.Context, workspace string, r *model.Resource, modelID string, in map[string]any, m schema.Mode, current map[string]any) (map[string]any, map[string]any, error) {
+	fs, err := s.Fields(ctx, workspace, r, modelID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -328,7 +333,7 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 		c := listplan.EncodeCursor(s.secret, plan, pos)
 		page.NextCursor = &c
 	}
-	fs, err := s.Fields(ctx, a.Workspace, plan.Resource)
+	fs, err := s.Fields(ctx, a.Workspace, plan.Resource, plan.ModelID)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +357,7 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 	if errs != nil {
 		return nil, errs
 	}
-	custom, customRefs, err := s.customChanges(ctx, a.Workspace, r, b.Custom, schema.Create, nil)
+	custom, customRefs, err := s.customChanges(ctx, a.Workspace, r, modelID, b.Custom, schema.Create, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +374,7 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
 			return err
 		}
-		if err := s.checkCustomReferences(ctx, q, a.Workspace, r, customRefs); err != nil {
+		if err := s.checkCustomReferences(ctx, q, a.Workspace, r, modelID, customRefs); err != nil {
 			return err
 		}
 		if _, err := q.Exec(ctx, s.d.Insert(r, key, values)); err != nil {
@@ -424,7 +429,7 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 	if errs != nil {
 		return nil, errs
 	}
-	if _, err := s.customValues(ctx, a.Workspace, r, b.Custom, schema.Update, nil); err != nil {
+	if _, err := s.customValues(ctx, a.Workspace, r, modelID, b.Custom, schema.Update, nil); err != nil {
 		return nil, err // refuse bad custom values before taking any lock
 	}
 	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
@@ -445,11 +450,11 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 		}
 		if b.Custom != nil {
 			current, _ := cur["custom_fields"].(map[string]any)
-			custom, refs, err := s.customChanges(ctx, a.Workspace, r, b.Custom, schema.Update, current)
+			custom, refs, err := s.customChanges(ctx, a.Workspace, r, modelID, b.Custom, schema.Update, current)
 			if err != nil {
 				return nil, err
 			}
-			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, refs); err != nil {
+			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, modelID, refs); err != nil {
 				return nil, err
 			}
 			e.values["custom_fields"] = jsonText(custom)

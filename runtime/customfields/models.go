@@ -1,0 +1,102 @@
+package customfields
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// modelField is one field of a data model, as stored in data_models.fields (field types of the
+// definitions format: string with options is a select).
+type modelField struct {
+	Type     string   `json:"type"`
+	Label    string   `json:"label"`
+	Required bool     `json:"required"`
+	Options  []string `json:"options"`
+	Target   string   `json:"target"`
+}
+
+type modelEntry struct {
+	fields *Fields
+	loaded int64
+}
+
+// ForModel returns the fields of data model modelID as the custom fields of its records. Their ids are
+// derived from the model id and the field key (UUID version 5), so filter keys are stable. Like
+// workspace snapshots, a model's fields are read again after MaxAge.
+func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fields, error) {
+	if !model.IsUUID(modelID) {
+		return empty, nil
+	}
+	key := strings.ToLower(workspace) + "/" + strings.ToLower(modelID)
+	now := r.now().UnixNano()
+	r.mu.Lock()
+	e := r.models[key]
+	r.mu.Unlock()
+	if e != nil && now-e.loaded < int64(MaxAge) {
+		return e.fields, nil
+	}
+	var raw any
+	found, err := store.QueryOne(ctx, r.st, r.st.Dialect().Bind("SELECT fields FROM data_models WHERE workspace_id = ? AND id = ?", strings.ToLower(workspace), strings.ToLower(modelID)), func(row []any) error {
+		raw = row[0]
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("data model fields: %w", err)
+	}
+	if !found {
+		return empty, nil
+	}
+	defs := map[string]modelField{}
+	if err := json.Unmarshal(store.JSON(raw), &defs); err != nil {
+		return nil, fmt.Errorf("data model fields: %w", err)
+	}
+	keys := make([]string, 0, len(defs))
+	for k := range defs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ns := uuid.MustParse(modelID)
+	f := &Fields{byKey: map[string]*Def{}, byID: map[string]*Def{}}
+	var fields []*model.Field
+	for _, k := range keys {
+		mf := defs[k]
+		t, ok := model.ParseType(mf.Type)
+		if !ok {
+			continue // refused by model create; tolerate definitions written by a newer server
+		}
+		d := &Def{ID: uuid.NewSHA1(ns, []byte(k)).String(), Key: k, Type: mf.Type, Label: mf.Label, Required: mf.Required, Options: mf.Options, Target: mf.Target}
+		fld := &model.Field{Key: k, Label: mf.Label, Type: t, Required: mf.Required, Options: mf.Options, Target: mf.Target, Column: d.ID, Filterable: true}
+		if fld.Label == "" {
+			fld.Label = strings.ReplaceAll(k, "_", " ")
+		}
+		switch {
+		case t.Textual():
+			fld.MaxLength = Types[map[model.Type]string{model.String: "text", model.Text: "long_text", model.Email: "email", model.URL: "url", model.Phone: "phone"}[t]].MaxLength
+		case t == model.Integer:
+			lo, hi := -float64(1<<53-1), float64(1<<53-1)
+			fld.Minimum, fld.Maximum = &lo, &hi
+		}
+		f.Defs = append(f.Defs, d)
+		f.byKey[k], f.byID[d.ID] = d, d
+		fields = append(fields, fld)
+	}
+	f.Set = model.NewFieldSet(key+".model", fields)
+	if len(fields) > 0 {
+		if f.Schema, err = schema.CompileFieldSet(f.Set); err != nil {
+			return nil, fmt.Errorf("data model fields: %w", err)
+		}
+	}
+	r.mu.Lock()
+	r.models[key] = &modelEntry{fields: f, loaded: now}
+	r.mu.Unlock()
+	return f, nil
+}
