@@ -49,6 +49,7 @@ func commands() map[string]command {
 		"key reminders":        {"key reminders --workspace W", cmdKeyReminders},
 		"member notifications": {"member notifications ID --key-expiry on|off", cmdMemberNotifications},
 		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
+		"model update":         {"model update ID [--name N] [--fields-file F]", cmdModelUpdate},
 		"role create":          {"role create --workspace W --file ROLES.yaml", cmdRolePut(true)},
 		"field create":         {"field create --workspace W --resource R --key K --type T [--required] [--options a,b] [--label L] [--description D] [--target R]", cmdFieldCreate},
 		"field update":         {"field update ID [--label L] [--description D] [--required true|false] [--options a,b]", cmdFieldUpdate(nil)},
@@ -372,15 +373,9 @@ func cmdModelCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 		if err := errors.Join(need(pos, 0, "model create --workspace W --name N --fields-file F"), required("workspace", *ws), required("name", *name), required("fields-file", *file)); err != nil {
 			return err
 		}
-		data, err := os.ReadFile(*file)
+		fields, err := readModelFields(*file)
 		if err != nil {
 			return err
-		}
-		fields := map[string]auth.ModelField{}
-		dec := yaml.NewDecoder(strings.NewReader(string(data)))
-		dec.KnownFields(true)
-		if err := dec.Decode(&fields); err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("read %s: %w", *file, err)
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
 			id, err := b.Directory.CreateModel(e.ctx, *ws, *name, fields)
@@ -388,6 +383,44 @@ func cmdModelCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 				return err
 			}
 			return e.emit(map[string]any{"id": id}, id)
+		})
+	}
+}
+
+// readModelFields reads a fields file: field key -> {type, label, required, options, target}.
+func readModelFields(file string) (map[string]auth.ModelField, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]auth.ModelField{}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fields); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read %s: %w", file, err)
+	}
+	return fields, nil
+}
+
+func cmdModelUpdate(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	name := fs.String("name", "", "new name")
+	file := fs.String("fields-file", "", "YAML or JSON file replacing the fields")
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := need(pos, 1, "model update ID [--name N] [--fields-file F]"); err != nil {
+			return err
+		}
+		var fields map[string]auth.ModelField
+		if *file != "" {
+			var err error
+			if fields, err = readModelFields(*file); err != nil {
+				return err
+			}
+		}
+		return withBackend(e, cfg, func(b *server.Backend) error {
+			if err := b.Directory.UpdateModel(e.ctx, pos[0], *name, fields); err != nil {
+				return err
+			}
+			return e.emit(map[string]any{"id": strings.ToLower(pos[0])}, pos[0])
 		})
 	}
 }

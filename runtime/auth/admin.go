@@ -132,13 +132,8 @@ type ModelField struct {
 	Target   string   `json:"target,omitempty"`
 }
 
-// CreateModel creates a custom data model with fields keyed by field key.
-func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fields map[string]ModelField) (string, error) {
-	workspace = strings.ToLower(workspace)
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return "", fmt.Errorf("%w: model name must be 1 to 200 characters", ErrInvalid)
-	}
+// checkModelFields validates a data model's field definitions.
+func (d *Directory) checkModelFields(fields map[string]ModelField) error {
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		keys = append(keys, k)
@@ -160,7 +155,20 @@ func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fie
 		}
 	}
 	if len(problems) > 0 {
-		return "", fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// CreateModel creates a custom data model with fields keyed by field key.
+func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fields map[string]ModelField) (string, error) {
+	workspace = strings.ToLower(workspace)
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return "", fmt.Errorf("%w: model name must be 1 to 200 characters", ErrInvalid)
+	}
+	if err := d.checkModelFields(fields); err != nil {
+		return "", err
 	}
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })
 	if err != nil {
@@ -211,4 +219,35 @@ func (d *Directory) memberWorkspace(ctx context.Context, q store.Querier, member
 		return "", fmt.Errorf("member %s: %w", member, ErrNotFound)
 	}
 	return workspace, nil
+}
+
+// UpdateModel renames a data model (name "" keeps it) and replaces its fields (nil keeps them). Values of
+// removed fields stay stored and reappear if a field of the same key returns.
+func (d *Directory) UpdateModel(ctx context.Context, id, name string, fields map[string]ModelField) error {
+	id = strings.ToLower(id)
+	sets, args := []string{"updated_at = ?"}, []any{d.ts()}
+	if name = strings.TrimSpace(name); name != "" {
+		if len(name) > 200 {
+			return fmt.Errorf("%w: model name must be at most 200 characters", ErrInvalid)
+		}
+		sets, args = append(sets, "name = ?"), append(args, name)
+	}
+	if fields != nil {
+		if err := d.checkModelFields(fields); err != nil {
+			return err
+		}
+		data, _ := json.Marshal(fields)
+		sets, args = append(sets, "fields = ?"), append(args, string(data))
+	}
+	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE data_models SET "+strings.Join(sets, ", ")+" WHERE id = ?", append(args, id)...))
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: a model named %q exists", ErrInvalid, name)
+	}
+	if err != nil {
+		return fmt.Errorf("update model: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("model %s: %w", id, ErrNotFound)
+	}
+	return nil
 }
