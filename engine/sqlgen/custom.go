@@ -1,147 +1,135 @@
 package sqlgen
 
 import (
-	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 )
 
-// CustomIndex is the index serving custom field filters on PostgreSQL: a GIN index over the
-// custom_fields document with jsonb_path_ops, which answers containment (@>) — what eq and in compile to —
-// as an index scan whatever the field, with one index per table instead of one per custom field.
-func (d Dialect) customIndex(r *model.Resource) []Index {
-	if d.kind != Postgres {
+// Custom field values are read from each record's custom_fields document, and filtered through the
+// custom_values side table, which holds every value typed and B-tree indexed: t is its canonical text
+// (ISO dates sort as text), n its number. Filters are semi-joins on that table. Plain comparisons of
+// text, numbers and UUIDs are leakproof, so PostgreSQL uses these indexes under row-level security,
+// where it would not use any index on a JSONB expression.
+
+// CustomText is the canonical text of a custom value (a canonical value, see model.Canonical).
+func CustomText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case time.Time:
+		return x.UTC().Format(SQLiteTime)
+	}
+	return fmt.Sprint(v)
+}
+
+// CustomNumber is the number of a numeric custom value, for range filters; nil otherwise.
+func (d Dialect) CustomNumber(f *model.Field, v any) any {
+	if f.Type != model.Integer && f.Type != model.Decimal {
 		return nil
 	}
-	name := IndexName(r.Table, "custom")
-	return []Index{{Name: name, SQL: fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin (%s jsonb_path_ops)", Quote(name), Quote(r.Table), Quote("custom_fields"))}}
-}
-
-// customValue is the extracted, typed value of a custom field.
-func (d Dialect) customValue(f *model.Field, a *args) string {
 	if d.kind == SQLite {
-		return fmt.Sprintf("json_extract(%s, %s)", Quote("custom_fields"), a.add(`$."`+f.Column+`"`))
+		n, _ := strconv.ParseFloat(CustomText(v), 64)
+		return n
 	}
-	text := fmt.Sprintf("(%s->>(%s::text))", Quote("custom_fields"), a.add(f.Column))
-	switch f.Type {
-	case model.Integer, model.Decimal:
-		return text + "::numeric"
-	case model.Boolean:
-		return text + "::boolean"
-	case model.Date:
-		return text + "::date"
-	case model.DateTime:
-		return text + "::timestamptz"
-	}
-	return text
+	return CustomText(v)
 }
 
-// customArg is a filter value placed for comparison with customValue.
-func (d Dialect) customArg(f *model.Field, v any, a *args) string {
-	ph := a.add(v)
-	if d.kind == SQLite && f.Type == model.Decimal {
-		return "CAST(" + ph + " AS REAL)"
+// CustomRow is one row of custom_values.
+type CustomRow struct {
+	FieldID string
+	Text    string
+	Number  any
+}
+
+// DeleteCustomValues removes the side-table values of fields of one record.
+func (d Dialect) DeleteCustomValues(workspace, recordID string, fieldIDs []string) Stmt {
+	a := &args{d: d}
+	ph := make([]string, len(fieldIDs))
+	w, r := a.add(workspace), a.add(recordID)
+	for i, id := range fieldIDs {
+		ph[i] = a.add(id)
 	}
-	return ph
+	return Stmt{SQL: fmt.Sprintf(`DELETE FROM "custom_values" WHERE "workspace_id" = %s AND "record_id" = %s AND "field_id" IN (%s)`, w, r, strings.Join(ph, ", ")), Args: a.vals}
 }
 
-// contains renders "custom_fields contains {id: value}" (PostgreSQL, index-served).
-func (d Dialect) containsJSON(f *model.Field, v any, a *args) string {
-	doc, _ := json.Marshal(map[string]any{f.Column: model.JSONValue(f, v)})
-	return fmt.Sprintf("%s @> %s::jsonb", Quote("custom_fields"), a.add(string(doc)))
+// InsertCustomValues writes side-table rows of one record.
+func (d Dialect) InsertCustomValues(workspace, recordID string, rows []CustomRow) Stmt {
+	a := &args{d: d}
+	tuples := make([]string, len(rows))
+	for i, row := range rows {
+		tuples[i] = "(" + strings.Join([]string{a.add(workspace), a.add(row.FieldID), a.add(recordID), a.add(row.Text), a.add(row.Number)}, ", ") + ")"
+	}
+	return Stmt{SQL: `INSERT INTO "custom_values" ("workspace_id", "field_id", "record_id", "t", "n") VALUES ` + strings.Join(tuples, ", ") + ` ON CONFLICT DO NOTHING`, Args: a.vals}
 }
 
-func (d Dialect) customFilter(f listplan.Filter, a *args) string {
+func (d Dialect) customFilter(f listplan.Filter, workspace string, a *args) string {
 	fld := f.Field
-	if fld.Type == model.MultiSelect {
-		return d.multiSelectFilter(f, a)
+	// having binds its arguments when called: callers build the text in argument order.
+	having := func(cond func() string) string {
+		return fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s AND %s)`,
+			Quote("id"), a.add(workspace), a.add(fld.Column), cond())
 	}
-	if d.kind == Postgres && (f.Op == "eq" || f.Op == "in") {
-		vals := f.Values
-		if f.Op == "eq" {
-			vals = []any{f.Value}
-		}
-		parts := make([]string, len(vals))
-		for i, v := range vals {
-			parts[i] = d.containsJSON(fld, v, a)
-		}
-		return "(" + strings.Join(parts, " OR ") + ")"
+	present := func() string {
+		return fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s)`, Quote("id"), a.add(workspace), a.add(fld.Column))
 	}
-	// val() binds its own arguments each time it is used: SQLite placeholders are positional.
-	val := func() string { return d.customValue(fld, a) }
+	text := func(v any) func() string { return func() string { return `"t" = ` + a.add(CustomText(v)) } }
+	numeric := fld.Type == model.Integer || fld.Type == model.Decimal
 	like := "LIKE"
 	if d.kind == Postgres {
 		like = "ILIKE"
 	}
 	switch f.Op {
 	case "eq":
-		return val() + " = " + d.customArg(fld, f.Value, a)
+		return having(text(f.Value))
 	case "ne":
-		return "(" + val() + " IS NULL OR " + val() + " <> " + d.customArg(fld, f.Value, a) + ")"
-	case "lt", "lte", "gt", "gte":
-		op := map[string]string{"lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[f.Op]
-		return val() + " " + op + " " + d.customArg(fld, f.Value, a)
+		return "NOT " + having(text(f.Value))
 	case "in", "not_in":
-		// Arguments are bound in the order they appear in the text.
-		prefix := val() + " IN ("
-		if f.Op == "not_in" {
-			prefix = "(" + val() + " IS NULL OR " + val() + " NOT IN ("
-		}
-		ph := make([]string, len(f.Values))
-		for i, v := range f.Values {
-			ph[i] = d.customArg(fld, v, a)
+		cond := func() string {
+			ph := make([]string, len(f.Values))
+			for i, v := range f.Values {
+				ph[i] = a.add(CustomText(v))
+			}
+			return `"t" IN (` + strings.Join(ph, ", ") + ")"
 		}
 		if f.Op == "in" {
-			return prefix + strings.Join(ph, ", ") + ")"
+			return having(cond)
 		}
-		return prefix + strings.Join(ph, ", ") + "))"
+		return "NOT " + having(cond)
+	case "lt", "lte", "gt", "gte":
+		op := map[string]string{"lt": "<", "lte": "<=", "gt": ">", "gte": ">="}[f.Op]
+		if numeric {
+			return having(func() string { return `"n" ` + op + " " + a.add(d.CustomNumber(fld, f.Value)) })
+		}
+		return having(func() string { return `"t" ` + op + " " + a.add(CustomText(f.Value)) })
 	case "contains":
-		return val() + " " + like + " " + a.add("%"+escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'`
+		if fld.Type == model.MultiSelect {
+			return having(text(f.Value))
+		}
+		return having(func() string {
+			return `"t" ` + like + " " + a.add("%"+escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'`
+		})
 	case "not_contains":
-		return "(" + val() + " IS NULL OR " + val() + " NOT " + like + " " + a.add("%"+escapeLike(f.Value.(string))+"%") + ` ESCAPE '\')`
+		if fld.Type == model.MultiSelect {
+			return "NOT " + having(text(f.Value))
+		}
+		return "NOT " + having(func() string {
+			return `"t" ` + like + " " + a.add("%"+escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'`
+		})
 	case "starts_with":
-		return val() + " " + like + " " + a.add(escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'`
+		return having(func() string { return `"t" ` + like + " " + a.add(escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'` })
 	case "is_empty":
-		if fld.Type.Textual() {
-			return "(" + val() + " IS NULL OR " + val() + " = '')"
-		}
-		return val() + " IS NULL"
+		return "NOT " + present()
 	case "is_not_empty":
-		if fld.Type.Textual() {
-			return "(" + val() + " IS NOT NULL AND " + val() + " <> '')"
-		}
-		return val() + " IS NOT NULL"
+		return present()
 	}
 	panic("sqlgen: unknown filter op " + f.Op)
-}
-
-// multiSelectFilter: contains / not_contains test one option; is_empty tests for no option. Only the
-// expression the operator needs is built, since building one binds its arguments.
-func (d Dialect) multiSelectFilter(f listplan.Filter, a *args) string {
-	has := func() string {
-		option, _ := f.Value.(string)
-		if d.kind == Postgres {
-			doc, _ := json.Marshal(map[string]any{f.Field.Column: []string{option}})
-			return fmt.Sprintf("%s @> %s::jsonb", Quote("custom_fields"), a.add(string(doc)))
-		}
-		return fmt.Sprintf("EXISTS (SELECT 1 FROM json_each(%s, %s) WHERE value = %s)", Quote("custom_fields"), a.add(`$."`+f.Field.Column+`"`), a.add(option))
-	}
-	count := func() string {
-		if d.kind == Postgres {
-			return fmt.Sprintf("coalesce(jsonb_array_length(%s->(%s::text)), 0)", Quote("custom_fields"), a.add(f.Field.Column))
-		}
-		return fmt.Sprintf("coalesce(json_array_length(%s, %s), 0)", Quote("custom_fields"), a.add(`$."`+f.Field.Column+`"`))
-	}
-	switch f.Op {
-	case "contains":
-		return has()
-	case "not_contains":
-		return "NOT " + has()
-	case "is_empty":
-		return count() + " = 0"
-	}
-	return count() + " > 0"
 }

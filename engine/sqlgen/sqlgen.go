@@ -259,7 +259,7 @@ func (d Dialect) baseIndexes(r *model.Resource) []Index {
 
 // Indexes returns every index of r.
 func (d Dialect) Indexes(r *model.Resource) []Index {
-	return append(append(d.baseIndexes(r), d.TableOf(r).Indexes...), d.customIndex(r)...)
+	return append(d.baseIndexes(r), d.TableOf(r).Indexes...)
 }
 
 // PolicyName names the row-level security policy of record tables.
@@ -536,6 +536,10 @@ func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 	if len(plan.Filters) > 0 {
 		conds := make([]string, len(plan.Filters))
 		for i, f := range plan.Filters {
+			if f.Field.Custom {
+				conds[i] = d.customFilter(f, workspace, a)
+				continue
+			}
 			conds[i] = d.filter(f, a)
 		}
 		join := " AND "
@@ -567,9 +571,6 @@ func (d Dialect) search(r *model.Resource, terms []string, a *args) string {
 }
 
 func (d Dialect) filter(f listplan.Filter, a *args) string {
-	if f.Field.Custom {
-		return d.customFilter(f, a)
-	}
 	col := Quote(f.Field.Column)
 	like := "LIKE"
 	if d.kind == Postgres {

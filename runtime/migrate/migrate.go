@@ -50,7 +50,7 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 			res.Applied = append(res.Applied, "create table "+sys.name)
 		}
 		// Tenant tables besides the record tables get the same row-level security.
-		for _, table := range []string{"associations", "audit_log"} {
+		for _, table := range []string{"associations", "audit_log", "custom_values"} {
 			if err := migrateRowSecurity(ctx, q, d, table, res); err != nil {
 				return fmt.Errorf("migrate %s: %w", table, err)
 			}

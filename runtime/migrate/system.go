@@ -14,12 +14,12 @@ type systemTable struct {
 // systemTables returns the tables the server itself keeps: tenancy, access, data models and the audit
 // trail. Every row carries workspace_id where it belongs to a workspace.
 func systemTables(d sqlgen.Dialect) []systemTable {
-	uuid, ts, js, boolean, integer, strict := "uuid", "timestamptz", "jsonb", "boolean", "bigint", ""
+	uuid, ts, js, boolean, integer, num, strict := "uuid", "timestamptz", "jsonb", "boolean", "bigint", "numeric", ""
 	if d.Kind() == sqlgen.SQLite {
-		uuid, ts, js, boolean, integer, strict = "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", " STRICT"
+		uuid, ts, js, boolean, integer, num, strict = "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", "REAL", " STRICT"
 	}
 	r := func(s string) string {
-		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{int}", integer}, {"{strict}", strict}} {
+		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{int}", integer}, {"{num}", num}, {"{strict}", strict}} {
 			s = strings.ReplaceAll(s, kv[0], kv[1])
 		}
 		return s
@@ -159,6 +159,16 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
 			`CREATE UNIQUE INDEX custom_field_defs_key_idx ON custom_field_defs (workspace_id, resource, key)`}},
+		{"custom_values", []string{r(`CREATE TABLE custom_values (
+  workspace_id {uuid} NOT NULL,
+  field_id {uuid} NOT NULL,
+  record_id {uuid} NOT NULL,
+  t TEXT NOT NULL,
+  n {num},
+  PRIMARY KEY (workspace_id, field_id, record_id, t)
+){strict}`),
+			`CREATE INDEX custom_values_text_idx ON custom_values (workspace_id, field_id, t, record_id)`,
+			`CREATE INDEX custom_values_num_idx ON custom_values (workspace_id, field_id, n, record_id)`}},
 		{"audit_log", []string{r(`CREATE TABLE audit_log (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,

@@ -29,6 +29,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 	rows := make([]map[string]any, len(bodies))
 	values := make([]map[string]any, len(bodies))
 	customRefs := make([]map[string]any, len(bodies))
+	customs := make([]map[string]any, len(bodies))
 	ids := make([]string, len(bodies))
 	var errs field.ErrorList
 	now := s.timestamp()
@@ -57,7 +58,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 			row[f.Column] = v
 		}
 		rows[i], values[i], ids[i] = row, b.Values, NewID()
-		customRefs[i] = refs
+		customRefs[i], customs[i] = refs, custom
 	}
 	if len(errs) > 0 {
 		return 0, errs
@@ -76,6 +77,18 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 			end := min(start+size, len(rows))
 			if _, err := q.Exec(ctx, s.d.InsertMany(r, a.Workspace, modelID, rows[start:end], ids[start:end])); err != nil {
 				return fmt.Errorf("import %s: %w", r.Name, err)
+			}
+		}
+		for i, custom := range customs {
+			if len(custom) == 0 {
+				continue
+			}
+			fs, err := s.Fields(ctx, a.Workspace, r, modelID)
+			if err != nil {
+				return err
+			}
+			if err := s.syncCustom(ctx, q, a.Workspace, ids[i], fs, custom, keysOf(custom)); err != nil {
+				return fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
 		}
 		return nil

@@ -380,6 +380,15 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		if _, err := q.Exec(ctx, s.d.Insert(r, key, values)); err != nil {
 			return fmt.Errorf("insert %s: %w", r.Name, err)
 		}
+		if len(custom) > 0 {
+			fs, err := s.Fields(ctx, a.Workspace, r, modelID)
+			if err != nil {
+				return err
+			}
+			if err := s.syncCustom(ctx, q, a.Workspace, id, fs, custom, keysOf(custom)); err != nil {
+				return fmt.Errorf("custom values of %s: %w", r.Name, err)
+			}
+		}
 		if err := s.audit(ctx, q, a, r, id, "create", b.Values, now); err != nil {
 			return err
 		}
@@ -456,6 +465,13 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 			}
 			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, modelID, refs); err != nil {
 				return nil, err
+			}
+			fs, err := s.Fields(ctx, a.Workspace, r, modelID)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.syncCustom(ctx, q, a.Workspace, cur["id"].(string), fs, custom, changedIDs(fs, b.Custom)); err != nil {
+				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
 			}
 			e.values["custom_fields"] = jsonText(custom)
 			e.changes["custom_fields"] = b.Custom

@@ -48,7 +48,6 @@ CREATE INDEX IF NOT EXISTS "rec_deals_last_activity_at_idx" ON "rec_deals" ("wor
 CREATE INDEX IF NOT EXISTS "rec_deals_owner_id_idx" ON "rec_deals" ("workspace_id", "owner_id", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_created_at_idx" ON "rec_deals" ("workspace_id", "created_at", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_updated_at_idx" ON "rec_deals" ("workspace_id", "updated_at", "id")
-CREATE INDEX IF NOT EXISTS "rec_deals_custom_idx" ON "rec_deals" USING gin ("custom_fields" jsonb_path_ops)
 
 -- search
 ALTER TABLE "rec_deals" ADD COLUMN "_search" tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, coalesce("name", '') || ' ' || coalesce("description", '') || ' ' || coalesce("next_step", ''))) STORED
