@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -154,18 +155,7 @@ func TestCommandLine(t *testing.T) {
 
 			// recordsd serves what recordsctl set up.
 			base, _ := startServer(t, c)
-			get := func(path string) (int, map[string]any) {
-				req, _ := http.NewRequest("GET", base+path, nil)
-				req.Header.Set("Authorization", "Bearer "+secret)
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer res.Body.Close()
-				var body map[string]any
-				json.NewDecoder(res.Body).Decode(&body)
-				return res.StatusCode, body
-			}
+			get := func(path string) (int, map[string]any) { return mustCall(t, base, secret, "GET", path, "") }
 			if code, body := get("/v1/contacts?page_size=100"); code != 200 || len(body["data"].([]any)) != 100 {
 				t.Errorf("contacts: %d %v", code, body["meta"])
 			}
@@ -237,17 +227,9 @@ func TestServeDev(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", base+"/v1/deals", nil)
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(key)))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var body map[string]any
-	json.NewDecoder(res.Body).Decode(&body)
-	res.Body.Close()
-	if res.StatusCode != 200 || len(body["data"].([]any)) == 0 {
-		t.Errorf("demo deals: %d %v", res.StatusCode, body)
+	code, body := mustCall(t, base, strings.TrimSpace(string(key)), "GET", "/v1/deals", "")
+	if code != 200 || len(body["data"].([]any)) == 0 {
+		t.Errorf("demo deals: %d %v", code, body)
 	}
 }
 
@@ -262,14 +244,8 @@ func TestRevocationReachesEveryServer(t *testing.T) {
 	a, _ := startServer(t, c)
 	b, _ := startServer(t, c)
 	status := func(base string) int {
-		req, _ := http.NewRequest("GET", base+"/v1/me", nil)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		code, _ := mustCall(t, base, secret, "GET", "/v1/me", "")
+		return code
 	}
 	if status(a) != 200 || status(b) != 200 {
 		t.Fatal("key not accepted before revocation")
@@ -323,22 +299,18 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest("GET", base+"/v1/me", nil)
-			req.Header.Set("Authorization", "Bearer "+secret)
-			res, err := http.DefaultClient.Do(req)
+			code, _, err := call(base, secret, "GET", "/v1/me", "")
 			if err != nil {
-				t.Error(err)
+				t.Error(err) // not Fatal: this is not the test goroutine
 				return
 			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			switch res.StatusCode {
+			switch code {
 			case 200:
 				ok.Add(1)
 			case 429:
 				limited.Add(1)
 			default:
-				t.Errorf("status %d", res.StatusCode)
+				t.Errorf("status %d", code)
 			}
 		}()
 	}
@@ -359,21 +331,7 @@ func TestCustomFieldReachesEveryServer(t *testing.T) {
 	a, _ := startServer(t, c)
 	b, _ := startServer(t, c)
 	call := func(base, method, path, body string) (int, map[string]any) {
-		var rd io.Reader
-		if body != "" {
-			rd = strings.NewReader(body)
-		}
-		req, _ := http.NewRequest(method, base+path, rd)
-		req.Header.Set("Authorization", "Bearer "+secret)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out map[string]any
-		json.NewDecoder(res.Body).Decode(&out)
-		return res.StatusCode, out
+		return mustCall(t, base, secret, method, path, body)
 	}
 	// Both servers have served the catalog once, so they hold a snapshot without the field.
 	for _, base := range []string{a, b} {
@@ -402,4 +360,46 @@ func TestCustomFieldReachesEveryServer(t *testing.T) {
 			t.Errorf("%s refuses the new custom field: %d %v", base, code, out)
 		}
 	}
+}
+
+// call sends one API request with key and decodes the JSON answer.
+func call(base, key, method, path, body string) (int, map[string]any, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &out); err != nil {
+			return res.StatusCode, nil, fmt.Errorf("%s %s: answer is not JSON: %q", method, path, data)
+		}
+	}
+	return res.StatusCode, out, nil
+}
+
+// mustCall is call for the test goroutine.
+func mustCall(t *testing.T, base, key, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	code, out, err := call(base, key, method, path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code, out
 }
