@@ -95,6 +95,14 @@ func For(role *model.Role, r *model.Resource, member, department string) *Policy
 			p.fields[key] = Hidden
 		}
 	}
+	// A formula would leak what it reads: it is at least as restricted as its most restricted input.
+	for _, f := range r.Computed {
+		for _, in := range f.Formula.Inputs {
+			if v := p.fields[in.Key]; v > p.fields[f.Key] {
+				p.fields[f.Key] = v
+			}
+		}
+	}
 	return p
 }
 

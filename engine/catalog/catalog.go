@@ -44,6 +44,9 @@ func Field(f *model.Field) map[string]any {
 	if f.Description != "" {
 		out["description"] = f.Description
 	}
+	if f.Formula != nil {
+		out["formula"] = f.Formula.Expr
+	}
 	if f.Filterable {
 		out["filter_key"] = f.Key
 	}

@@ -127,9 +127,10 @@ type Field struct {
 	Minimum     *float64
 	Maximum     *float64
 	Options     []string
-	Target      string // for Reference
-	Column      string // storage column name; for a custom field, its definition id in custom_fields
-	Custom      bool   // a workspace custom field, stored in the custom_fields JSON column
+	Target      string   // for Reference
+	Column      string   // storage column name; for a custom field, its definition id in custom_fields
+	Custom      bool     // a workspace custom field, stored in the custom_fields JSON column
+	Formula     *Formula // set for a computed field (always read-only)
 }
 
 // Writable reports whether the API may set the field.
@@ -211,6 +212,7 @@ type Resource struct {
 	Associations []*Association
 	Hooks        []string
 	Table        string
+	Computed     []*Field // declared fields with a formula, in declaration order of their keys
 
 	byKey   map[string]*Field
 	assocBy map[string]*Association
@@ -424,6 +426,7 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 	if !r.Ops.Has(OpList) || !r.Ops.Has(OpGet) {
 		errs = append(errs, field.New(field.CodeInvalid, root.Child("operations"), "list and get are required"))
 	}
+	formulas := map[string]string{}
 	for _, sf := range sr.Fields {
 		p := root.Child("fields").Child(sf.Key)
 		if IsManaged(sf.Key) {
@@ -434,11 +437,18 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 		errs = append(errs, errl...)
 		r.Fields = append(r.Fields, f)
 		r.byKey[f.Key] = f
+		if sf.Formula != "" {
+			formulas[f.Key] = sf.Formula
+			if sf.Required || sf.HasDefault || sf.ReadOnly {
+				errs = append(errs, field.New(field.CodeInvalid, p, "a formula field is computed: it takes no required, default or read_only"))
+			}
+		}
 	}
 	for _, f := range managedFields(r) {
 		r.Fields = append(r.Fields, f)
 		r.byKey[f.Key] = f
 	}
+	errs = append(errs, compileFormulas(r, formulas)...)
 	for i, key := range sr.Search {
 		f, ok := r.byKey[key]
 		switch {

@@ -32,7 +32,7 @@ func (m Mode) String() string { return [...]string{"create", "update", "import"}
 // settable reports whether a body in mode m may set f.
 func (m Mode) settable(f *model.Field) bool {
 	if m == Import {
-		return !f.Managed
+		return !f.Managed && f.Formula == nil
 	}
 	return f.Writable()
 }
@@ -301,6 +301,8 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			switch {
 			case !ok:
 				errs = append(errs, field.New(field.CodeUnknown, field.NewPath(k), "is not a field of "+r.res.Name))
+			case f.Formula != nil:
+				errs = append(errs, field.New(field.CodeReadOnly, field.NewPath(k), "is read-only: it is computed by the formula "+f.Formula.Expr))
 			case !m.settable(f):
 				errs = append(errs, field.New(field.CodeReadOnly, field.NewPath(k), "is read-only"))
 			default:

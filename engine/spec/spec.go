@@ -53,7 +53,8 @@ type Field struct {
 	Description string
 	Required    bool
 	ReadOnly    bool
-	Default     any // JSON-shaped; nil when absent
+	Formula     string // a CEL expression; "" for a stored field
+	Default     any    // JSON-shaped; nil when absent
 	HasDefault  bool
 	MaxLength   *int
 	MinLength   *int
@@ -409,6 +410,7 @@ func decodeFields(n *yaml.Node) []*Field {
 		decodeInto(v, "description", &f.Description)
 		decodeInto(v, "required", &f.Required)
 		decodeInto(v, "read_only", &f.ReadOnly)
+		decodeInto(v, "formula", &f.Formula)
 		decodeInto(v, "options", &f.Options)
 		decodeInto(v, "target", &f.Target)
 		decodeInto(v, "sortable", &f.Sortable)

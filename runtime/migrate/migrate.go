@@ -139,6 +139,9 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 	if err := migrateSearch(ctx, q, d, r, t, res); err != nil {
 		return err
 	}
+	if err := migrateFormulas(ctx, q, d, r, res); err != nil {
+		return err
+	}
 	return migrateRowSecurity(ctx, q, d, t.Name, res)
 }
 

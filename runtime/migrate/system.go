@@ -26,6 +26,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 	}
 	return []systemTable{
 		{"records_schema", []string{r(`CREATE TABLE records_schema (resource TEXT PRIMARY KEY, search TEXT NOT NULL){strict}`)}},
+		{"formula_state", []string{r(`CREATE TABLE formula_state (resource TEXT NOT NULL, field TEXT NOT NULL, expr TEXT NOT NULL, PRIMARY KEY (resource, field)){strict}`)}},
 		{"settings", []string{r(`CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL){strict}`)}},
 		{"workspaces", []string{r(`CREATE TABLE workspaces (
   id {uuid} PRIMARY KEY,

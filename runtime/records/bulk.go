@@ -57,6 +57,9 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 			f, _ := r.Field(k)
 			row[f.Column] = v
 		}
+		if err := setComputed(r, nil, b.Values, row); err != nil {
+			return 0, err
+		}
 		rows[i], values[i], ids[i] = row, b.Values, NewID()
 		customRefs[i], customs[i] = refs, custom
 	}

@@ -51,7 +51,7 @@ func linkRecord(assoc *model.Association, other string, attrs any, created, upda
 		if err != nil {
 			return nil, err
 		}
-		rec[k] = t.UTC().Format(timeLayout)
+		rec[k] = t.UTC().Format(store.TimeLayout)
 	}
 	return rec, nil
 }

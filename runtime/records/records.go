@@ -368,6 +368,9 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		f, _ := r.Field(k)
 		values[f.Column] = v
 	}
+	if err := setComputed(r, nil, b.Values, values); err != nil {
+		return nil, err
+	}
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: id}
 	var rec Record
 	err = s.st.Tx(ctx, func(q store.Querier) error {
@@ -456,6 +459,9 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 			f, _ := r.Field(k)
 			e.values[f.Column] = v
 			e.changes[k] = v
+		}
+		if err := setComputed(r, cur, b.Values, e.values); err != nil {
+			return nil, err
 		}
 		if b.Custom != nil {
 			current, _ := cur["custom_fields"].(map[string]any)

@@ -7,6 +7,7 @@ CREATE TABLE IF NOT EXISTS "rec_deals" (
   "amount" numeric,
   "currency" text,
   "probability" bigint,
+  "weighted_amount" numeric,
   "expected_close_date" date,
   "close_date" date,
   "status" text,
@@ -34,6 +35,7 @@ CREATE INDEX IF NOT EXISTS "rec_deals_archived_created_idx" ON "rec_deals" ("wor
 CREATE INDEX IF NOT EXISTS "rec_deals_name_idx" ON "rec_deals" ("workspace_id", "name", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_amount_idx" ON "rec_deals" ("workspace_id", "amount", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_probability_idx" ON "rec_deals" ("workspace_id", "probability", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_weighted_amount_idx" ON "rec_deals" ("workspace_id", "weighted_amount", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_expected_close_date_idx" ON "rec_deals" ("workspace_id", "expected_close_date", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_close_date_idx" ON "rec_deals" ("workspace_id", "close_date", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_status_idx" ON "rec_deals" ("workspace_id", "status", "id")
@@ -54,11 +56,11 @@ ALTER TABLE "rec_deals" ADD COLUMN "_search" tsvector GENERATED ALWAYS AS (to_ts
 CREATE INDEX IF NOT EXISTS "rec_deals_search_idx" ON "rec_deals" USING gin ("_search")
 
 -- get
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- get under a department record rule
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2 AND ("owner_id" = $3 OR "owner_id" IN (SELECT "id" FROM "members" WHERE "workspace_id" = $4 AND "department_id" = $5))
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2 AND ("owner_id" = $3 OR "owner_id" IN (SELECT "id" FROM "members" WHERE "workspace_id" = $4 AND "department_id" = $5))
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001 m1 ws d1]
 
 -- update
@@ -66,24 +68,24 @@ UPDATE "rec_deals" SET "name" = $1, "amount" = $2 WHERE "workspace_id" = $3 AND 
 -- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- page 3, filters joined with or, search
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ to_tsquery('simple'::regconfig, $7) ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ to_tsquery('simple'::regconfig, $7) ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
 -- args: [ws false open won %50\%\_off% 50 acme:* & renewal:* 11 20]
 
 -- cursor, non-null key (created_at desc)
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("created_at", "id") < ($3, $4) ORDER BY "created_at" DESC, "id" DESC LIMIT $5
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("created_at", "id") < ($3, $4) ORDER BY "created_at" DESC, "id" DESC LIMIT $5
 -- args: [ws false 2026-11-21 09:30:00 +0000 UTC 0190a6d4-0000-7000-8000-000000000009 26]
 
 -- cursor, nullable key, value band (amount asc)
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("amount", "id") > ($3, $4) ORDER BY "amount" ASC, "id" ASC LIMIT $5
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("amount", "id") > ($3, $4) ORDER BY "amount" ASC, "id" ASC LIMIT $5
 -- args: [ws false 100 0190a6d4-0000-7000-8000-000000000009 26]
 
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NULL ORDER BY "amount" ASC, "id" ASC LIMIT $3
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NULL ORDER BY "amount" ASC, "id" ASC LIMIT $3
 -- args: [ws false 26]
 
 -- cursor, nullable key, null band (amount desc)
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NULL AND "id" < $3 ORDER BY "amount" DESC, "id" DESC LIMIT $4
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NULL AND "id" < $3 ORDER BY "amount" DESC, "id" DESC LIMIT $4
 -- args: [ws false 0190a6d4-0000-7000-8000-000000000009 26]
 
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NOT NULL ORDER BY "amount" DESC, "id" DESC LIMIT $3
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND "amount" IS NOT NULL ORDER BY "amount" DESC, "id" DESC LIMIT $3
 -- args: [ws false 26]
 

@@ -7,6 +7,7 @@ CREATE TABLE IF NOT EXISTS "rec_deals" (
   "amount" REAL,
   "currency" TEXT,
   "probability" INTEGER,
+  "weighted_amount" REAL,
   "expected_close_date" TEXT,
   "close_date" TEXT,
   "status" TEXT,
@@ -34,6 +35,7 @@ CREATE INDEX IF NOT EXISTS "rec_deals_archived_created_idx" ON "rec_deals" ("wor
 CREATE INDEX IF NOT EXISTS "rec_deals_name_idx" ON "rec_deals" ("workspace_id", "name", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_amount_idx" ON "rec_deals" ("workspace_id", "amount", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_probability_idx" ON "rec_deals" ("workspace_id", "probability", "id")
+CREATE INDEX IF NOT EXISTS "rec_deals_weighted_amount_idx" ON "rec_deals" ("workspace_id", "weighted_amount", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_expected_close_date_idx" ON "rec_deals" ("workspace_id", "expected_close_date", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_close_date_idx" ON "rec_deals" ("workspace_id", "close_date", "id")
 CREATE INDEX IF NOT EXISTS "rec_deals_status_idx" ON "rec_deals" ("workspace_id", "status", "id")
@@ -57,11 +59,11 @@ CREATE TRIGGER "rec_deals_fts_au" AFTER UPDATE ON "rec_deals" BEGIN INSERT INTO 
 INSERT INTO "rec_deals_fts"("rec_deals_fts") VALUES ('rebuild')
 
 -- get
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ?
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ?
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- get under a department record rule
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ? AND ("owner_id" = ? OR "owner_id" IN (SELECT "id" FROM "members" WHERE "workspace_id" = ? AND "department_id" = ?))
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ? AND ("owner_id" = ? OR "owner_id" IN (SELECT "id" FROM "members" WHERE "workspace_id" = ? AND "department_id" = ?))
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001 m1 ws d1]
 
 -- update
@@ -69,18 +71,18 @@ UPDATE "rec_deals" SET "name" = ?, "amount" = ? WHERE "workspace_id" = ? AND "id
 -- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- page 3, filters joined with or, search
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
 -- args: [ws 0 open won %50\%\_off% 50 "acme"* AND "renewal"* 11 20]
 
 -- cursor, non-null key (created_at desc)
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("created_at", "id") < (?, ?) ORDER BY "created_at" DESC, "id" DESC LIMIT ?
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("created_at", "id") < (?, ?) ORDER BY "created_at" DESC, "id" DESC LIMIT ?
 -- args: [ws 0 2026-11-21T09:30:00.000000Z 0190a6d4-0000-7000-8000-000000000009 26]
 
 -- cursor, nullable key, value band (amount asc)
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("amount", "id") > (?, ?) ORDER BY "amount" ASC, "id" ASC LIMIT ?
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("amount", "id") > (?, ?) ORDER BY "amount" ASC, "id" ASC LIMIT ?
 -- args: [ws 0 100 0190a6d4-0000-7000-8000-000000000009 26]
 
 -- cursor, nullable key, null band (amount desc)
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND "amount" IS NULL AND "id" < ? ORDER BY "amount" DESC, "id" DESC LIMIT ?
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND "amount" IS NULL AND "id" < ? ORDER BY "amount" DESC, "id" DESC LIMIT ?
 -- args: [ws 0 0190a6d4-0000-7000-8000-000000000009 26]
 
