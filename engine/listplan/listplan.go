@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
@@ -28,6 +29,7 @@ const (
 	MaxInValues    = 100
 	MaxSearchTerms = 16
 	MaxSearchLen   = 500
+	MaxValueLen    = 1000 // characters of one text filter value
 )
 
 // Params are the raw list parameters, from a URL query or a query body.
@@ -467,6 +469,10 @@ func parseFilter(resource string, lookup func(string) (*model.Field, bool), item
 			if err != nil {
 				return Filter{}, &field.Error{Code: field.CodeType, Field: fmt.Sprintf("value[%d]", i), Message: err.Error()}
 			}
+			if err := checkLength(cv); err != nil {
+				err.Field = fmt.Sprintf("value[%d]", i)
+				return Filter{}, err
+			}
 			out.Values = append(out.Values, cv)
 		}
 		return out, nil
@@ -478,9 +484,17 @@ func parseFilter(resource string, lookup func(string) (*model.Field, bool), item
 	if err != nil {
 		return Filter{}, &field.Error{Code: field.CodeType, Field: "value", Message: err.Error()}
 	}
-	if s, ok := cv.(string); ok && f.Type.Textual() && len(s) > 1000 {
-		return Filter{}, &field.Error{Code: field.CodeTooLong, Field: "value", Message: "must be at most 1000 characters"}
+	if err := checkLength(cv); err != nil {
+		return Filter{}, err
 	}
 	out.Value = cv
 	return out, nil
+}
+
+// checkLength refuses a text filter value longer than MaxValueLen characters.
+func checkLength(v any) *field.Error {
+	if s, ok := v.(string); ok && utf8.RuneCountInString(s) > MaxValueLen {
+		return &field.Error{Code: field.CodeTooLong, Field: "value", Message: fmt.Sprintf("must be at most %d characters", MaxValueLen)}
+	}
+	return nil
 }

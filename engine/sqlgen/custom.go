@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
@@ -29,6 +30,30 @@ func CustomText(v any) string {
 		return x.UTC().Format(SQLiteTime)
 	}
 	return fmt.Sprint(v)
+}
+
+// IndexedPrefix is how many bytes of a custom value's text custom_values keeps: a B-tree entry holds
+// at most about 2,700 bytes on PostgreSQL, and long text or a long URL can be far longer.
+const IndexedPrefix = 1024
+
+// CustomIndexText is the text custom_values keeps for canonical text s: s itself, or its first
+// IndexedPrefix bytes cut at a character boundary.
+func CustomIndexText(s string) string {
+	if len(s) <= IndexedPrefix {
+		return s
+	}
+	cut := IndexedPrefix
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// LongCustom reports whether values of custom field f may be longer than IndexedPrefix: such a field's
+// text filters check the full value in the custom_fields document, narrowed by the indexed prefix
+// where the operator allows.
+func LongCustom(f *model.Field) bool {
+	return f.Type.Textual() && f.MaxLength*utf8.UTFMax > IndexedPrefix
 }
 
 // CustomNumber is the number of a numeric custom value, for range filters; nil otherwise.
@@ -87,6 +112,11 @@ func (d Dialect) customFilter(f listplan.Filter, workspace string, a *args) stri
 	if d.kind == Postgres {
 		like = "ILIKE"
 	}
+	if LongCustom(fld) {
+		if cond, ok := d.longCustomFilter(f, workspace, a, like); ok {
+			return cond
+		}
+	}
 	switch f.Op {
 	case "eq":
 		return having(text(f.Value))
@@ -132,4 +162,50 @@ func (d Dialect) customFilter(f listplan.Filter, workspace string, a *args) stri
 		return present()
 	}
 	panic("sqlgen: unknown filter op " + f.Op)
+}
+
+// longCustomFilter renders the text operators of a field whose values may outgrow the indexed prefix:
+// eq and in narrow by the prefix on the index, then compare the whole value in the record's
+// custom_fields document; contains and starts_with read the document (a pattern scan either way).
+func (d Dialect) longCustomFilter(f listplan.Filter, workspace string, a *args, like string) (string, bool) {
+	fld := f.Field
+	doc := func() string {
+		if d.kind == Postgres {
+			return `("custom_fields" ->> ` + a.add(fld.Column) + ")"
+		}
+		return `json_extract("custom_fields", ` + a.add(`$."`+fld.Column+`"`) + ")"
+	}
+	// Arguments are added in the order they appear in the text (SQLite binds ? by position).
+	prefixed := func(values []any) string {
+		cond := fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s AND "t" IN (`,
+			Quote("id"), a.add(workspace), a.add(fld.Column))
+		pre := make([]string, len(values))
+		for i, v := range values {
+			pre[i] = a.add(CustomIndexText(CustomText(v)))
+		}
+		cond += strings.Join(pre, ", ") + ")) AND " + doc() + " IN ("
+		full := make([]string, len(values))
+		for i, v := range values {
+			full[i] = a.add(CustomText(v))
+		}
+		return "(" + cond + strings.Join(full, ", ") + "))"
+	}
+	pattern := func(p string) string { return doc() + " " + like + " " + a.add(p) + ` ESCAPE '\'` }
+	switch f.Op {
+	case "eq":
+		return prefixed([]any{f.Value}), true
+	case "ne":
+		return "NOT " + prefixed([]any{f.Value}), true
+	case "in":
+		return prefixed(f.Values), true
+	case "not_in":
+		return "NOT " + prefixed(f.Values), true
+	case "contains":
+		return pattern("%" + escapeLike(f.Value.(string)) + "%"), true
+	case "not_contains":
+		return "(" + doc() + " IS NULL OR NOT " + pattern("%"+escapeLike(f.Value.(string))+"%") + ")", true
+	case "starts_with":
+		return pattern(escapeLike(f.Value.(string)) + "%"), true
+	}
+	return "", false
 }

@@ -36,7 +36,7 @@ func (s *Service) syncCustom(ctx context.Context, q store.Querier, workspace, re
 		if err != nil {
 			return err
 		}
-		rows = append(rows, sqlgen.CustomRow{FieldID: id, Text: sqlgen.CustomText(cv), Number: s.d.CustomNumber(f, cv)})
+		rows = append(rows, sqlgen.CustomRow{FieldID: id, Text: sqlgen.CustomIndexText(sqlgen.CustomText(cv)), Number: s.d.CustomNumber(f, cv)})
 	}
 	if len(rows) == 0 {
 		return nil
