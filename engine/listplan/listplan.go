@@ -300,6 +300,11 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 	plan.Desc = true
 	if p.Sort != "" {
 		f, ok := res.Field(p.Sort)
+		for _, cf := range scope.Custom {
+			if cf.Key == p.Sort {
+				f, ok = cf, true
+			}
+		}
 		switch {
 		case ok && f.Sortable && !readable(f.Key):
 			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("sort"), fmt.Sprintf("%q is not readable with your role; it cannot be a sort key", p.Sort)))

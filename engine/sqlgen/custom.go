@@ -209,3 +209,106 @@ func (d Dialect) longCustomFilter(f listplan.Filter, workspace string, a *args, 
 	}
 	return "", false
 }
+
+// CustomSortable reports whether a custom field can be a sort key: a single value whose indexed text
+// (or number) is the whole value, so that the custom_values index orders records by it.
+func CustomSortable(f *model.Field) bool {
+	return f.Type != model.MultiSelect && f.Type != model.Reference && !LongCustom(f)
+}
+
+// customKey converts a cursor position's canonical value into the custom_values column it compares with.
+func (d Dialect) customKey(f *model.Field, v any) any {
+	if f.Type == model.Integer || f.Type == model.Decimal {
+		return d.CustomNumber(f, v)
+	}
+	return CustomText(v)
+}
+
+// customList is List for a custom field sort key. Records with a value (the value band) are read by
+// walking the custom_values index (workspace_id, field_id, t|n, record_id) joined to the records;
+// records without one (the NULL band) by an anti-join ordered by id. The bands come in the order NULLs
+// take in this database for declared fields. Cursor walks run one band after the other, each an index
+// walk; page mode takes offset+limit rows from each band and pages through their union.
+func (d Dialect) customList(plan *listplan.Plan, workspace string) []Stmt {
+	r, f := plan.Resource, plan.Sort
+	table := Quote(r.Table)
+	keyCol := `"t"`
+	if f.Type == model.Integer || f.Type == model.Decimal {
+		keyCol = `"n"`
+	}
+	dir, cmp := "ASC", ">"
+	if plan.Desc {
+		dir, cmp = "DESC", "<"
+	}
+	join := func(a *args, kind string) string {
+		return fmt.Sprintf(`%s %s JOIN (SELECT "record_id" AS "_cv_id", %s AS "_cv_key" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s) AS "_cv" ON "_cv"."_cv_id" = %s."id"`,
+			table, kind, keyCol, a.add(workspace), a.add(f.Column), table)
+	}
+	// values selects the value band after position after (nil: from its start).
+	values := func(a *args, after *listplan.Position, extra string, n int) string {
+		from := join(a, "INNER")
+		where := d.where(plan, workspace, a)
+		if after != nil {
+			where += fmt.Sprintf(` AND ("_cv"."_cv_key", "_cv"."_cv_id") %s (%s, %s)`, cmp, a.add(d.customKey(f, after.Key)), a.add(after.ID))
+		}
+		return fmt.Sprintf(`SELECT %s%s FROM %s WHERE %s ORDER BY "_cv"."_cv_key" %s, "_cv"."_cv_id" %s LIMIT %s`,
+			d.selectList(r), extra, from, where, dir, dir, a.add(int64(n)))
+	}
+	// nulls selects the NULL band after record afterID ("" from its start).
+	nulls := func(a *args, afterID string, extra string, n int) string {
+		from := join(a, "LEFT")
+		where := d.where(plan, workspace, a) + ` AND "_cv"."_cv_id" IS NULL`
+		if afterID != "" {
+			where += fmt.Sprintf(" AND %s.%s %s %s", table, Quote("id"), cmp, a.add(afterID))
+		}
+		return fmt.Sprintf(`SELECT %s%s FROM %s WHERE %s ORDER BY %s.%s %s LIMIT %s`, d.selectList(r), extra, from, where, table, Quote("id"), dir, a.add(int64(n)))
+	}
+	nullsFirst := plan.Desc == d.NullsLargest()
+	limit := plan.Limit + 1
+	stmt := func(fn func(a *args) string) Stmt {
+		a := &args{d: d}
+		sql := fn(a)
+		return Stmt{SQL: sql, Args: a.vals}
+	}
+	valuesFrom := func(after *listplan.Position) Stmt {
+		return stmt(func(a *args) string { return values(a, after, "", limit) })
+	}
+	nullsFrom := func(afterID string) Stmt {
+		return stmt(func(a *args) string { return nulls(a, afterID, "", limit) })
+	}
+	if !plan.CursorMode() {
+		// Page mode: each band contributes its first offset+limit rows; the union is ordered band
+		// first, then (key, id), and paged.
+		n := plan.Offset + limit
+		return []Stmt{stmt(func(a *args) string {
+			vb, nb := `0 AS "_band"`, `1 AS "_band"`
+			if nullsFirst {
+				vb, nb = nb, vb
+			}
+			var parts [2]string
+			parts[0] = values(a, nil, `, `+vb+`, "_cv"."_cv_key" AS "_k"`, n)
+			parts[1] = nulls(a, "", `, `+nb+`, "_cv"."_cv_key" AS "_k"`, n) // NULL, typed like the key
+			sql := fmt.Sprintf(`SELECT %s FROM (SELECT * FROM (%s) AS "_v" UNION ALL SELECT * FROM (%s) AS "_n") AS "_page" ORDER BY "_band", "_k" %s, %s %s LIMIT %s`,
+				d.selectList(r), parts[0], parts[1], dir, Quote("id"), dir, a.add(int64(limit)))
+			if plan.Offset > 0 {
+				sql += " OFFSET " + a.add(int64(plan.Offset))
+			}
+			return sql
+		})}
+	}
+	after := plan.After
+	switch {
+	case after == nil && nullsFirst:
+		return []Stmt{nullsFrom(""), valuesFrom(nil)}
+	case after == nil:
+		return []Stmt{valuesFrom(nil), nullsFrom("")}
+	case after.Key == nil && nullsFirst:
+		return []Stmt{nullsFrom(after.ID), valuesFrom(nil)}
+	case after.Key == nil:
+		return []Stmt{nullsFrom(after.ID)}
+	case nullsFirst:
+		return []Stmt{valuesFrom(after)}
+	default:
+		return []Stmt{valuesFrom(after), nullsFrom("")}
+	}
+}

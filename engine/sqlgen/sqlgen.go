@@ -465,6 +465,9 @@ func (d Dialect) ExistingIDs(r *model.Resource, workspace string, ids []string) 
 // key, the rows whose key is NULL form a separate band (after the others in PostgreSQL ascending order,
 // before them in SQLite's), so a walk may need a second statement when it crosses from one band to the next.
 func (d Dialect) List(plan *listplan.Plan, workspace string) []Stmt {
+	if plan.Sort.Custom && plan.Limit > 0 {
+		return d.customList(plan, workspace)
+	}
 	col := Quote(plan.Sort.Column)
 	id := Quote("id")
 	dir, cmp := "ASC", ">"
@@ -567,7 +570,7 @@ func (d Dialect) search(r *model.Resource, terms []string, a *args) string {
 		q[i] = `"` + t + `"*`
 	}
 	fts := Quote(SearchName(r.Table))
-	return fmt.Sprintf("rowid IN (SELECT rowid FROM %s WHERE %s MATCH %s)", fts, fts, a.add(strings.Join(q, " AND ")))
+	return fmt.Sprintf("%s.rowid IN (SELECT rowid FROM %s WHERE %s MATCH %s)", Quote(r.Table), fts, fts, a.add(strings.Join(q, " AND ")))
 }
 
 func (d Dialect) filter(f listplan.Filter, a *args) string {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -74,7 +75,8 @@ func (f *Fields) ByKey(key string) (*Def, bool) { d, ok := f.byKey[key]; return 
 // ByID returns the active definition with id.
 func (f *Fields) ByID(id string) (*Def, bool) { d, ok := f.byID[id]; return d, ok }
 
-// FilterFields returns the custom fields as filter fields, keyed by filter key (cfv:<id>).
+// FilterFields returns the custom fields as filter and sort fields, keyed by filter key (cfv:<id>),
+// which is also their sort key where Sortable.
 func (f *Fields) FilterFields() []*model.Field {
 	out := make([]*model.Field, 0, len(f.Defs))
 	for _, d := range f.Defs {
@@ -165,6 +167,7 @@ func toField(d *Def) *model.Field {
 	t := Types[d.Type]
 	f := &model.Field{Key: d.Key, Label: d.Label, Description: d.Description, Type: t.Type, Required: d.Required,
 		MaxLength: t.MaxLength, Options: d.Options, Target: d.Target, Column: d.ID, Filterable: true}
+	f.Sortable = sqlgen.CustomSortable(f)
 	if t.Type == model.Integer {
 		lo, hi := -float64(1<<53-1), float64(1<<53-1)
 		f.Minimum, f.Maximum = &lo, &hi

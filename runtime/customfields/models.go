@@ -11,6 +11,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -85,6 +86,7 @@ func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fi
 			lo, hi := -float64(1<<53-1), float64(1<<53-1)
 			fld.Minimum, fld.Maximum = &lo, &hi
 		}
+		fld.Sortable = sqlgen.CustomSortable(fld)
 		f.Defs = append(f.Defs, d)
 		f.byKey[k], f.byID[d.ID] = d, d
 		fields = append(fields, fld)

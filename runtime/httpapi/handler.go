@@ -348,12 +348,21 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 		return err
 	}
 	custom := make([]any, 0, len(fs.Defs))
+	sortKeys, _ := doc["sort_keys"].([]string)
+	filterKeys, _ := doc["filter_keys"].([]any)
 	for _, d := range fs.Defs {
-		entry := catalog.Field(fs.Field(d))
+		f := fs.Field(d)
+		entry := catalog.Field(f)
 		entry["id"], entry["write_key"], entry["filter_key"], entry["custom_type"] = d.ID, "cf__"+d.Key, d.FilterKey(), d.Type
 		entry["writable"] = p.Policy(r).Level == access.Write
+		if f.Sortable {
+			entry["sort_key"] = d.FilterKey()
+			sortKeys = append(sortKeys, d.FilterKey())
+		}
+		filterKeys = append(filterKeys, map[string]any{"key": d.FilterKey(), "field": "cf__" + d.Key, "type": f.Type.String(), "ops": f.Ops()})
 		custom = append(custom, entry)
 	}
+	doc["sort_keys"], doc["filter_keys"] = sortKeys, filterKeys
 	doc["custom_fields"] = custom
 	writeJSON(w, 200, map[string]any{"data": doc})
 	return nil

@@ -323,7 +323,12 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 	if page.HasMore && len(page.Records) > 0 {
 		last := page.Records[len(page.Records)-1]
 		pos := listplan.Position{ID: last["id"].(string)}
-		if v := last[plan.Sort.Key]; v != nil {
+		v := last[plan.Sort.Key]
+		if plan.Sort.Custom {
+			stored, _ := last["custom_fields"].(map[string]any)
+			v = stored[plan.Sort.Column]
+		}
+		if v != nil {
 			key, err := model.Canonical(plan.Sort, v)
 			if err != nil {
 				return nil, fmt.Errorf("list %s: cursor from %s: %w", plan.Resource.Name, plan.Sort.Key, err)

@@ -71,7 +71,7 @@ UPDATE "rec_deals" SET "name" = ?, "amount" = ? WHERE "workspace_id" = ? AND "id
 -- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- page 3, filters joined with or, search
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND "rec_deals".rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
 -- args: [ws 0 open won %50\%\_off% 50 "acme"* AND "renewal"* 11 20]
 
 -- cursor, non-null key (created_at desc)
