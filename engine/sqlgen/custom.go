@@ -224,12 +224,15 @@ func (d Dialect) customKey(f *model.Field, v any) any {
 	return CustomText(v)
 }
 
-// customList is List for a custom field sort key. Records with a value (the value band) are read by
-// walking the custom_values index (workspace_id, field_id, t|n, record_id) joined to the records;
-// records without one (the NULL band) by an anti-join ordered by id. The bands come in the order NULLs
-// take in this database for declared fields. Cursor walks run one band after the other, each an index
-// walk; page mode takes offset+limit rows from each band and pages through their union.
-func (d Dialect) customList(plan *listplan.Plan, workspace string) []Stmt {
+// A custom field sort key orders records by the custom_values index (workspace_id, field_id, t|n,
+// record_id) joined to the records: the value band. Records without a value form the empty band, read
+// by an anti-join in id order, and come last in both orders (an empty value is not a value), so a
+// walk reaches them only once the values are exhausted: a first page never scans the records without
+// a value. Each band is one index walk.
+
+// customBand renders one band's SELECT: values (after position after, nil from the start) or, with
+// empty set, the records without a value (after record id afterID, "" from the start).
+func (d Dialect) customBand(plan *listplan.Plan, workspace string, a *args, empty bool, after *listplan.Position, afterID string, offset, limit int, count bool) string {
 	r, f := plan.Resource, plan.Sort
 	table := Quote(r.Table)
 	keyCol := `"t"`
@@ -240,75 +243,77 @@ func (d Dialect) customList(plan *listplan.Plan, workspace string) []Stmt {
 	if plan.Desc {
 		dir, cmp = "DESC", "<"
 	}
-	join := func(a *args, kind string) string {
-		return fmt.Sprintf(`%s %s JOIN (SELECT "record_id" AS "_cv_id", %s AS "_cv_key" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s) AS "_cv" ON "_cv"."_cv_id" = %s."id"`,
-			table, kind, keyCol, a.add(workspace), a.add(f.Column), table)
+	kind := "INNER"
+	if empty {
+		kind = "LEFT"
 	}
-	// values selects the value band after position after (nil: from its start).
-	values := func(a *args, after *listplan.Position, extra string, n int) string {
-		from := join(a, "INNER")
-		where := d.where(plan, workspace, a)
-		if after != nil {
-			where += fmt.Sprintf(` AND ("_cv"."_cv_key", "_cv"."_cv_id") %s (%s, %s)`, cmp, a.add(d.customKey(f, after.Key)), a.add(after.ID))
-		}
-		return fmt.Sprintf(`SELECT %s%s FROM %s WHERE %s ORDER BY "_cv"."_cv_key" %s, "_cv"."_cv_id" %s LIMIT %s`,
-			d.selectList(r), extra, from, where, dir, dir, a.add(int64(n)))
-	}
-	// nulls selects the NULL band after record afterID ("" from its start).
-	nulls := func(a *args, afterID string, extra string, n int) string {
-		from := join(a, "LEFT")
-		where := d.where(plan, workspace, a) + ` AND "_cv"."_cv_id" IS NULL`
+	from := fmt.Sprintf(`%s %s JOIN (SELECT "record_id" AS "_cv_id", %s AS "_cv_key" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s) AS "_cv" ON "_cv"."_cv_id" = %s."id"`,
+		table, kind, keyCol, a.add(workspace), a.add(f.Column), table)
+	where := d.where(plan, workspace, a)
+	var order string
+	if empty {
+		where += ` AND "_cv"."_cv_id" IS NULL`
 		if afterID != "" {
 			where += fmt.Sprintf(" AND %s.%s %s %s", table, Quote("id"), cmp, a.add(afterID))
 		}
-		return fmt.Sprintf(`SELECT %s%s FROM %s WHERE %s ORDER BY %s.%s %s LIMIT %s`, d.selectList(r), extra, from, where, table, Quote("id"), dir, a.add(int64(n)))
+		order = fmt.Sprintf("%s.%s %s", table, Quote("id"), dir)
+	} else {
+		if after != nil {
+			where += fmt.Sprintf(` AND ("_cv"."_cv_key", "_cv"."_cv_id") %s (%s, %s)`, cmp, a.add(d.customKey(f, after.Key)), a.add(after.ID))
+		}
+		order = fmt.Sprintf(`"_cv"."_cv_key" %s, "_cv"."_cv_id" %s`, dir, dir)
 	}
-	nullsFirst := plan.Desc == d.NullsLargest()
+	cols := d.selectList(r)
+	if count {
+		cols = "1"
+	}
+	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %s", cols, from, where, order, a.add(int64(limit)))
+	if offset > 0 {
+		sql += " OFFSET " + a.add(int64(offset))
+	}
+	if count {
+		sql = "SELECT count(*) FROM (" + sql + ") AS " + Quote("_c")
+	}
+	return sql
+}
+
+func (d Dialect) customStmt(fn func(a *args) string) Stmt {
+	a := &args{d: d}
+	sql := fn(a)
+	return Stmt{SQL: sql, Args: a.vals}
+}
+
+// customList is List for a custom field sort key in cursor mode: the rest of the value band after the
+// cursor, then the empty band.
+func (d Dialect) customList(plan *listplan.Plan, workspace string) []Stmt {
 	limit := plan.Limit + 1
-	stmt := func(fn func(a *args) string) Stmt {
-		a := &args{d: d}
-		sql := fn(a)
-		return Stmt{SQL: sql, Args: a.vals}
-	}
-	valuesFrom := func(after *listplan.Position) Stmt {
-		return stmt(func(a *args) string { return values(a, after, "", limit) })
-	}
-	nullsFrom := func(afterID string) Stmt {
-		return stmt(func(a *args) string { return nulls(a, afterID, "", limit) })
-	}
 	if !plan.CursorMode() {
-		// Page mode: each band contributes its first offset+limit rows; the union is ordered band
-		// first, then (key, id), and paged.
-		n := plan.Offset + limit
-		return []Stmt{stmt(func(a *args) string {
-			vb, nb := `0 AS "_band"`, `1 AS "_band"`
-			if nullsFirst {
-				vb, nb = nb, vb
-			}
-			var parts [2]string
-			parts[0] = values(a, nil, `, `+vb+`, "_cv"."_cv_key" AS "_k"`, n)
-			parts[1] = nulls(a, "", `, `+nb+`, "_cv"."_cv_key" AS "_k"`, n) // NULL, typed like the key
-			sql := fmt.Sprintf(`SELECT %s FROM (SELECT * FROM (%s) AS "_v" UNION ALL SELECT * FROM (%s) AS "_n") AS "_page" ORDER BY "_band", "_k" %s, %s %s LIMIT %s`,
-				d.selectList(r), parts[0], parts[1], dir, Quote("id"), dir, a.add(int64(limit)))
-			if plan.Offset > 0 {
-				sql += " OFFSET " + a.add(int64(plan.Offset))
-			}
-			return sql
-		})}
+		// Page mode needs the number of values before the page (see CustomPage); the first statement
+		// alone is right whenever the page lies within the values.
+		return []Stmt{d.CustomPage(plan, workspace, false, plan.Offset, limit)}
 	}
-	after := plan.After
+	values := d.customStmt(func(a *args) string { return d.customBand(plan, workspace, a, false, plan.After, "", 0, limit, false) })
+	empty := func(afterID string) Stmt {
+		return d.customStmt(func(a *args) string { return d.customBand(plan, workspace, a, true, nil, afterID, 0, limit, false) })
+	}
 	switch {
-	case after == nil && nullsFirst:
-		return []Stmt{nullsFrom(""), valuesFrom(nil)}
-	case after == nil:
-		return []Stmt{valuesFrom(nil), nullsFrom("")}
-	case after.Key == nil && nullsFirst:
-		return []Stmt{nullsFrom(after.ID), valuesFrom(nil)}
-	case after.Key == nil:
-		return []Stmt{nullsFrom(after.ID)}
-	case nullsFirst:
-		return []Stmt{valuesFrom(after)}
+	case plan.After == nil:
+		return []Stmt{values, empty("")}
+	case plan.After.Key == nil:
+		return []Stmt{empty(plan.After.ID)}
 	default:
-		return []Stmt{valuesFrom(after), nullsFrom("")}
+		return []Stmt{values, empty("")}
 	}
+}
+
+// CustomPage returns, for page mode over a custom sort key, the statement reading limit rows from
+// offset within the value band, or (empty) within the empty band.
+func (d Dialect) CustomPage(plan *listplan.Plan, workspace string, empty bool, offset, limit int) Stmt {
+	return d.customStmt(func(a *args) string { return d.customBand(plan, workspace, a, empty, nil, "", offset, limit, false) })
+}
+
+// CustomValueCount returns the statement counting the records with a value for plan's custom sort
+// key, up to upTo (page mode is bounded, so the count is too).
+func (d Dialect) CustomValueCount(plan *listplan.Plan, workspace string, upTo int) Stmt {
+	return d.customStmt(func(a *args) string { return d.customBand(plan, workspace, a, false, nil, "", 0, upTo, true) })
 }

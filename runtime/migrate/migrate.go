@@ -60,7 +60,7 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 				return fmt.Errorf("migrate %s: %w", r.Name, err)
 			}
 		}
-		return nil
+		return checkLeakproof(ctx, q, d, res)
 	})
 	if err != nil {
 		return nil, err

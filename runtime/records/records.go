@@ -297,10 +297,7 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 	ctx = store.WithWorkspace(ctx, a.Workspace)
 	page := &Page{Records: []Record{}}
 	want := plan.Limit + 1
-	for _, stmt := range s.d.List(plan, a.Workspace) {
-		if len(page.Records) >= want {
-			break
-		}
+	read := func(stmt sqlgen.Stmt) error {
 		err := s.st.Query(ctx, stmt, func(row []any) error {
 			if len(page.Records) >= want {
 				return nil
@@ -313,7 +310,21 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", plan.Resource.Name, err)
+			return fmt.Errorf("list %s: %w", plan.Resource.Name, err)
+		}
+		return nil
+	}
+	for _, stmt := range s.d.List(plan, a.Workspace) {
+		if len(page.Records) >= want {
+			break
+		}
+		if err := read(stmt); err != nil {
+			return nil, err
+		}
+	}
+	if plan.Sort.Custom && !plan.CursorMode() && plan.Limit > 0 && len(page.Records) < want {
+		if err := s.emptyBandPage(ctx, plan, a.Workspace, page, read); err != nil {
+			return nil, err
 		}
 	}
 	if len(page.Records) > plan.Limit {
@@ -349,6 +360,22 @@ func (s *Service) List(ctx context.Context, a Actor, plan *listplan.Plan) (*Page
 		}
 	}
 	return page, nil
+}
+
+// emptyBandPage completes a page-mode page over a custom sort key with records that have no value,
+// which follow all the values: the page's offset into them is its offset less the number of values.
+func (s *Service) emptyBandPage(ctx context.Context, plan *listplan.Plan, workspace string, page *Page, read func(sqlgen.Stmt) error) error {
+	values := plan.Offset + len(page.Records)
+	if len(page.Records) == 0 && plan.Offset > 0 {
+		found, err := store.QueryOne(ctx, s.st, s.d.CustomValueCount(plan, workspace, plan.Offset), func(row []any) error {
+			values = int(store.Int(row[0]))
+			return nil
+		})
+		if err != nil || !found {
+			return fmt.Errorf("list %s: count values: %w", plan.Resource.Name, err)
+		}
+	}
+	return read(s.d.CustomPage(plan, workspace, true, max(0, plan.Offset-values), plan.Limit+1-len(page.Records)))
 }
 
 // Create validates body and stores a new record owned by the actor.

@@ -27,6 +27,7 @@ import (
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/server"
 )
 
@@ -97,6 +98,18 @@ func DatabaseURL(t testing.TB, b Backend) string {
 	})
 	cfg, _ := pgx.ParseConfig(admin)
 	cfg.Database = name
+	// As the deployment guide asks a superuser to do once per database (see migrate.LeakproofSQL).
+	if os.Getenv("RECORDS_TEST_NO_LEAKPROOF") == "" {
+		dbc, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatalf("connect to %s: %v", name, err)
+		}
+		_, err = dbc.Exec(ctx, migrate.LeakproofSQL())
+		dbc.Close(ctx)
+		if err != nil {
+			t.Fatalf("mark numeric comparisons leakproof: %v", err)
+		}
+	}
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", AppRole, cfg.Host, cfg.Port, name)
 }
 
