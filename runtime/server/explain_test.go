@@ -95,7 +95,7 @@ func explain(t *testing.T, ctx context.Context, st store.Store, d sqlgen.Dialect
 
 // Under row-level security (the suite's role is not a superuser), a selective custom-field eq or in
 // filter over 20,000 rows is served by the custom_values index, not a scan. (Range filters are
-// semi-joins the planner may still answer by walking the sort index: see docs/status-issue-5.md.)
+// semi-joins the planner may still answer by walking the sort index: see docs/custom-fields.md.)
 func TestCustomFilterUsesIndex(t *testing.T) {
 	be := openBackend(t, servertest.DatabaseURL(t, servertest.Postgres), servertest.DefinitionsDir(), false)
 	defer be.Close()
