@@ -162,6 +162,32 @@ func TestCommandLine(t *testing.T) {
 			if code, body := get("/v1/data_model_records?model_id=" + modelID); code != 200 || len(body["data"].([]any)) != 20 {
 				t.Errorf("model records: %d %v", code, body)
 			}
+			// The recordsctl-made model through all seven operations.
+			call := func(method, path, body string, want int) map[string]any {
+				t.Helper()
+				code, out := mustCall(t, base, secret, method, path, body)
+				if code != want {
+					t.Fatalf("%s %s: %d %v, want %d", method, path, code, out, want)
+				}
+				d, _ := out["data"].(map[string]any)
+				return d
+			}
+			rec := call("POST", "/v1/data_model_records", `{"model_id":"`+modelID+`","name":"Acme Tools","cf__category":"services","cf__website":"https://acme.example"}`, 201)
+			rid := rec["id"].(string)
+			q := "?model_id=" + modelID
+			if got := call("GET", "/v1/data_model_records/"+rid+q, "", 200); got["custom_fields"].(map[string]any)["category"] != "services" {
+				t.Errorf("model record get: %v", got)
+			}
+			call("PATCH", "/v1/data_model_records/"+rid+q, `{"cf__category":"hardware"}`, 200)
+			_, listed := mustCall(t, base, secret, "POST", "/v1/data_model_records/query", `{"model_id":"`+modelID+`","search":"acme"}`)
+			if l, _ := listed["data"].([]any); len(l) != 1 {
+				t.Errorf("query by search found %d model records", len(l))
+			}
+			call("DELETE", "/v1/data_model_records/"+rid+q, `{"reason":"duplicate"}`, 200)
+			call("POST", "/v1/data_model_records/"+rid+"/restore"+q, "", 200)
+			if code, _ := mustCall(t, base, secret, "GET", "/v1/data_model_records/"+rid, ""); code != 400 {
+				t.Errorf("get without model_id: %d, want 400", code)
+			}
 			c.run("member", "mfa-verified", member)
 			if code, body := get("/v1/me"); code != 401 || body["error"].(map[string]any)["code"] != "key_assurance_stale" {
 				t.Errorf("after mfa-verified: %d %v", code, body)
