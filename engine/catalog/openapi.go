@@ -255,7 +255,7 @@ func operation(rt route.Route) map[string]any {
 			map[string]any{"name": "page", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPage, "default": 1}},
 			map[string]any{"name": "cursor", "in": "query", "schema": map[string]any{"type": "string"}, "description": "start, or a previous meta.next_cursor. Not with page."},
 			map[string]any{"name": "page_size", "in": "query", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "default": listplan.DefaultSize}},
-			map[string]any{"name": "sort", "in": "query", "schema": map[string]any{"type": "string", "enum": r.SortKeys()}},
+			map[string]any{"name": "sort", "in": "query", "schema": sortSchema(r), "description": "A sort key of the resource, or a custom field's sort_key (cfv:<id>) from the catalog."},
 			map[string]any{"name": "order", "in": "query", "schema": map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}},
 			map[string]any{"name": "include_archived", "in": "query", "schema": map[string]any{"type": "boolean", "default": false}},
 			map[string]any{"name": "filter", "in": "query", "schema": map[string]any{"type": "string"}, "description": "URL-encoded JSON array of filter items."},
@@ -271,7 +271,7 @@ func operation(rt route.Route) map[string]any {
 			"page":             map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPage},
 			"cursor":           map[string]any{"type": "string"},
 			"page_size":        map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize},
-			"sort":             map[string]any{"type": "string", "enum": r.SortKeys()},
+			"sort":             sortSchema(r),
 			"order":            map[string]any{"type": "string", "enum": []string{"asc", "desc"}},
 			"search":           map[string]any{"type": "string"},
 			"include_archived": map[string]any{"type": "boolean"},
@@ -323,4 +323,14 @@ func listResp(rec map[string]any) map[string]any {
 		"type": "object", "required": []string{"data", "meta"},
 		"properties": map[string]any{"data": map[string]any{"type": "array", "items": rec}, "meta": ref("ListMeta")},
 	})}
+}
+
+// sortSchema is the schema of the sort parameter: a declared sort key, or (on resources that take custom
+// fields) a custom field's sort key.
+func sortSchema(r *model.Resource) map[string]any {
+	declared := map[string]any{"type": "string", "enum": r.SortKeys()}
+	if r.ReadOnly() {
+		return declared
+	}
+	return map[string]any{"anyOf": []any{declared, map[string]any{"type": "string", "pattern": "^cfv:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}}
 }
