@@ -8,7 +8,7 @@ ADDR    ?= 127.0.0.1:8080
 DB      ?= sqlite:./data/records.db
 FUZZTIME ?= 30s
 
-.PHONY: all build run test test-race lint fuzz bench clean
+.PHONY: all build run test test-race lint fuzz bench clean proto plugins
 
 all: lint test
 
@@ -30,6 +30,22 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run ./cmd/recordsctl definitions lint definitions
+
+# Regenerate the hook contract's Go code (committed) from plugins/sdk/proto/hooks.proto. Needs protoc
+# (Debian: apt-get install protobuf-compiler); the Go generators come from the module proxy.
+PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC := google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+proto:
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO)
+	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO_GRPC)
+	PATH=$(CURDIR)/$(BIN)/tools:$$PATH protoc -I plugins/sdk/proto \
+		--go_out=plugins/sdk/hookspb --go_opt=paths=source_relative \
+		--go-grpc_out=plugins/sdk/hookspb --go-grpc_opt=paths=source_relative \
+		plugins/sdk/proto/hooks.proto
+
+# The shipped rules plugins, into plugins/bin (the directory recordsd --plugins reads by default).
+plugins:
+	@for p in $$(ls plugins | grep -v -e '^sdk$$' -e '^bin$$'); do $(GO) build -o plugins/bin/$$p ./plugins/$$p || exit 1; done
 
 # Benchmarks (never timed tests): each layer of a request next to raw SQL, on SQLite and PostgreSQL.
 bench:

@@ -16,8 +16,10 @@ type Config struct {
 	DB             string // sqlite:PATH or postgres://…
 	DefinitionsDir string // resource, role and plan definitions
 	PluginsDir     string // plugin binaries
-	Dev            bool   // seed a demo workspace into an empty database
-	DevKeyFile     string // where --dev writes the demo key
+	// PluginTimeout is the deadline of one plugin hook call.
+	PluginTimeout time.Duration
+	Dev           bool   // seed a demo workspace into an empty database
+	DevKeyFile    string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
 	AllowDestructive bool
 	// CursorSecret signs list cursors. Empty: a secret generated once and kept in the database, so every
@@ -45,7 +47,10 @@ const (
 func Default(getenv func(string) string) Config {
 	c := Config{
 		Addr: DefaultAddr, DB: DefaultDB, DefinitionsDir: DefaultDefinitions, PluginsDir: DefaultPlugins,
-		DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second,
+		DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, PluginTimeout: 2 * time.Second,
+	}
+	if v, err := time.ParseDuration(getenv("RECORDS_PLUGIN_TIMEOUT")); err == nil && v > 0 {
+		c.PluginTimeout = v
 	}
 	if v := getenv("RECORDS_DB"); v != "" {
 		c.DB = v

@@ -8,6 +8,7 @@ import (
 
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -95,6 +96,9 @@ func translate(err error) *Error {
 		return &Error{Status: 409, Type: "conflict_error", Code: "conflict", Message: "The write conflicts with an existing record.", Err: err}
 	case errors.Is(err, store.ErrInvalid):
 		return &Error{Status: 422, Type: "validation_error", Code: "validation_failed", Message: "A value is outside what the workspace can store.", Err: err}
+	case errors.Is(err, plugins.ErrUnavailable):
+		return &Error{Status: 503, Type: "api_error", Code: "service_unavailable", Message: "A rule this write must pass cannot run right now; nothing was written. Retry with backoff.", Err: err,
+			Header: http.Header{"Retry-After": []string{"1"}}}
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return &Error{Status: 503, Type: "api_error", Code: "service_unavailable", Message: "The service cannot reach its data right now; retry with backoff.", Err: err,
 			Header: http.Header{"Retry-After": []string{"1"}}}

@@ -21,6 +21,7 @@ import (
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -68,6 +69,7 @@ type Service struct {
 	secret  []byte
 	now     func() time.Time
 	custom  *customfields.Registry
+	hooks   *plugins.Host
 }
 
 // Config configures a Service.
@@ -81,6 +83,8 @@ type Config struct {
 	Now func() time.Time
 	// Custom holds the workspaces' custom fields; nil refuses every custom field.
 	Custom *customfields.Registry
+	// Hooks runs the plugins definitions name; nil runs none.
+	Hooks *plugins.Host
 }
 
 // New returns a Service.
@@ -89,7 +93,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks}
 }
 
 // Catalog returns the model the service serves.
@@ -400,12 +404,20 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		f, _ := r.Field(k)
 		values[f.Column] = v
 	}
-	if err := setComputed(r, nil, b.Values, values); err != nil {
-		return nil, err
-	}
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: id}
 	var rec Record
 	err = s.st.Tx(ctx, func(q store.Querier) error {
+		set, err := s.beforeHooks(ctx, q, a, r, "create", nil, b.Values)
+		if err != nil {
+			return err
+		}
+		for k, v := range set {
+			f, _ := r.Field(k)
+			b.Values[k], values[f.Column] = v, v
+		}
+		if err := setComputed(r, nil, b.Values, values); err != nil {
+			return err
+		}
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
 			return err
 		}
@@ -432,6 +444,7 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 	if err != nil {
 		return nil, err
 	}
+	s.afterHooks(a, r, "create", b.Values, rec)
 	return rec, nil
 }
 
@@ -483,6 +496,13 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 		if len(b.Values) == 0 && b.Custom == nil {
 			return nil, nil
 		}
+		set, err := s.beforeHooks(ctx, q, a, r, "update", cur, b.Values)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range set {
+			b.Values[k] = v
+		}
 		if err := s.checkReferences(ctx, q, r, a.Workspace, b.Values); err != nil {
 			return nil, err
 		}
@@ -520,9 +540,16 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 
 // Archive soft-deletes one record, keeping reason.
 func (s *Service) Archive(ctx context.Context, a Actor, r *model.Resource, modelID, id string, reason *string) (Record, error) {
-	return s.change(ctx, a, r, modelID, id, func(_ store.Querier, cur Record) (*edit, error) {
+	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is already archived"}
+		}
+		changes := map[string]any{}
+		if reason != nil {
+			changes["archive_reason"] = *reason
+		}
+		if _, err := s.beforeHooks(ctx, q, a, r, "archive", cur, changes); err != nil {
+			return nil, err
 		}
 		now := s.timestamp()
 		e := &edit{action: "archive", values: map[string]any{"archived": true, "archived_at": now, "updated_at": now, "archive_reason": nil}, changes: map[string]any{}}
@@ -536,9 +563,12 @@ func (s *Service) Archive(ctx context.Context, a Actor, r *model.Resource, model
 
 // Restore brings an archived record back.
 func (s *Service) Restore(ctx context.Context, a Actor, r *model.Resource, modelID, id string) (Record, error) {
-	return s.change(ctx, a, r, modelID, id, func(_ store.Querier, cur Record) (*edit, error) {
+	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
+		}
+		if _, err := s.beforeHooks(ctx, q, a, r, "restore", cur, map[string]any{}); err != nil {
+			return nil, err
 		}
 		return &edit{action: "restore", values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
 	})
@@ -561,6 +591,7 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 	pol := a.Policy(r)
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}
 	var rec Record
+	var written *edit
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		cur, err := s.get(ctx, q, r, key, true)
 		if err != nil {
@@ -591,10 +622,14 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err := s.audit(ctx, q, a, r, key.ID, e.action, e.changes, now); err != nil {
 			return err
 		}
+		written = e
 		return s.finish(ctx, q, a, r, key, pol, &rec)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if written != nil {
+		s.afterHooks(a, r, written.action, written.changes, rec)
 	}
 	return rec, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -59,6 +60,10 @@ type Backend struct {
 	Directory *auth.Directory
 	Custom    *customfields.Registry
 	Migration *migrate.Result
+	// Plugins runs the rules plugins the definitions name (set by New; nil for admin commands).
+	Plugins *plugins.Host
+
+	recordsConfig records.Config
 }
 
 // Open loads the definitions, opens the database and migrates it.
@@ -87,15 +92,30 @@ func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
 		}
 	}
 	custom := customfields.New(st, cat)
+	rc := records.Config{Catalog: cat, Schemas: schemas, Store: st, CursorSecret: secret, Custom: custom}
 	return &Backend{
 		Catalog: cat, Schemas: schemas, Store: st, Migration: res, Custom: custom,
-		Records:   records.New(records.Config{Catalog: cat, Schemas: schemas, Store: st, CursorSecret: secret, Custom: custom}),
-		Directory: auth.NewDirectory(st, cat, nil),
+		Records: records.New(rc), Directory: auth.NewDirectory(st, cat, nil), recordsConfig: rc,
 	}, nil
 }
 
-// Close closes the database.
-func (b *Backend) Close() error { return b.Store.Close() }
+// StartPlugins starts the plugins the definitions name, from dir, and makes writes run their hooks.
+func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger) error {
+	host, err := plugins.New(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, b.Catalog)
+	if err != nil {
+		return fmt.Errorf("plugins: %w", err)
+	}
+	b.Plugins = host
+	b.recordsConfig.Hooks = host
+	b.Records = records.New(b.recordsConfig)
+	return nil
+}
+
+// Close stops the plugins and closes the database.
+func (b *Backend) Close() error {
+	b.Plugins.Close()
+	return b.Store.Close()
+}
 
 // storedSecret returns the named secret, generating and storing it the first time. Concurrent first
 // calls agree: the insert keeps the first value written.
@@ -145,6 +165,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	for _, line := range b.Migration.Pending {
 		log.Warn("migration pending", "change", line)
+	}
+	if err := b.StartPlugins(ctx, cfg.PluginsDir, cfg.PluginTimeout, log); err != nil {
+		b.Close()
+		return nil, err
 	}
 	doc, err := json.Marshal(catalog.OpenAPI(b.Catalog, b.Schemas))
 	if err != nil {

@@ -129,6 +129,7 @@ type Options struct {
 	DefinitionsDir string // default: the repository's definitions
 	DB             string // default: a fresh database of the backend
 	TrustedProxies string // see config.Config.TrustedProxies
+	PluginsDir     string // default: config's default (the definitions name no plugin)
 }
 
 // Start starts a server on backend b.
@@ -140,6 +141,9 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 		cfg.DB = DatabaseURL(t, b)
 	}
 	cfg.TrustedProxies = opts.TrustedProxies
+	if opts.PluginsDir != "" {
+		cfg.PluginsDir = opts.PluginsDir
+	}
 	cfg.DefinitionsDir = opts.DefinitionsDir
 	if cfg.DefinitionsDir == "" {
 		cfg.DefinitionsDir = DefinitionsDir()

@@ -1,0 +1,149 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// buildPlugin compiles plugins/<name> into dir.
+func buildPlugin(t *testing.T, dir, name string) {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./plugins/"+name)
+	cmd.Dir = filepath.Join(servertest.DefinitionsDir(), "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build plugin %s: %v\n%s", name, err, out)
+	}
+}
+
+// definitionsWithHooks copies the definitions with resource's hooks set to names.
+func definitionsWithHooks(t *testing.T, resource string, names ...string) string {
+	t.Helper()
+	dir := definitionsWith(t, nil)
+	path := filepath.Join(dir, "resources", resource+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "hooks: []", "hooks: ["+strings.Join(names, ", ")+"]", 1)
+	if text == string(data) {
+		t.Fatalf("%s has no empty hooks list", resource)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// The deal-rules plugin, run as a real separate process by go-plugin, applies its rules to writes made
+// through HTTP, reading stages through the host's lookups; a killed plugin is restarted on the next
+// write; no plugin process outlives the server.
+func TestDealRulesPlugin(t *testing.T) {
+	pluginsDir := t.TempDir()
+	buildPlugin(t, pluginsDir, "deal-rules")
+	defs := definitionsWithHooks(t, "deals", "deal-rules")
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, PluginsDir: pluginsDir})
+			pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"]
+			stage := func(name, kind string, probability int) any {
+				res := e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": name, "stage_type": kind, "probability": probability})
+				e.Expect(res, 201, "")
+				return res.Data()["id"]
+			}
+			open, won, lost := stage("Qualified", "open", 30), stage("Won", "won", 100), stage("Lost", "lost", 0)
+			reason := e.Do("POST", "/v1/loss_reasons", map[string]any{"name": "Price"}).Data()["id"]
+
+			created := e.Do("POST", "/v1/deals", map[string]any{"name": "Plugin deal", "pipeline_id": pipeline, "stage_id": open})
+			e.Expect(created, 201, "")
+			if p := num(created.Data(), "probability"); p != "30" {
+				t.Errorf("probability %q, want the stage's 30", p)
+			}
+			id := created.Data()["id"].(string)
+			res := e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won})
+			e.Expect(res, 422, "validation_failed")
+			if !containsField(res, "close_date") {
+				t.Errorf("refusal does not name close_date: %s", res.Raw)
+			}
+			if got := e.Do("GET", "/v1/deals/"+id, nil).Data(); got["stage_id"] != open {
+				t.Errorf("refused write changed the deal: %v", got["stage_id"])
+			}
+			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": "2026-11-30"})
+			e.Expect(res, 200, "")
+			if d := res.Data(); d["status"] != "won" || num(d, "probability") != "100" {
+				t.Errorf("won deal: status %v probability %v", d["status"], d["probability"])
+			}
+			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": lost})
+			e.Expect(res, 422, "validation_failed")
+			if !containsField(res, "loss_reason_id") {
+				t.Errorf("refusal does not name loss_reason_id: %s", res.Raw)
+			}
+			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": lost, "loss_reason_id": reason, "probability": 5})
+			e.Expect(res, 200, "")
+			if d := res.Data(); d["status"] != "lost" || num(d, "probability") != "5" {
+				t.Errorf("lost deal with explicit probability: status %v probability %v", d["status"], d["probability"])
+			}
+
+			// Kill the plugin: the next write starts it again and the rule still applies.
+			host := e.Server.Backend().Plugins
+			st := host.Statuses()
+			if len(st) != 1 || !st[0].Running || st[0].PID == 0 {
+				t.Fatalf("statuses %+v", st)
+			}
+			pid := st[0].PID
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid)
+			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
+			e.Expect(res, 422, "validation_failed")
+			if st := host.Statuses(); st[0].Starts != 2 || !st[0].Running {
+				t.Errorf("after a kill: %+v", st[0])
+			}
+			newPID := host.Statuses()[0].PID
+			e.Server.Close()
+			waitGone(t, newPID)
+		})
+	}
+}
+
+// waitGone waits until process pid no longer exists.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			return
+		}
+		// A killed child stays a zombie until reaped; go-plugin reaps its children.
+		if data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil && strings.Contains(string(data), ") Z ") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("plugin process %d still running", pid)
+}
+
+// A definition naming a plugin that is not in the plugins directory stops the server from starting.
+func TestMissingPluginIsALoadError(t *testing.T) {
+	cfg := config.Default(func(string) string { return "" })
+	cfg.DB = servertest.DatabaseURL(t, servertest.SQLite)
+	cfg.DefinitionsDir = definitionsWithHooks(t, "deals", "no-such-rules")
+	cfg.PluginsDir = t.TempDir()
+	_, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err == nil || !strings.Contains(err.Error(), `plugin "no-such-rules" (hooks of deals) has no executable program`) {
+		t.Fatalf("err = %v", err)
+	}
+}
