@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,5 +146,92 @@ func TestMissingPluginIsALoadError(t *testing.T) {
 	_, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !strings.Contains(err.Error(), `plugin "no-such-rules" (hooks of deals) has no executable program`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// buildNameRules builds the test plugin refusing names containing word into dir/name-rules, replacing
+// any earlier build by a rename (a running program's file cannot be overwritten).
+func buildNameRules(t *testing.T, dir, word string) {
+	t.Helper()
+	tmp := filepath.Join(dir, ".name-rules.new")
+	cmd := exec.Command("go", "build", "-ldflags", "-X main.forbidden="+word, "-o", tmp, "./runtime/server/testdata/name-rules")
+	cmd.Dir = filepath.Join(servertest.DefinitionsDir(), "..")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build name-rules: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "name-rules")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A changed plugin binary takes effect after a plugin restart, with the same server.
+func TestPluginSwap(t *testing.T) {
+	dir := t.TempDir()
+	buildNameRules(t, dir, "forbidden")
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 422, "validation_failed")
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A blocked name"}), 201, "")
+
+	buildNameRules(t, dir, "blocked")
+	host := e.Server.Backend().Plugins
+	if err := host.Restart("name-rules"); err != nil {
+		t.Fatal(err)
+	}
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 201, "")
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A blocked name"}), 422, "validation_failed")
+	if st := host.Statuses(); st[0].Version != "test-blocked" || st[0].Starts != 2 {
+		t.Errorf("after the swap: %+v", st[0])
+	}
+}
+
+// Killing the plugin during a stream of writes: every write either passed the rule or was refused with
+// 503; none bypassed it; writes succeed again afterwards.
+func TestPluginKilledDuringWrites(t *testing.T) {
+	dir := t.TempDir()
+	buildNameRules(t, dir, "forbidden")
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
+			host := e.Server.Backend().Plugins
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for i := 0; i < 5; i++ {
+					time.Sleep(40 * time.Millisecond)
+					if st := host.Statuses(); st[0].PID > 0 {
+						syscall.Kill(st[0].PID, syscall.SIGKILL)
+					}
+				}
+			}()
+			counts := map[int]int{}
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+				default:
+					name := "Company " + strconv.Itoa(i)
+					if i%2 == 1 {
+						name += " forbidden"
+					}
+					res := e.Do("POST", "/v1/companies", map[string]any{"name": name})
+					counts[res.Status]++
+					switch {
+					case res.Status == 503:
+					case i%2 == 1 && res.Status != 422:
+						t.Errorf("%q: %d, want 422 or 503: the rule was bypassed", name, res.Status)
+					case i%2 == 0 && res.Status != 201:
+						t.Errorf("%q: %d, want 201 or 503", name, res.Status)
+					}
+					continue
+				}
+				break
+			}
+			e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "After the kills"}), 201, "")
+			e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "Still forbidden"}), 422, "validation_failed")
+			filter := `[{"field":"name","op":"contains","value":"forbidden"}]`
+			if n := len(e.Do("GET", "/v1/companies?filter="+url.QueryEscape(filter), nil).List()); n != 0 {
+				t.Errorf("%d companies with a forbidden name were written", n)
+			}
+			t.Logf("%s: responses by status %v; plugin starts %d", b, counts, host.Statuses()[0].Starts)
+		})
 	}
 }
