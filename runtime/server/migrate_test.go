@@ -17,7 +17,7 @@ import (
 )
 
 // definitionsWith copies the shipped definitions to a temporary directory and adds extra resource files.
-func definitionsWith(t *testing.T, extra map[string]string) string {
+func definitionsWith(t testing.TB, extra map[string]string) string {
 	t.Helper()
 	dst := t.TempDir()
 	src := servertest.DefinitionsDir()

@@ -30,7 +30,7 @@ func buildPlugin(t *testing.T, dir, name string) {
 }
 
 // definitionsWithHooks copies the definitions with resource's hooks set to names.
-func definitionsWithHooks(t *testing.T, resource string, names ...string) string {
+func definitionsWithHooks(t testing.TB, resource string, names ...string) string {
 	t.Helper()
 	dir := definitionsWith(t, nil)
 	path := filepath.Join(dir, "resources", resource+".yaml")
@@ -151,7 +151,7 @@ func TestMissingPluginIsALoadError(t *testing.T) {
 
 // buildNameRules builds the test plugin refusing names containing word into dir/name-rules, replacing
 // any earlier build by a rename (a running program's file cannot be overwritten).
-func buildNameRules(t *testing.T, dir, word string) {
+func buildNameRules(t testing.TB, dir, word string) {
 	t.Helper()
 	tmp := filepath.Join(dir, ".name-rules.new")
 	cmd := exec.Command("go", "build", "-ldflags", "-X main.forbidden="+word, "-o", tmp, "./runtime/server/testdata/name-rules")
