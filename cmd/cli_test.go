@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -428,4 +429,45 @@ func mustCall(t *testing.T, base, key, method, path, body string) (int, map[stri
 		t.Fatal(err)
 	}
 	return code, out
+}
+
+// recordsctl plugins list starts the plugins the definitions name, reports their health, and stops them;
+// a named plugin missing from the directory is an error naming it.
+func TestPluginsList(t *testing.T) {
+	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
+	if got := c.run("plugins", "list"); mustString(got["plugins"]) != "null" {
+		t.Errorf("shipped definitions name no plugin yet; got %v", got)
+	}
+	defs := filepath.Join(c.dir, "definitions")
+	if err := os.CopyFS(defs, os.DirFS(servertest.DefinitionsDir())); err != nil {
+		t.Fatal(err)
+	}
+	deals := filepath.Join(defs, "resources", "deals.yaml")
+	data, _ := os.ReadFile(deals)
+	os.WriteFile(deals, []byte(strings.Replace(string(data), "hooks: []", "hooks: [deal-rules]", 1)), 0o644)
+	pluginsDir := filepath.Join(c.dir, "plugins")
+	if msg := c.fail("plugins", "list", "--definitions", defs, "--plugins", pluginsDir); !strings.Contains(msg, `plugin "deal-rules" (hooks of deals) has no executable program`) {
+		t.Errorf("missing plugin: %s", msg)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(pluginsDir, "deal-rules"), "../plugins/deal-rules")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build deal-rules: %v\n%s", err, out)
+	}
+	got := c.run("plugins", "list", "--definitions", defs, "--plugins", pluginsDir)
+	list, _ := got["plugins"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("plugins list printed %v", got)
+	}
+	p := list[0].(map[string]any)
+	if p["name"] != "deal-rules" || p["version"] != "1.0.0" || p["running"] != true || mustString(p["resources"]) != `["deals"]` {
+		t.Errorf("plugin status %v", p)
+	}
+	pid := int(p["pid"].(float64))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("plugin process %d outlived recordsctl", pid)
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server"
 )
@@ -30,7 +31,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
 }
 
-var groups = map[string]bool{"field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true}
+var groups = map[string]bool{"field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true, "plugins": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -59,6 +60,7 @@ func commands() map[string]command {
 		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
 		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
 		"definitions lint":     {"definitions lint [DIR]", cmdLint},
+		"plugins list":         {"plugins list [--plugins DIR]", cmdPluginsList},
 	}
 }
 
@@ -510,6 +512,38 @@ func cmdLint(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return e.emit(map[string]any{"ok": true}, "definitions in "+dir+" are valid")
+	}
+}
+
+// cmdPluginsList starts the plugins the definitions name from the plugins directory, as recordsd would,
+// reports each one's version, resources and health, and stops them.
+func cmdPluginsList(*flag.FlagSet) func(*env, config.Config, []string) error {
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := need(pos, 0, "plugins list [--plugins DIR]"); err != nil {
+			return err
+		}
+		cat, _, err := server.LoadDefinitions(os.DirFS(cfg.DefinitionsDir))
+		if err != nil {
+			return err
+		}
+		host, err := plugins.New(e.ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout}, cat)
+		if err != nil {
+			return err
+		}
+		defer host.Close()
+		st := host.Statuses()
+		lines := make([]string, 0, len(st))
+		for _, p := range st {
+			health := "running"
+			if !p.Running {
+				health = "down: " + p.LastError
+			}
+			lines = append(lines, fmt.Sprintf("%s %s (%s) resources=%s %s", p.Name, p.Version, p.Path, strings.Join(p.Resources, ","), health))
+		}
+		if len(lines) == 0 {
+			lines = append(lines, "no definition names a plugin")
+		}
+		return e.emit(map[string]any{"plugins": st}, strings.Join(lines, "\n"))
 	}
 }
 
