@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -405,7 +406,7 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		values[f.Column] = v
 	}
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: id}
-	var rec Record
+	var rec, full Record
 	err = s.st.Tx(ctx, func(q store.Querier) error {
 		set, err := s.beforeHooks(ctx, q, a, r, "create", nil, b.Values)
 		if err != nil {
@@ -439,21 +440,26 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err := s.audit(ctx, q, a, r, id, "create", b.Values, now); err != nil {
 			return err
 		}
-		return s.finish(ctx, q, a, r, key, pol, &rec)
+		return s.finish(ctx, q, a, r, key, pol, &rec, &full)
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.afterHooks(a, r, "create", b.Values, rec)
+	s.afterHooks(a, r, "create", b.Values, full)
 	return rec, nil
 }
 
-// finish reads the written record back as the caller sees it and runs the actor's OnWrite hook, inside
-// the write's transaction.
-func (s *Service) finish(ctx context.Context, q store.Querier, a Actor, r *model.Resource, key sqlgen.Key, pol *access.Policy, out *Record) error {
+// finish reads the written record back as the caller sees it (out) and as stored, unrestricted by the
+// caller's role (full, for After hooks), and runs the actor's OnWrite hook, inside the write's transaction.
+func (s *Service) finish(ctx context.Context, q store.Querier, a Actor, r *model.Resource, key sqlgen.Key, pol *access.Policy, out, full *Record) error {
 	rec, err := s.get(ctx, q, r, key, false)
 	if err != nil {
 		return err
+	}
+	if s.hooks != nil && len(r.Hooks) > 0 {
+		if *full, err = s.view(ctx, a.Workspace, r, access.Unrestricted(r), maps.Clone(rec)); err != nil {
+			return err
+		}
 	}
 	if *out, err = s.view(ctx, a.Workspace, r, pol, rec); err != nil {
 		return err
@@ -590,7 +596,7 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 	}
 	pol := a.Policy(r)
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}
-	var rec Record
+	var rec, full Record
 	var written *edit
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		cur, err := s.get(ctx, q, r, key, true)
@@ -623,13 +629,13 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 			return err
 		}
 		written = e
-		return s.finish(ctx, q, a, r, key, pol, &rec)
+		return s.finish(ctx, q, a, r, key, pol, &rec, &full)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if written != nil {
-		s.afterHooks(a, r, written.action, written.changes, rec)
+		s.afterHooks(a, r, written.action, written.changes, full)
 	}
 	return rec, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
@@ -233,5 +234,36 @@ func TestPluginKilledDuringWrites(t *testing.T) {
 			}
 			t.Logf("%s: responses by status %v; plugin starts %d", b, counts, host.Statuses()[0].Starts)
 		})
+	}
+}
+
+// After hooks are told about committed writes with the stored record, not the caller's masked view.
+func TestAfterHookSeesStoredRecord(t *testing.T) {
+	dir := t.TempDir()
+	buildNameRules(t, dir, "forbidden")
+	log := filepath.Join(t.TempDir(), "after.jsonl")
+	t.Setenv("NAME_RULES_AFTER_FILE", log)
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
+	id := e.Do("POST", "/v1/companies", map[string]any{"name": "Acme", "annual_revenue": 1234567}).Data()["id"].(string)
+	member := e.NewKey(e.NewMember("member@after.example", "member", ""), auth.KeyOptions{Access: "write"})
+	res := e.DoKey(member, "PATCH", "/v1/companies/"+id, map[string]any{"name": "Acme Inc"})
+	e.Expect(res, 200, "")
+	if v := res.Data()["annual_revenue"]; v != nil {
+		t.Fatalf("the member sees annual_revenue %v; the test needs it masked", v)
+	}
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden one"}), 422, "validation_failed")
+	var lines []string
+	deadline := time.Now().Add(5 * time.Second)
+	for len(lines) < 2 && time.Now().Before(deadline) {
+		data, _ := os.ReadFile(log)
+		lines = strings.Split(strings.TrimSpace(string(data)), "\n")
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("after hook lines: %q", lines)
+	}
+	if !strings.Contains(lines[0], `"operation":"create"`) || !strings.Contains(lines[1], `"operation":"update"`) ||
+		!strings.Contains(lines[1], `"annual_revenue":1234567`) || !strings.Contains(lines[1], `"changes":{"name":"Acme Inc"}`) {
+		t.Errorf("after hook lines:\n%s", strings.Join(lines, "\n"))
 	}
 }

@@ -1,10 +1,13 @@
 // Command name-rules is a test plugin: it refuses a record whose name contains the word set at build
-// time (-ldflags "-X main.forbidden=…"), so tests can swap one build for another.
+// time (-ldflags "-X main.forbidden=…"), so tests can swap one build for another; its After hook appends
+// what it was told to the file named by NAME_RULES_AFTER_FILE, when set.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/workspace-records/records/plugins/sdk"
@@ -19,5 +22,23 @@ func main() {
 			res.Refuse("name", "invalid", fmt.Sprintf("may not contain %q", forbidden))
 		}
 		return res, nil
-	}})
+	}, After: after})
+}
+
+func after(_ context.Context, c *sdk.Call, record map[string]any) error {
+	path := os.Getenv("NAME_RULES_AFTER_FILE")
+	if path == "" {
+		return nil
+	}
+	line, err := json.Marshal(map[string]any{"operation": c.Operation, "resource": c.Resource, "member": c.Member, "changes": c.Changes, "record": record})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(line, '\n'))
+	return err
 }
