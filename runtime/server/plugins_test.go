@@ -267,3 +267,74 @@ func TestAfterHookSeesStoredRecord(t *testing.T) {
 		t.Errorf("after hook lines:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// task-rules and signal-rules, through HTTP, reading projects, statuses, subtasks, severities and
+// probabilities through the host's lookups.
+func TestDeliveryPlugins(t *testing.T) {
+	dir := t.TempDir()
+	buildPlugin(t, dir, "task-rules")
+	buildPlugin(t, dir, "signal-rules")
+	defs := definitionsWithHooks(t, "project_tasks", "task-rules")
+	signals := filepath.Join(defs, "resources", "project_signals.yaml")
+	data, _ := os.ReadFile(signals)
+	os.WriteFile(signals, []byte(strings.Replace(string(data), "hooks: []", "hooks: [signal-rules]", 1)), 0o644)
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, PluginsDir: dir})
+			create := func(path string, body map[string]any) map[string]any {
+				t.Helper()
+				res := e.Do("POST", path, body)
+				e.Expect(res, 201, "")
+				return res.Data()
+			}
+			project := create("/v1/projects", map[string]any{"name": "Launch", "start_date": "2026-03-01"})["id"]
+			open := create("/v1/project_task_statuses", map[string]any{"name": "Open", "category": "todo", "is_closed": false})["id"]
+			done := create("/v1/project_task_statuses", map[string]any{"name": "Done", "category": "done", "is_closed": true})["id"]
+
+			res := e.Do("POST", "/v1/project_tasks", map[string]any{"title": "Too early", "project_id": project, "due_date": "2026-02-01"})
+			e.Expect(res, 422, "validation_failed")
+			if !containsField(res, "due_date") {
+				t.Errorf("early due date not refused by name: %s", res.Raw)
+			}
+			parent := create("/v1/project_tasks", map[string]any{"title": "Parent", "project_id": project, "status_id": open, "due_date": "2026-03-10"})["id"].(string)
+			sub := create("/v1/project_tasks", map[string]any{"title": "Sub", "project_id": project, "parent_task_id": parent, "status_id": open})["id"].(string)
+			res = e.Do("PATCH", "/v1/project_tasks/"+parent, map[string]any{"status_id": done})
+			e.Expect(res, 422, "validation_failed")
+			if !strings.Contains(string(res.Raw), `subtask \"Sub\" is still open`) {
+				t.Errorf("open subtask not named: %s", res.Raw)
+			}
+			if d := e.Do("PATCH", "/v1/project_tasks/"+sub, map[string]any{"status_id": done}).Data(); d["completed_at"] == nil {
+				t.Errorf("closing a task did not set completed_at: %v", d)
+			}
+			res = e.Do("PATCH", "/v1/project_tasks/"+parent, map[string]any{"status_id": done})
+			e.Expect(res, 200, "")
+			if res.Data()["completed_at"] == nil {
+				t.Errorf("completed_at not set on the parent")
+			}
+			if d := e.Do("PATCH", "/v1/project_tasks/"+parent, map[string]any{"status_id": open}).Data(); d["completed_at"] != nil {
+				t.Errorf("reopening kept completed_at %v", d["completed_at"])
+			}
+
+			severity := create("/v1/signal_severities", map[string]any{"name": "Critical", "level": 5})["id"]
+			likely := create("/v1/signal_probabilities", map[string]any{"name": "Likely", "likelihood_percent": 60})["id"]
+			rare := create("/v1/signal_probabilities", map[string]any{"name": "Rare", "likelihood_percent": 10})["id"]
+			signal := map[string]any{"title": "Vendor delay", "project_id": project, "severity_id": severity, "probability_id": likely}
+			res = e.Do("POST", "/v1/project_signals", signal)
+			e.Expect(res, 422, "validation_failed")
+			if !containsField(res, "mitigation_plan") || !containsField(res, "owner_member_id") {
+				t.Errorf("high risk without plan and owner: %s", res.Raw)
+			}
+			signal["mitigation_plan"], signal["owner_member_id"] = "Second vendor on standby", e.Member
+			s := create("/v1/project_signals", signal)
+			if num(s, "risk_score") != "300" {
+				t.Errorf("risk_score %v, want 300", s["risk_score"])
+			}
+			res = e.Do("PATCH", "/v1/project_signals/"+s["id"].(string), map[string]any{"probability_id": rare})
+			e.Expect(res, 200, "")
+			if num(res.Data(), "risk_score") != "50" {
+				t.Errorf("risk_score after update %v, want 50", res.Data()["risk_score"])
+			}
+			e.Expect(e.Do("PATCH", "/v1/project_signals/"+s["id"].(string), map[string]any{"risk_score": 1}), 422, "validation_failed")
+		})
+	}
+}
