@@ -16,7 +16,7 @@ build:
 	$(GO) build -o $(BIN)/recordsd ./cmd/recordsd
 	$(GO) build -o $(BIN)/recordsctl ./cmd/recordsctl
 
-run: build
+run: build plugins
 	$(BIN)/recordsd serve --dev --addr $(ADDR) --db $(DB)
 
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus).
@@ -58,4 +58,5 @@ fuzz:
 	$(GO) test ./runtime/httpapi -run '^$$' -fuzz FuzzDecodeObject -fuzztime $(FUZZTIME)
 
 clean:
+	rm -rf plugins/bin
 	rm -rf $(BIN)

@@ -211,7 +211,7 @@ func mustString(v any) string {
 func startServer(t *testing.T, c ctl, extra ...string) (string, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir()}, extra...)
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t)}, extra...)
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "recordsd"), args...)
 	cmd.Dir = c.dir
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
@@ -435,39 +435,34 @@ func mustCall(t *testing.T, base, key, method, path, body string) (int, map[stri
 // a named plugin missing from the directory is an error naming it.
 func TestPluginsList(t *testing.T) {
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
-	if got := c.run("plugins", "list"); mustString(got["plugins"]) != "null" {
-		t.Errorf("shipped definitions name no plugin yet; got %v", got)
+	msg := c.fail("plugins", "list", "--plugins", filepath.Join(c.dir, "empty"))
+	for _, want := range []string{`plugin "deal-rules" (hooks of deals) has no executable program`, `plugin "task-rules" (hooks of project_tasks)`, `plugin "signal-rules" (hooks of project_signals)`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing plugins: %s lacks %s", msg, want)
+		}
 	}
-	defs := filepath.Join(c.dir, "definitions")
-	if err := os.CopyFS(defs, os.DirFS(servertest.DefinitionsDir())); err != nil {
-		t.Fatal(err)
-	}
-	deals := filepath.Join(defs, "resources", "deals.yaml")
-	data, _ := os.ReadFile(deals)
-	os.WriteFile(deals, []byte(strings.Replace(string(data), "hooks: []", "hooks: [deal-rules]", 1)), 0o644)
-	pluginsDir := filepath.Join(c.dir, "plugins")
-	if msg := c.fail("plugins", "list", "--definitions", defs, "--plugins", pluginsDir); !strings.Contains(msg, `plugin "deal-rules" (hooks of deals) has no executable program`) {
-		t.Errorf("missing plugin: %s", msg)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(pluginsDir, "deal-rules"), "../plugins/deal-rules")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build deal-rules: %v\n%s", err, out)
-	}
-	got := c.run("plugins", "list", "--definitions", defs, "--plugins", pluginsDir)
+	got := c.run("plugins", "list", "--plugins", servertest.ShippedPlugins(t))
 	list, _ := got["plugins"].([]any)
-	if len(list) != 1 {
+	if len(list) != 3 {
 		t.Fatalf("plugins list printed %v", got)
 	}
-	p := list[0].(map[string]any)
-	if p["name"] != "deal-rules" || p["version"] != "1.0.0" || p["running"] != true || mustString(p["resources"]) != `["deals"]` {
-		t.Errorf("plugin status %v", p)
+	want := map[string]string{"deal-rules": `["deals"]`, "signal-rules": `["project_signals"]`, "task-rules": `["project_tasks"]`}
+	var pids []int
+	for _, item := range list {
+		p := item.(map[string]any)
+		name, _ := p["name"].(string)
+		if res, ok := want[name]; !ok || p["version"] != "1.0.0" || p["running"] != true || mustString(p["resources"]) != res {
+			t.Errorf("plugin status %v", p)
+		}
+		pids = append(pids, int(p["pid"].(float64)))
 	}
-	pid := int(p["pid"].(float64))
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if syscall.Kill(pid, 0) == nil {
-		t.Errorf("plugin process %d outlived recordsctl", pid)
+	for _, pid := range pids {
+		deadline := time.Now().Add(5 * time.Second)
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("plugin process %d outlived recordsctl", pid)
+		}
 	}
 }

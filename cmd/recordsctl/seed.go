@@ -49,6 +49,7 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				return err
 			}
 			gen := sample.New(*seed)
+			gen.SetLookup(b.SampleLookup(e.ctx, a))
 			bar := newProgress(e.stderr, r.Name, *count)
 			now := time.Now()
 			done := 0

@@ -28,6 +28,7 @@ type Generator struct {
 	seq  map[string]int // bodies made so far per resource; numbers names once a list is used up
 	salt uint64         // seed-dependent offset into name permutations
 	home company        // the workspace's own company: team member and department emails
+	lookup Lookup       // reads referenced records (SetLookup); nil: bodies ignore stored data
 }
 
 type company struct{ name, domain string }
@@ -61,13 +62,15 @@ func (g *Generator) Body(r *model.Resource, refs Refs, now time.Time) map[string
 	}
 	c.tidy()
 	c.orderDates()
+	c.cohere(nil, refs)
 	return c.body
 }
 
 // Update returns a small update body: one to three writable fields (required or not) set to new valid
 // values. An optional field is occasionally cleared with null. It is empty only when r has no field
-// that can take a value.
-func (g *Generator) Update(r *model.Resource, refs Refs, now time.Time) map[string]any {
+// that can take a value. stored is the record being updated (nil when unknown); with a lookup
+// (SetLookup) the body keeps the rules of the record it makes, adding the fields they need.
+func (g *Generator) Update(r *model.Resource, stored map[string]any, refs Refs, now time.Time) map[string]any {
 	c := g.record(r, now, false)
 	var fields []*model.Field
 	for _, f := range r.Declared() {
@@ -90,6 +93,7 @@ func (g *Generator) Update(r *model.Resource, refs Refs, now time.Time) map[stri
 		}
 	}
 	c.orderDates()
+	c.cohere(stored, refs)
 	return c.body
 }
 

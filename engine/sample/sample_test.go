@@ -143,7 +143,7 @@ func TestBodiesAreValid(t *testing.T) {
 				t.Fatalf("%s create body %v: %v", r.Name, body, errs)
 			}
 
-			upd := g.Update(r, refs, now)
+			upd := g.Update(r, nil, refs, now)
 			if writable > 0 && (len(upd) < 1 || len(upd) > 3) {
 				t.Fatalf("%s: update changes %d fields: %v", r.Name, len(upd), upd)
 			}
@@ -195,7 +195,7 @@ func TestBodiesWithoutRefs(t *testing.T) {
 				if len(errs) != len(missing) {
 					t.Fatalf("%s, %s: problems %v, want one per required reference %v", name, r.Name, errs, missing)
 				}
-				if upd := g.Update(r, refs, now); upd != nil {
+				if upd := g.Update(r, nil, refs, now); upd != nil {
 					if _, errs := sch.Resource(r.Name).Validate(upd, schema.Update); errs != nil {
 						t.Fatalf("%s, %s update body %v: %v", name, r.Name, upd, errs)
 					}
@@ -212,7 +212,7 @@ func TestDeterministic(t *testing.T) {
 		var out []map[string]any
 		for _, r := range cat.Resources {
 			for i := 0; i < 20; i++ {
-				out = append(out, g.Body(r, refs, now), g.Update(r, refs, now))
+				out = append(out, g.Body(r, refs, now), g.Update(r, nil, refs, now))
 			}
 		}
 		return out

@@ -99,7 +99,7 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 		h.plugins[name] = &entry{name: name, path: path}
 	}
 	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "; "))
+		return nil, fmt.Errorf("%s (build the shipped plugins with `make plugins`, or point --plugins at the directory holding them)", strings.Join(problems, "; "))
 	}
 	for _, name := range names {
 		e := h.plugins[name]

@@ -138,7 +138,7 @@ func BenchmarkCreate(b *testing.B) {
 // BenchmarkHookedWrite compares a create through HTTP with one plugin Before hook (a separate process
 // over gRPC) and the same create on a server whose definitions name no hook.
 func BenchmarkHookedWrite(b *testing.B) {
-	dir := b.TempDir()
+	dir := pluginsDir(b)
 	buildNameRules(b, dir, "forbidden")
 	hooked := definitionsWithHooks(b, "companies", "name-rules")
 	for _, backend := range servertest.Backends {

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,6 +71,7 @@ func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
 	}
 	gen := sample.New(42)
 	a := records.Actor{Workspace: w.ID, Member: admin.ID}
+	gen.SetLookup(b.SampleLookup(ctx, a))
 	ids := map[string][]string{}
 	refs := func(resource string) []string { return ids[resource] }
 	byGroup := map[string][]*model.Resource{}
@@ -119,4 +122,39 @@ func WriteKeyFile(path, secret string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// SampleLookup reads records of a's workspace for the sample generator (sample.Generator.SetLookup),
+// as the API would show them to a, caching each one: generated bodies then keep the rules that depend
+// on the records they refer to. A record that cannot be read is unknown (nil).
+func (b *Backend) SampleLookup(ctx context.Context, a records.Actor) sample.Lookup {
+	cache := map[string]map[string]any{}
+	return func(resource, id string) map[string]any {
+		if rec, ok := cache[id]; ok {
+			return rec
+		}
+		var out map[string]any
+		if r, ok := b.Catalog.Resource(resource); ok && !r.ModelScoped {
+			if rec, err := b.Records.Get(ctx, a, r, "", id); err == nil {
+				out = jsonShaped(rec)
+			}
+		}
+		cache[id] = out
+		return out
+	}
+}
+
+// jsonShaped returns rec as a JSON round trip with UseNumber shows it.
+func jsonShaped(rec records.Record) map[string]any {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out map[string]any
+	if dec.Decode(&out) != nil {
+		return nil
+	}
+	return out
 }

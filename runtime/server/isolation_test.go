@@ -22,6 +22,8 @@ func TestIsolationMatrix(t *testing.T) {
 			gen := sample.New(11)
 			ids := map[string][]string{"entity_members": {e.Member}}
 			refs := func(res string) []string { return ids[res] }
+			seen := map[string]map[string]any{}
+			gen.SetLookup(func(_, id string) map[string]any { return seen[id] })
 			modelA, err := be.Directory.CreateModel(ctx, e.Workspace, "Vendors", nil)
 			if err != nil {
 				t.Fatal(err)
@@ -38,11 +40,14 @@ func TestIsolationMatrix(t *testing.T) {
 							t.Fatal(err)
 						}
 					}
-					id = e.Do("GET", "/v1/"+r.Name+"?page_size=1", nil).List()[0]["id"].(string)
+					first := e.Do("GET", "/v1/"+r.Name+"?page_size=1", nil).List()[0]
+					id = first["id"].(string)
+					seen[id] = first
 				} else {
 					res := e.Do("POST", "/v1/"+r.Name+q, gen.Body(r, refs, time.Now()))
 					e.Expect(res, 201, "")
 					id = res.Data()["id"].(string)
+					seen[id] = res.Data()
 				}
 				ids[r.Name] = append(ids[r.Name], id)
 				t.Run(r.Name, func(t *testing.T) {

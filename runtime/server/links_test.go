@@ -17,6 +17,8 @@ func seedAll(t *testing.T, e *servertest.Env) map[string][]string {
 	gen := sample.New(5)
 	ids := map[string][]string{"entity_members": {e.Member}}
 	refs := func(res string) []string { return ids[res] }
+	seen := map[string]map[string]any{}
+	gen.SetLookup(func(_, id string) map[string]any { return seen[id] })
 	modelID, err := be.Directory.CreateModel(context.Background(), e.Workspace, "Vendors", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -38,11 +40,14 @@ func seedAll(t *testing.T, e *servertest.Env) map[string][]string {
 			}
 			res := e.Do("POST", "/v1/"+r.Name+q, gen.Body(r, refs, time.Now()))
 			e.Expect(res, 201, "")
-			ids[r.Name] = append(ids[r.Name], res.Data()["id"].(string))
+			id := res.Data()["id"].(string)
+			ids[r.Name] = append(ids[r.Name], id)
+			seen[id] = res.Data()
 		}
 		if r.ReadOnly() && r.Name != "entity_members" {
 			for _, rec := range e.Do("GET", "/v1/"+r.Name, nil).List() {
 				ids[r.Name] = append(ids[r.Name], rec["id"].(string))
+				seen[rec["id"].(string)] = rec
 			}
 		}
 	}

@@ -145,7 +145,7 @@ func TestConcurrentMigrations(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cfg := config.Default(func(string) string { return "" })
-			cfg.DB, cfg.DefinitionsDir = db, servertest.DefinitionsDir()
+			cfg.DB, cfg.DefinitionsDir, cfg.PluginsDir = db, servertest.DefinitionsDir(), servertest.ShippedPlugins(t)
 			s, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err != nil {
 				errs <- err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,19 +17,42 @@ import (
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// buildPlugin compiles plugins/<name> into dir.
-func buildPlugin(t *testing.T, dir, name string) {
+// pluginsDir returns a new plugins directory holding the shipped plugins (as links), for tests that add
+// their own.
+func pluginsDir(t testing.TB) string {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./plugins/"+name)
-	cmd.Dir = filepath.Join(servertest.DefinitionsDir(), "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build plugin %s: %v\n%s", name, err, out)
+	dir := t.TempDir()
+	shipped := servertest.ShippedPlugins(t)
+	entries, err := os.ReadDir(shipped)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(shipped, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
+
+// pluginStatus returns the host's status of the named plugin.
+func pluginStatus(t testing.TB, host *plugins.Host, name string) plugins.Status {
+	t.Helper()
+	for _, st := range host.Statuses() {
+		if st.Name == name {
+			return st
+		}
+	}
+	t.Fatalf("plugin %s not loaded: %+v", name, host.Statuses())
+	return plugins.Status{}
+}
+
+var hooksLine = regexp.MustCompile(`(?m)^hooks: \[.*\]$`)
 
 // definitionsWithHooks copies the definitions with resource's hooks set to names.
 func definitionsWithHooks(t testing.TB, resource string, names ...string) string {
@@ -39,9 +63,9 @@ func definitionsWithHooks(t testing.TB, resource string, names ...string) string
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(data), "hooks: []", "hooks: ["+strings.Join(names, ", ")+"]", 1)
-	if text == string(data) {
-		t.Fatalf("%s has no empty hooks list", resource)
+	text := hooksLine.ReplaceAllLiteralString(string(data), "hooks: ["+strings.Join(names, ", ")+"]")
+	if !hooksLine.MatchString(string(data)) {
+		t.Fatalf("%s has no hooks list", resource)
 	}
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -49,16 +73,14 @@ func definitionsWithHooks(t testing.TB, resource string, names ...string) string
 	return dir
 }
 
-// The deal-rules plugin, run as a real separate process by go-plugin, applies its rules to writes made
-// through HTTP, reading stages through the host's lookups; a killed plugin is restarted on the next
-// write; no plugin process outlives the server.
+// The shipped deal-rules plugin (built from source, named by the shipped deals definition), run as a
+// real separate process by go-plugin, applies its rules to writes made through HTTP, reading stages
+// through the host's lookups; a killed plugin is restarted on the next write; no plugin process
+// outlives the server.
 func TestDealRulesPlugin(t *testing.T) {
-	pluginsDir := t.TempDir()
-	buildPlugin(t, pluginsDir, "deal-rules")
-	defs := definitionsWithHooks(t, "deals", "deal-rules")
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, PluginsDir: pluginsDir})
+			e := servertest.Start(t, b, servertest.Options{})
 			pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"]
 			stage := func(name, kind string, probability int) any {
 				res := e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": name, "stage_type": kind, "probability": probability})
@@ -100,23 +122,30 @@ func TestDealRulesPlugin(t *testing.T) {
 
 			// Kill the plugin: the next write starts it again and the rule still applies.
 			host := e.Server.Backend().Plugins
-			st := host.Statuses()
-			if len(st) != 1 || !st[0].Running || st[0].PID == 0 {
-				t.Fatalf("statuses %+v", st)
+			if n := len(host.Statuses()); n != 3 {
+				t.Errorf("%d plugins loaded, want the 3 the definitions name", n)
 			}
-			pid := st[0].PID
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			st := pluginStatus(t, host, "deal-rules")
+			if !st.Running || st.PID == 0 {
+				t.Fatalf("status %+v", st)
+			}
+			if err := syscall.Kill(st.PID, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, pid)
+			waitGone(t, st.PID)
 			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
 			e.Expect(res, 422, "validation_failed")
-			if st := host.Statuses(); st[0].Starts != 2 || !st[0].Running {
-				t.Errorf("after a kill: %+v", st[0])
+			if st := pluginStatus(t, host, "deal-rules"); st.Starts != 2 || !st.Running {
+				t.Errorf("after a kill: %+v", st)
 			}
-			newPID := host.Statuses()[0].PID
+			var pids []int
+			for _, st := range host.Statuses() {
+				pids = append(pids, st.PID)
+			}
 			e.Server.Close()
-			waitGone(t, newPID)
+			for _, pid := range pids {
+				waitGone(t, pid)
+			}
 		})
 	}
 }
@@ -143,7 +172,7 @@ func TestMissingPluginIsALoadError(t *testing.T) {
 	cfg := config.Default(func(string) string { return "" })
 	cfg.DB = servertest.DatabaseURL(t, servertest.SQLite)
 	cfg.DefinitionsDir = definitionsWithHooks(t, "deals", "no-such-rules")
-	cfg.PluginsDir = t.TempDir()
+	cfg.PluginsDir = pluginsDir(t)
 	_, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err == nil || !strings.Contains(err.Error(), `plugin "no-such-rules" (hooks of deals) has no executable program`) {
 		t.Fatalf("err = %v", err)
@@ -167,7 +196,7 @@ func buildNameRules(t testing.TB, dir, word string) {
 
 // A changed plugin binary takes effect after a plugin restart, with the same server.
 func TestPluginSwap(t *testing.T) {
-	dir := t.TempDir()
+	dir := pluginsDir(t)
 	buildNameRules(t, dir, "forbidden")
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 422, "validation_failed")
@@ -180,15 +209,15 @@ func TestPluginSwap(t *testing.T) {
 	}
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 201, "")
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A blocked name"}), 422, "validation_failed")
-	if st := host.Statuses(); st[0].Version != "test-blocked" || st[0].Starts != 2 {
-		t.Errorf("after the swap: %+v", st[0])
+	if st := pluginStatus(t, host, "name-rules"); st.Version != "test-blocked" || st.Starts != 2 {
+		t.Errorf("after the swap: %+v", st)
 	}
 }
 
 // Killing the plugin during a stream of writes: every write either passed the rule or was refused with
 // 503; none bypassed it; writes succeed again afterwards.
 func TestPluginKilledDuringWrites(t *testing.T) {
-	dir := t.TempDir()
+	dir := pluginsDir(t)
 	buildNameRules(t, dir, "forbidden")
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -199,8 +228,8 @@ func TestPluginKilledDuringWrites(t *testing.T) {
 				defer close(done)
 				for i := 0; i < 5; i++ {
 					time.Sleep(40 * time.Millisecond)
-					if st := host.Statuses(); st[0].PID > 0 {
-						syscall.Kill(st[0].PID, syscall.SIGKILL)
+					if st := pluginStatus(t, host, "name-rules"); st.PID > 0 {
+						syscall.Kill(st.PID, syscall.SIGKILL)
 					}
 				}
 			}()
@@ -232,14 +261,14 @@ func TestPluginKilledDuringWrites(t *testing.T) {
 			if n := len(e.Do("GET", "/v1/companies?filter="+url.QueryEscape(filter), nil).List()); n != 0 {
 				t.Errorf("%d companies with a forbidden name were written", n)
 			}
-			t.Logf("%s: responses by status %v; plugin starts %d", b, counts, host.Statuses()[0].Starts)
+			t.Logf("%s: responses by status %v; plugin starts %d", b, counts, pluginStatus(t, host, "name-rules").Starts)
 		})
 	}
 }
 
 // After hooks are told about committed writes with the stored record, not the caller's masked view.
 func TestAfterHookSeesStoredRecord(t *testing.T) {
-	dir := t.TempDir()
+	dir := pluginsDir(t)
 	buildNameRules(t, dir, "forbidden")
 	log := filepath.Join(t.TempDir(), "after.jsonl")
 	t.Setenv("NAME_RULES_AFTER_FILE", log)
@@ -268,19 +297,12 @@ func TestAfterHookSeesStoredRecord(t *testing.T) {
 	}
 }
 
-// task-rules and signal-rules, through HTTP, reading projects, statuses, subtasks, severities and
-// probabilities through the host's lookups.
+// The shipped task-rules and signal-rules, through HTTP, reading projects, statuses, subtasks,
+// severities and probabilities through the host's lookups.
 func TestDeliveryPlugins(t *testing.T) {
-	dir := t.TempDir()
-	buildPlugin(t, dir, "task-rules")
-	buildPlugin(t, dir, "signal-rules")
-	defs := definitionsWithHooks(t, "project_tasks", "task-rules")
-	signals := filepath.Join(defs, "resources", "project_signals.yaml")
-	data, _ := os.ReadFile(signals)
-	os.WriteFile(signals, []byte(strings.Replace(string(data), "hooks: []", "hooks: [signal-rules]", 1)), 0o644)
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, PluginsDir: dir})
+			e := servertest.Start(t, b, servertest.Options{})
 			create := func(path string, body map[string]any) map[string]any {
 				t.Helper()
 				res := e.Do("POST", path, body)

@@ -18,7 +18,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -47,10 +46,7 @@ const AppRole = "records_test_app"
 var Backends = []Backend{SQLite, Postgres}
 
 // DefinitionsDir is the repository's definitions directory.
-func DefinitionsDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "definitions")
-}
+func DefinitionsDir() string { return filepath.Join(RepoDir(), "definitions") }
 
 // DatabaseURL returns a fresh, empty database of kind b, dropped when the test ends.
 func DatabaseURL(t testing.TB, b Backend) string {
@@ -129,7 +125,7 @@ type Options struct {
 	DefinitionsDir string // default: the repository's definitions
 	DB             string // default: a fresh database of the backend
 	TrustedProxies string // see config.Config.TrustedProxies
-	PluginsDir     string // default: config's default (the definitions name no plugin)
+	PluginsDir     string // default: the shipped plugins, built from source (ShippedPlugins)
 }
 
 // Start starts a server on backend b.
@@ -141,8 +137,9 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 		cfg.DB = DatabaseURL(t, b)
 	}
 	cfg.TrustedProxies = opts.TrustedProxies
-	if opts.PluginsDir != "" {
-		cfg.PluginsDir = opts.PluginsDir
+	cfg.PluginsDir = opts.PluginsDir
+	if cfg.PluginsDir == "" {
+		cfg.PluginsDir = ShippedPlugins(t)
 	}
 	cfg.DefinitionsDir = opts.DefinitionsDir
 	if cfg.DefinitionsDir == "" {
