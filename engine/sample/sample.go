@@ -24,11 +24,11 @@ type Refs func(resource string) []string
 
 // Generator makes deterministic, realistic record bodies. Not safe for concurrent use.
 type Generator struct {
-	rnd  *rand.Rand
-	seq  map[string]int // bodies made so far per resource; numbers names once a list is used up
-	salt uint64         // seed-dependent offset into name permutations
-	home company        // the workspace's own company: team member and department emails
-	lookup Lookup       // reads referenced records (SetLookup); nil: bodies ignore stored data
+	rnd    *rand.Rand
+	seq    map[string]int // bodies made so far per resource; numbers names once a list is used up
+	salt   uint64         // seed-dependent offset into name permutations
+	home   company        // the workspace's own company: team member and department emails
+	lookup Lookup         // reads referenced records (SetLookup); nil: bodies ignore stored data
 }
 
 type company struct{ name, domain string }
