@@ -17,10 +17,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server"
@@ -61,6 +63,7 @@ func commands() map[string]command {
 		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
 		"definitions lint":     {"definitions lint [DIR]", cmdLint},
 		"plugins list":         {"plugins list [--plugins DIR]", cmdPluginsList},
+		"openapi":              {"openapi [--server-url URL]", cmdOpenAPI},
 	}
 }
 
@@ -512,6 +515,28 @@ func cmdLint(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return e.emit(map[string]any{"ok": true}, "definitions in "+dir+" are valid")
+	}
+}
+
+// cmdOpenAPI prints the OpenAPI document recordsd serves for the definitions, byte for byte, with
+// server-url as its server address.
+func cmdOpenAPI(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	base := fs.String("server-url", "http://"+config.DefaultAddr, "the server address the document names (scheme and host, without /v1)")
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := need(pos, 0, "openapi [--server-url URL]"); err != nil {
+			return err
+		}
+		cat, sch, err := server.LoadDefinitions(os.DirFS(cfg.DefinitionsDir))
+		if err != nil {
+			return err
+		}
+		doc, err := httpapi.NewDocument(catalog.OpenAPI(cat, sch), catalog.ServerURL)
+		if err != nil {
+			return err
+		}
+		body, _ := doc.Render(strings.TrimRight(*base, "/"))
+		_, err = e.stdout.Write(append(body, '\n'))
+		return err
 	}
 }
 

@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&cfg.PluginTimeout, "plugin-timeout", cfg.PluginTimeout, "deadline of one plugin hook call (env RECORDS_PLUGIN_TIMEOUT)")
 	fs.BoolVar(&cfg.Dev, "dev", false, "on an empty database, create a demo workspace and print its key")
 	fs.StringVar(&cfg.DevKeyFile, "dev-key-file", cfg.DevKeyFile, "where --dev writes the demo key")
+	fs.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "the address clients use, http(s)://host[:port], for the OpenAPI server and openapi_url (env RECORDS_PUBLIC_URL; default: the caller's Host)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "reverse proxies (IPs/CIDRs) whose X-Forwarded-For is believed (env RECORDS_TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.Redis, "redis", cfg.Redis, "redis://host:port/db to share rate limits between servers (env RECORDS_REDIS)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

@@ -46,6 +46,12 @@ var opRoute = map[model.Operation]struct {
 	model.OpRestore: {"POST", Restore},
 }
 
+// Where returns the method and path shape that serve op.
+func Where(op model.Operation) (method string, shape Shape) {
+	w := opRoute[op]
+	return w.method, w.shape
+}
+
 // Pattern returns the path pattern of shape for resource name.
 func Pattern(name string, s Shape) string {
 	switch s {

@@ -5,6 +5,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -29,6 +30,9 @@ type Config struct {
 	// TrustedProxies lists the reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For
 	// header is believed when checking a key's IP allowlist. Empty: the socket address is the client.
 	TrustedProxies string
+	// PublicURL is the address clients reach the server at (scheme and host, no /v1), used as the
+	// OpenAPI document's server and in GET /v1's openapi_url. Empty: the address the caller used.
+	PublicURL string
 	// Redis, when set (redis://host:port/db), holds the rate-limit state shared by several servers.
 	// Empty: each server limits in process.
 	Redis string
@@ -67,6 +71,7 @@ func Default(getenv func(string) string) Config {
 	c.CursorSecret = getenv("RECORDS_CURSOR_SECRET")
 	c.TrustedProxies = getenv("RECORDS_TRUSTED_PROXIES")
 	c.Redis = getenv("RECORDS_REDIS")
+	c.PublicURL = strings.TrimRight(getenv("RECORDS_PUBLIC_URL"), "/")
 	return c
 }
 
@@ -83,6 +88,11 @@ func (c Config) Validate() error {
 	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		errs = append(errs, errors.New("RECORDS_CURSOR_SECRET: use at least 32 characters"))
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("--public-url %q: want http(s)://host[:port], without a path", c.PublicURL))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -35,7 +35,9 @@ type Config struct {
 	Directory *auth.Directory
 	Logger    *slog.Logger
 	// OpenAPI is the served contract document (GET /v1/openapi.json).
-	OpenAPI []byte
+	OpenAPI *Document
+	// PublicURL is the server's address for clients; empty: the address each caller used.
+	PublicURL string
 	// TrustedProxies are the peers whose X-Forwarded-For is believed for IP allowlists.
 	TrustedProxies []netip.Prefix
 	// Limiter enforces rate limits; Quota counts monthly usage.
@@ -53,7 +55,8 @@ type Handler struct {
 	dir     *auth.Directory
 	cat     *model.Catalog
 	log     *slog.Logger
-	openapi []byte
+	openapi   *Document
+	publicURL string
 	proxies []netip.Prefix
 	limiter limits.Limiter
 	quota   *limits.Quota
@@ -64,7 +67,7 @@ type Handler struct {
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout}
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout}
 	if h.timeout <= 0 {
 		h.timeout = 10 * time.Second
 	}
@@ -229,15 +232,8 @@ func methodNotAllowed(res *model.Resource, shape route.Shape, method string) *Er
 }
 
 func (h *Handler) root(w http.ResponseWriter, req bunrouter.Request) error {
-	writeJSON(w, 200, map[string]any{"name": "Workspace Records API", "version": "v1", "openapi_url": baseURL(req.Request) + "/v1/openapi.json"})
+	writeJSON(w, 200, map[string]any{"name": "Workspace Records API", "version": "v1", "openapi_url": h.base(req.Request) + "/v1/openapi.json"})
 	return nil
-}
-
-func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := w.Write(h.openapi)
-	return err
 }
 
 // baseURL is the scheme and host the caller used.

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -170,7 +169,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Close()
 		return nil, err
 	}
-	doc, err := json.Marshal(catalog.OpenAPI(b.Catalog, b.Schemas))
+	doc, err := httpapi.NewDocument(catalog.OpenAPI(b.Catalog, b.Schemas), catalog.ServerURL)
 	if err != nil {
 		b.Close()
 		return nil, fmt.Errorf("openapi: %w", err)
@@ -192,7 +191,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	quota := limits.NewQuota(b.Store)
 	idem := idempotency.New(b.Store, nil)
-	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, TrustedProxies: proxies,
+	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem})
 	return &Server{cfg: cfg, log: log, backend: b, handler: h, quota: quota, idem: idem}, nil
 }

@@ -118,6 +118,7 @@ type Env struct {
 	Member    string
 	Key       string
 	Config    config.Config
+	contract  *Contract
 }
 
 // Options change what Start builds.
@@ -126,6 +127,7 @@ type Options struct {
 	DB             string // default: a fresh database of the backend
 	TrustedProxies string // see config.Config.TrustedProxies
 	PluginsDir     string // default: the shipped plugins, built from source (ShippedPlugins)
+	PublicURL      string // see config.Config.PublicURL
 }
 
 // Start starts a server on backend b.
@@ -137,6 +139,7 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 		cfg.DB = DatabaseURL(t, b)
 	}
 	cfg.TrustedProxies = opts.TrustedProxies
+	cfg.PublicURL = opts.PublicURL
 	cfg.PluginsDir = opts.PluginsDir
 	if cfg.PluginsDir == "" {
 		cfg.PluginsDir = ShippedPlugins(t)
@@ -244,15 +247,18 @@ func (e *Env) Do(method, path string, body any, header ...string) *Response {
 func (e *Env) DoKey(key, method, path string, body any, header ...string) *Response {
 	e.T.Helper()
 	var rd io.Reader
+	var sent []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
+		sent = b
 		rd = bytes.NewReader(b)
 	default:
 		data, err := json.Marshal(b)
 		if err != nil {
 			e.T.Fatal(err)
 		}
+		sent = data
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequest(method, e.URL+path, rd)
@@ -283,7 +289,55 @@ func (e *Env) DoKey(key, method, path string, body any, header ...string) *Respo
 		}
 	}
 	e.checkEnvelope(method, path, out)
+	e.checkContract(req, sent, res, out)
 	return out
+}
+
+// checkContract validates the exchange against the OpenAPI document the server serves: every response
+// must match it (status documented for the operation, body and documented headers); a request the server
+// accepted (2xx) must match it too. A path or method the document lacks may only be answered 404 or 405.
+func (e *Env) checkContract(req *http.Request, sent []byte, res *http.Response, out *Response) {
+	e.T.Helper()
+	c := e.Contract()
+	undocumented, problems := c.CheckResponse(req, res, out.Raw)
+	if undocumented {
+		if out.Status != 404 && out.Status != 405 {
+			e.T.Errorf("%s %s: %d for a path or method the OpenAPI document does not have", req.Method, req.URL.RequestURI(), out.Status)
+		}
+		return
+	}
+	for _, p := range problems {
+		e.T.Errorf("%s %s: %d response breaks the OpenAPI document: %s\n%.600s", req.Method, req.URL.RequestURI(), out.Status, p, out.Raw)
+	}
+	if out.Status < 300 {
+		for _, p := range c.CheckRequest(req, sent) {
+			e.T.Errorf("%s %s: the server accepted a request the OpenAPI document refuses: %s", req.Method, req.URL.RequestURI(), p)
+		}
+	}
+}
+
+// Contract returns the validator of the OpenAPI document this env's server serves.
+func (e *Env) Contract() *Contract {
+	e.T.Helper()
+	if e.contract != nil {
+		return e.contract
+	}
+	res, err := http.Get(e.URL + "/v1/openapi.json")
+	if err != nil {
+		e.T.Fatalf("get the OpenAPI document: %v", err)
+	}
+	defer res.Body.Close()
+	doc, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 200 {
+		e.T.Fatalf("get the OpenAPI document: %d %v", res.StatusCode, err)
+	}
+	// Every env's document names its own address; one validator serves every env of the same
+	// definitions (the validator matches paths, not hosts).
+	doc = bytes.Replace(doc, []byte(`"url":"`+e.URL+`"`), []byte(`"url":"http://server.test"`), 1)
+	if e.contract, err = ContractFor(doc); err != nil {
+		e.T.Fatal(err)
+	}
+	return e.contract
 }
 
 func (e *Env) checkEnvelope(method, path string, r *Response) {
