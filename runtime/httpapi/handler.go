@@ -51,18 +51,18 @@ type Config struct {
 
 // Handler is the API's http.Handler.
 type Handler struct {
-	svc     *records.Service
-	dir     *auth.Directory
-	cat     *model.Catalog
-	log     *slog.Logger
+	svc       *records.Service
+	dir       *auth.Directory
+	cat       *model.Catalog
+	log       *slog.Logger
 	openapi   *Document
 	publicURL string
-	proxies []netip.Prefix
-	limiter limits.Limiter
-	quota   *limits.Quota
-	idem    *idempotency.Keys
-	timeout time.Duration
-	router  *bunrouter.Router
+	proxies   []netip.Prefix
+	limiter   limits.Limiter
+	quota     *limits.Quota
+	idem      *idempotency.Keys
+	timeout   time.Duration
+	router    *bunrouter.Router
 }
 
 // New builds the handler and its routes.
