@@ -8,7 +8,7 @@ ADDR    ?= 127.0.0.1:8080
 DB      ?= sqlite:./data/records.db
 FUZZTIME ?= 30s
 
-.PHONY: all build run test test-race lint fuzz bench clean proto plugins
+.PHONY: all build run test test-race lint openapi-lint docs-bundle fuzz bench clean proto plugins
 
 all: lint test
 
@@ -26,10 +26,26 @@ test:
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-lint:
+lint: openapi-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run ./cmd/recordsctl definitions lint definitions
+
+# The OpenAPI document recordsd serves, linted by Redocly CLI (pinned in tools/openapi, from the npm
+# registry) with its recommended rules: any error fails.
+openapi-lint: tools/openapi/node_modules
+	@mkdir -p $(BIN)
+	$(GO) run ./cmd/recordsctl openapi > $(BIN)/openapi.json
+	cd tools/openapi && ./node_modules/.bin/redocly lint ../../$(BIN)/openapi.json --config redocly.yaml
+
+tools/openapi/node_modules: tools/openapi/package.json tools/openapi/package-lock.json
+	cd tools/openapi && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Refresh the Redoc bundle served at /docs (committed) from the pinned npm package.
+docs-bundle: tools/openapi/node_modules
+	cp tools/openapi/node_modules/redoc/bundles/redoc.standalone.js runtime/httpapi/docs/redoc.standalone.js
+	cp tools/openapi/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt runtime/httpapi/docs/redoc.standalone.js.LICENSE.txt
 
 # Regenerate the hook contract's Go code (committed) from plugins/sdk/proto/hooks.proto. Needs protoc
 # (Debian: apt-get install protobuf-compiler); the Go generators come from the module proxy.

@@ -197,7 +197,7 @@ func components(cat *model.Catalog) map[string]any {
 		"Order":          map[string]any{"name": "order", "in": "query", "description": "Sort direction.", "schema": map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}},
 		"IncludeArchived": map[string]any{"name": "include_archived", "in": "query", "description": "Include archived records.",
 			"schema": map[string]any{"type": "boolean", "default": false}},
-		"Filter": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
+		"FilterQuery": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
 		"Join":   map[string]any{"name": "join", "in": "query", "description": "How the filters combine.", "schema": map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and"}},
 		"Search": map[string]any{"name": "search", "in": "query", "description": "Free-text search over the resource's full-text fields.", "schema": map[string]any{"type": "string", "maxLength": 200}},
 	}
@@ -225,7 +225,7 @@ func components(cat *model.Catalog) map[string]any {
 				"page_size":   map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "description": "The page size used."},
 			},
 		},
-		"Filter": map[string]any{
+		"FilterItem": map[string]any{
 			"type": "object", "required": []string{"field", "op"}, "additionalProperties": false, "description": "One filter item.",
 			"properties": map[string]any{
 				"field": str("A filter key from the field catalog (`filter_keys`), or a custom field's `cfv:<id>`."),
@@ -400,6 +400,11 @@ func writeSchema(r *model.Resource, s map[string]any) map[string]any {
 			out[k] = v
 		}
 	}
+	props := map[string]any{}
+	for k, v := range out["properties"].(map[string]any) {
+		props[k] = withNumberFormat(v.(map[string]any))
+	}
+	out["properties"] = props
 	if r.ModelScoped {
 		props := map[string]any{"model_id": map[string]any{"type": "string", "format": "uuid", "description": "The data model; required here or as the model_id query parameter."}}
 		for k, v := range out["properties"].(map[string]any) {
@@ -528,8 +533,26 @@ func recordSchema(r *model.Resource) map[string]any {
 	return out
 }
 
+// withNumberFormat returns p with format double on a decimal ("number") property, so that client
+// generators choose a 64-bit float rather than their narrow default; p itself is not changed.
+func withNumberFormat(p map[string]any) map[string]any {
+	isNumber := p["type"] == "number"
+	if types, ok := p["type"].([]any); ok && len(types) > 0 && types[0] == "number" {
+		isNumber = true
+	}
+	if !isNumber {
+		return p
+	}
+	out := make(map[string]any, len(p)+1)
+	for k, v := range p {
+		out[k] = v
+	}
+	out["format"] = "double"
+	return out
+}
+
 func responseProperty(f *model.Field) map[string]any {
-	p := schema.Property(f)
+	p := withNumberFormat(schema.Property(f))
 	if f.Type.Textual() {
 		for _, k := range []string{"format", "pattern", "maxLength", "minLength"} {
 			delete(p, k)
@@ -581,7 +604,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["description"] = "A page of " + lowerFirst(r.LabelPlural) + " the key may see, newest first unless sorted. No total count is computed."
 		params = append(params, ref("parameters", "Page"), ref("parameters", "Cursor"), ref("parameters", "PageSize"),
 			map[string]any{"name": "sort", "in": "query", "description": sortDesc(r), "schema": sortSchema(r)},
-			ref("parameters", "Order"), ref("parameters", "IncludeArchived"), ref("parameters", "Filter"), ref("parameters", "Join"), ref("parameters", "Fields"))
+			ref("parameters", "Order"), ref("parameters", "IncludeArchived"), ref("parameters", "FilterQuery"), ref("parameters", "Join"), ref("parameters", "Fields"))
 		if len(r.Search) > 0 {
 			params = append(params, ref("parameters", "Search"))
 		}
@@ -596,7 +619,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 			"sort":             sortSchema(r),
 			"order":            map[string]any{"type": "string", "enum": []string{"asc", "desc"}},
 			"include_archived": map[string]any{"type": "boolean"},
-			"filters":          map[string]any{"type": "array", "items": schemaRef("Filter")},
+			"filters":          map[string]any{"type": "array", "items": schemaRef("FilterItem")},
 			"join":             map[string]any{"type": "string", "enum": []string{"and", "or"}},
 			"fields":           map[string]any{"type": "array", "maxItems": listplan.MaxFields, "items": map[string]any{"type": "string"}, "description": "Properties to return; id always kept."},
 		}

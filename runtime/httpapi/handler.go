@@ -80,6 +80,8 @@ func New(cfg Config) *Handler {
 	)
 	r.GET("/v1", h.root)
 	r.GET("/v1/openapi.json", h.openAPI)
+	r.GET("/docs", serveAsset(docsPage))
+	r.GET("/docs/redoc.standalone.js", serveAsset(docsScript))
 	r.GET("/v1/me", h.authed(h.me))
 	r.GET("/v1/resources", h.authed(h.resources))
 	r.GET("/v1/resources/:resource", h.authed(h.resourceCatalog))
