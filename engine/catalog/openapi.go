@@ -198,8 +198,8 @@ func components(cat *model.Catalog) map[string]any {
 		"IncludeArchived": map[string]any{"name": "include_archived", "in": "query", "description": "Include archived records.",
 			"schema": map[string]any{"type": "boolean", "default": false}},
 		"FilterQuery": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
-		"Join":   map[string]any{"name": "join", "in": "query", "description": "How the filters combine.", "schema": map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and"}},
-		"Search": map[string]any{"name": "search", "in": "query", "description": "Free-text search over the resource's full-text fields.", "schema": map[string]any{"type": "string", "maxLength": 200}},
+		"Join":        map[string]any{"name": "join", "in": "query", "description": "How the filters combine.", "schema": map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and"}},
+		"Search":      map[string]any{"name": "search", "in": "query", "description": "Free-text search over the resource's full-text fields.", "schema": map[string]any{"type": "string", "maxLength": 200}},
 	}
 	schemas := map[string]any{
 		"Error": map[string]any{
