@@ -1,12 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"net/http"
-	"time"
 
 	"github.com/uptrace/bunrouter"
 )
@@ -21,19 +17,12 @@ var docsFS embed.FS
 // for its search index.
 const docsCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-type asset struct {
-	body  []byte
-	etag  string
-	ctype string
-}
-
-func loadAsset(name, ctype string) asset {
+func loadAsset(name, ctype string) *representation {
 	body, err := docsFS.ReadFile(name)
 	if err != nil {
 		panic("embedded " + name + ": " + err.Error()) // go:embed guarantees it
 	}
-	sum := sha256.Sum256(body)
-	return asset{body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, ctype: ctype}
+	return newRepresentation(body, ctype)
 }
 
 var (
@@ -41,16 +30,13 @@ var (
 	docsScript = loadAsset("docs/redoc.standalone.js", "text/javascript; charset=utf-8")
 )
 
-func serveAsset(a asset) bunrouter.HandlerFunc {
+func serveAsset(a *representation) bunrouter.HandlerFunc {
 	return func(w http.ResponseWriter, req bunrouter.Request) error {
 		h := w.Header()
-		h.Set("Content-Type", a.ctype)
-		h.Set("ETag", a.etag)
-		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Content-Security-Policy", docsCSP)
 		h.Set("Referrer-Policy", "no-referrer")
-		http.ServeContent(w, req.Request, "", time.Time{}, bytes.NewReader(a.body))
+		a.serve(w, req.Request)
 		return nil
 	}
 }

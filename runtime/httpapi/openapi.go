@@ -2,12 +2,9 @@ package httpapi
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"github.com/uptrace/bunrouter"
@@ -22,8 +19,7 @@ type Document struct {
 
 type rendered struct {
 	base string
-	body []byte
-	etag string
+	*representation
 }
 
 // NewDocument encodes doc (deterministically: encoding/json sorts map keys) and finds placeholder in it,
@@ -45,45 +41,29 @@ func NewDocument(doc map[string]any, placeholder string) (*Document, error) {
 
 // Render returns the document for the server address base and its ETag.
 func (d *Document) Render(base string) ([]byte, string) {
+	r := d.rendition(base)
+	return r.body, r.etag
+}
+
+func (d *Document) rendition(base string) *representation {
 	if r := d.last.Load(); r != nil && r.base == base {
-		return r.body, r.etag
+		return r.representation
 	}
 	quoted, _ := json.Marshal(base) // JSON-escaped: base may come from a Host header
 	esc := quoted[1 : len(quoted)-1]
 	body := make([]byte, 0, len(d.before)+len(esc)+len(d.after))
 	body = append(append(append(body, d.before...), esc...), d.after...)
-	sum := sha256.Sum256(body)
-	r := &rendered{base: base, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	r := &rendered{base: base, representation: newRepresentation(body, "application/json")}
 	d.last.Store(r)
-	return r.body, r.etag
+	return r.representation
 }
 
 func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
-	body, etag := h.openapi.Render(h.base(req.Request))
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "no-cache")
 	if h.publicURL == "" {
 		w.Header().Set("Vary", "Host")
 	}
-	if match := req.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(200)
-	_, err := w.Write(body)
-	return err
-}
-
-// etagMatches reports whether an If-None-Match header names etag (or is *); weak tags compare by value.
-func etagMatches(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == etag {
-			return true
-		}
-	}
-	return false
+	h.openapi.rendition(h.base(req.Request)).serve(w, req.Request)
+	return nil
 }
 
 // base is the server address the document and GET /v1 name: the configured public URL, else the scheme

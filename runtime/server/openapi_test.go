@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -49,6 +50,16 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	if res, _ := getDoc(t, a.URL, "If-None-Match", `"other"`); res.StatusCode != 200 {
 		t.Errorf("If-None-Match with another tag: %d", res.StatusCode)
+	}
+	// Asked explicitly, the transport leaves the gzip encoding to us: the same document, smaller.
+	if res, body := getDoc(t, a.URL, "Accept-Encoding", "gzip"); res.Header.Get("Content-Encoding") != "gzip" || len(body) > len(docA)/4 {
+		t.Errorf("gzip: encoding %q, %d of %d bytes", res.Header.Get("Content-Encoding"), len(body), len(docA))
+	} else if zr, err := gzip.NewReader(bytes.NewReader(body)); err != nil {
+		t.Error(err)
+	} else if plain, _ := io.ReadAll(zr); !bytes.Equal(plain, docA) {
+		t.Errorf("gzip: the decoded document differs")
+	} else if id, _ := getDoc(t, a.URL, "Accept-Encoding", "identity"); id.Header.Get("Content-Encoding") != "" || id.Header.Get("ETag") == res.Header.Get("ETag") {
+		t.Errorf("identity: encoding %q, ETag %s shared with gzip", id.Header.Get("Content-Encoding"), id.Header.Get("ETag"))
 	}
 	if got := a.DoKey("", "GET", "/v1", nil).Body["openapi_url"]; got != public+"/v1/openapi.json" {
 		t.Errorf("openapi_url %v", got)
