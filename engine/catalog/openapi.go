@@ -375,7 +375,7 @@ func (d *doc) discovery() {
 
 // resource adds the paths and schemas of r.
 func (d *doc) resource(r *model.Resource) {
-	name := schemaName(r)
+	name := SchemaName(r)
 	d.comps["schemas"].(map[string]any)[name+"Record"] = recordSchema(r)
 	if s := d.schemas.Resource(r.Name); s != nil && !r.ReadOnly() {
 		d.comps["schemas"].(map[string]any)[name+"Create"] = writeSchema(r, s.Doc(schema.Create))
@@ -433,7 +433,7 @@ func (d *doc) refused(r *model.Resource) {
 		if shape == route.Item || shape == route.Restore {
 			params = append(params, ref("parameters", "Id"))
 		}
-		op := map[string]any{"operationId": op.String() + schemaName(r) + "NotAllowed", "tags": []string{r.Name}, "security": []any{},
+		op := map[string]any{"operationId": op.String() + SchemaName(r) + "NotAllowed", "tags": []string{r.Name}, "security": []any{},
 			"summary": strings.ToUpper(method[:1]) + strings.ToLower(method[1:]) + " is refused", "description": desc + "; the request is answered 405 with `Allow: " + allow + "` before the key is checked.",
 			"responses": errs("405")}
 		if len(params) > 0 {
@@ -460,7 +460,7 @@ func (d *doc) links(r *model.Resource) {
 	tags := []string{r.Name}
 	id := ref("parameters", "Id")
 	d.add("/v1/"+r.Name+"/{id}/{association}", "get", withResponses(map[string]any{
-		"operationId": "listLinks" + schemaName(r), "tags": tags, "summary": "List associations",
+		"operationId": "listLinks" + SchemaName(r), "tags": tags, "summary": "List associations",
 		"description": "The records linked to a " + lowerFirst(r.Label) + " through an association, with the association's attributes. The key must be allowed both resources.",
 		"parameters":  []any{id, assoc, ref("parameters", "Page"), ref("parameters", "PageSize"), ref("parameters", "Cursor")}},
 		"200", list("One page of associations.", schemaRef("Link")), "400", "401", "403", "404", "422", "429", "500", "503"))
@@ -468,17 +468,17 @@ func (d *doc) links(r *model.Resource) {
 	params := []any{id, assoc, ref("parameters", "TargetId")}
 	if !r.Ops.Has(model.OpUpdate) {
 		for _, m := range []string{"put", "delete"} {
-			d.add(path, m, map[string]any{"operationId": m + "Link" + schemaName(r) + "NotAllowed", "tags": tags, "parameters": params,
+			d.add(path, m, map[string]any{"operationId": m + "Link" + SchemaName(r) + "NotAllowed", "tags": tags, "parameters": params,
 				"summary": "Refused", "description": r.Name + " takes no writes, so its associations are changed from the other side.", "responses": errs("401", "405")})
 		}
 		return
 	}
-	d.add(path, "put", withResponses(map[string]any{"operationId": "putLink" + schemaName(r), "tags": tags, "summary": "Link records",
+	d.add(path, "put", withResponses(map[string]any{"operationId": "putLink" + SchemaName(r), "tags": tags, "summary": "Link records",
 		"description": "Creates the association, or updates its attributes when it exists. The body holds the attributes (the field catalog lists them); an empty body or none sets none.",
 		"parameters":  append(params, ref("parameters", "IdempotencyKey")),
 		"requestBody": map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object", "description": "The association's attributes."})}},
 		"200", ok("The association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "413", "422", "429", "500", "503"))
-	d.add(path, "delete", withResponses(map[string]any{"operationId": "deleteLink" + schemaName(r), "tags": tags, "summary": "Unlink records",
+	d.add(path, "delete", withResponses(map[string]any{"operationId": "deleteLink" + SchemaName(r), "tags": tags, "summary": "Unlink records",
 		"description": "Removes the association.", "parameters": append(params, ref("parameters", "IdempotencyKey"))},
 		"200", ok("The removed association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "422", "429", "500", "503"))
 }
@@ -490,7 +490,8 @@ func lowerFirst(s string) string {
 	return strings.ToLower(s[:1]) + s[1:]
 }
 
-func schemaName(r *model.Resource) string {
+// SchemaName is the component-name stem of r: deal_sources → DealSources (DealSourcesRecord, …).
+func SchemaName(r *model.Resource) string {
 	var b strings.Builder
 	for _, part := range strings.Split(r.Name, "_") {
 		if part != "" {
@@ -585,7 +586,7 @@ func desc(p map[string]any) string { s, _ := p["description"].(string); return s
 
 func (d *doc) operation(rt route.Route) map[string]any {
 	r := rt.Resource
-	name := schemaName(r)
+	name := SchemaName(r)
 	rec := schemaRef(name + "Record")
 	tags := []string{r.Name}
 	op := map[string]any{"operationId": rt.Op.String() + name, "tags": tags}

@@ -142,8 +142,8 @@ func TestOpenAPIDocument(t *testing.T) {
 			}
 		}
 		for _, suffix := range []string{"Record"} {
-			if doc.Components.Schemas[schemaName(r.Name)+suffix] == nil {
-				t.Errorf("schema %s%s missing", schemaName(r.Name), suffix)
+			if doc.Components.Schemas[catalog.SchemaName(r)+suffix] == nil {
+				t.Errorf("schema %s%s missing", catalog.SchemaName(r), suffix)
 			}
 		}
 	}
@@ -158,14 +158,6 @@ func TestOpenAPIDocument(t *testing.T) {
 	if !slices.Equal(errSchema.Properties.Error.Properties.Code.Enum, catalog.ErrorCodes) || len(errSchema.Properties.Error.Properties.Type.Enum) != 8 {
 		t.Errorf("error enums: %+v", errSchema.Properties.Error.Properties)
 	}
-}
-
-func schemaName(resource string) string {
-	var b strings.Builder
-	for _, p := range strings.Split(resource, "_") {
-		b.WriteString(strings.ToUpper(p[:1]) + p[1:])
-	}
-	return b.String()
 }
 
 // The contract check the behaviour suite runs on every exchange catches a response that drifts from the
