@@ -48,6 +48,14 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			if err != nil {
 				return err
 			}
+			fs, err := b.Records.Fields(e.ctx, a.Workspace, r, mid)
+			if err != nil {
+				return err
+			}
+			custom := make([]*model.Field, len(fs.Defs))
+			for i, d := range fs.Defs {
+				custom[i] = fs.Field(d)
+			}
 			gen := sample.New(*seed)
 			gen.SetLookup(b.SampleLookup(e.ctx, a))
 			bar := newProgress(e.stderr, r.Name, *count)
@@ -58,6 +66,7 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				bodies := make([]map[string]any, n)
 				for i := range bodies {
 					bodies[i] = gen.Body(r, refs, now)
+					gen.Custom(r, custom, bodies[i], refs, now)
 				}
 				if _, err := b.Records.Import(e.ctx, a, r, mid, bodies); err != nil {
 					bar.finish()

@@ -20,6 +20,9 @@ import (
 	"github.com/workspace-records/records/runtime/server"
 )
 
+// started is when the process began, for the start-to-serving time the "serving" line reports.
+var started = time.Now()
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
@@ -53,6 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "the address clients use, http(s)://host[:port], for the OpenAPI server and openapi_url (env RECORDS_PUBLIC_URL; default: the caller's Host)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "reverse proxies (IPs/CIDRs) whose X-Forwarded-For is believed (env RECORDS_TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.Redis, "redis", cfg.Redis, "redis://host:port/db to share rate limits between servers (env RECORDS_REDIS)")
+	debugAddr := fs.String("debug-addr", getenv("RECORDS_DEBUG_ADDR"), "serve Go runtime profiles (net/http/pprof) on this separate address; off when empty (env RECORDS_DEBUG_ADDR)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -90,7 +94,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "db", redact(cfg.DB))
+	if *debugAddr != "" {
+		dln, err := net.Listen("tcp", *debugAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", *debugAddr, err)
+		}
+		go serveDebug(ctx, dln, log)
+		log.Info("serving profiles", "addr", dln.Addr().String())
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "db", redact(cfg.DB), "started_in", time.Since(started).String())
 	fmt.Fprintf(stdout, "Serving the Workspace Records API on http://%s/v1\n", ln.Addr())
 	return srv.Serve(ctx, ln)
 }

@@ -969,3 +969,21 @@ func fit(f *model.Field, s string) string {
 	}
 	return s
 }
+
+// Custom adds values for the custom fields of r to body, under their write keys (cf__<key>): fields
+// are model fields keyed by write key, as customfields.Fields gives them. Like declared fields, a
+// required one is always set and an optional one about 70% of the time.
+func (g *Generator) Custom(r *model.Resource, fields []*model.Field, body map[string]any, refs Refs, now time.Time) {
+	c := &rec{g: g, r: r, now: now.UTC(), n: g.seq[r.Name], body: body}
+	c.first, c.last = g.pick(firstNames), g.pick(lastNames)
+	c.place = &cities[g.rnd.IntN(len(cities))]
+	c.co = g.companyAt(g.rnd.IntN(len(companyPrefixes)), g.rnd.IntN(len(companySuffixes)), "")
+	for _, f := range fields {
+		if !f.Required && g.rnd.IntN(10) >= 7 {
+			continue
+		}
+		if v, ok := c.value(f, refs); ok {
+			body["cf__"+f.Key] = v
+		}
+	}
+}

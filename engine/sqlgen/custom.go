@@ -70,9 +70,10 @@ func (d Dialect) CustomNumber(f *model.Field, v any) any {
 
 // CustomRow is one row of custom_values.
 type CustomRow struct {
-	FieldID string
-	Text    string
-	Number  any
+	RecordID string
+	FieldID  string
+	Text     string
+	Number   any
 }
 
 // DeleteCustomValues removes the side-table values of fields of one record.
@@ -86,12 +87,12 @@ func (d Dialect) DeleteCustomValues(workspace, recordID string, fieldIDs []strin
 	return Stmt{SQL: fmt.Sprintf(`DELETE FROM "custom_values" WHERE "workspace_id" = %s AND "record_id" = %s AND "field_id" IN (%s)`, w, r, strings.Join(ph, ", ")), Args: a.vals}
 }
 
-// InsertCustomValues writes side-table rows of one record.
-func (d Dialect) InsertCustomValues(workspace, recordID string, rows []CustomRow) Stmt {
+// InsertCustomValues writes side-table rows (of one record or of many: the bulk path) in one statement.
+func (d Dialect) InsertCustomValues(workspace string, rows []CustomRow) Stmt {
 	a := &args{d: d}
 	tuples := make([]string, len(rows))
 	for i, row := range rows {
-		tuples[i] = "(" + strings.Join([]string{a.add(workspace), a.add(row.FieldID), a.add(recordID), a.add(row.Text), a.add(row.Number)}, ", ") + ")"
+		tuples[i] = "(" + strings.Join([]string{a.add(workspace), a.add(row.FieldID), a.add(row.RecordID), a.add(row.Text), a.add(row.Number)}, ", ") + ")"
 	}
 	return Stmt{SQL: `INSERT INTO "custom_values" ("workspace_id", "field_id", "record_id", "t", "n") VALUES ` + strings.Join(tuples, ", ") + ` ON CONFLICT DO NOTHING`, Args: a.vals}
 }

@@ -14,6 +14,7 @@ import (
 
 // SetRole changes a member's role (built-in or of the member's workspace).
 func (d *Directory) SetRole(ctx context.Context, member, role string) error {
+	defer d.forget()
 	member = strings.ToLower(member)
 	return d.st.Tx(ctx, func(q store.Querier) error {
 		workspace, err := d.memberWorkspace(ctx, q, member)
@@ -36,6 +37,7 @@ func (d *Directory) SetRole(ctx context.Context, member, role string) error {
 // Deactivate makes a member inactive and revokes every key they own, for good: activating the member
 // again does not bring the keys back.
 func (d *Directory) Deactivate(ctx context.Context, member string) error {
+	defer d.forget()
 	member = strings.ToLower(member)
 	now := d.ts()
 	return d.st.Tx(ctx, func(q store.Querier) error {
@@ -65,6 +67,7 @@ func (d *Directory) MFAVerified(ctx context.Context, member string) error {
 }
 
 func (d *Directory) updateMember(ctx context.Context, member, set string, v any) error {
+	defer d.forget()
 	member = strings.ToLower(member)
 	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE members SET "+set+", updated_at = ? WHERE id = ?", v, d.ts(), member))
 	if err != nil {
@@ -86,6 +89,7 @@ type Limits struct {
 
 // SetLimits stores per-workspace overrides of the plan's limits (merged with earlier overrides).
 func (d *Directory) SetLimits(ctx context.Context, workspace string, l Limits) error {
+	defer d.forget()
 	workspace = strings.ToLower(workspace)
 	for _, v := range []*int64{l.KeyPerMinute, l.KeyPerHour, l.WorkspacePerMinute, l.MonthlyQuota} {
 		if v != nil && *v < 0 {

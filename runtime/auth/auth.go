@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -98,6 +100,70 @@ type Directory struct {
 	d   sqlgen.Dialect
 	cat *model.Catalog
 	now func() time.Time
+
+	mu       sync.Mutex
+	cache    map[string]cachedPrincipal // by secret hash
+	epoch    uint64                     // bumped by every change seen
+	watching atomic.Bool                // listening for other processes' changes: the cache may be used
+}
+
+// notifier is a store that can tell other processes sharing the database about changes (PostgreSQL).
+type notifier interface {
+	Notify(ctx context.Context, channel string) error
+	Listen(ctx context.Context, channel string, ready func(bool), fn func())
+}
+
+// changesChannel is the notification channel of changes to keys, members, roles, plans and limits.
+const changesChannel = "records_auth"
+
+// PrincipalMaxAge is how long a server may use what it read about a key (its member, role, workspace,
+// plan and limits) without reading it again. The cache is only used while the server listens for
+// changes (Watch, PostgreSQL): every change made through a Directory, in any process, is announced
+// and empties the cache of every server at once, so revocations and changes of role, plan or limits
+// apply immediately everywhere. The age bound covers changes made to the tables by hand.
+const PrincipalMaxAge = time.Second
+
+// maxCachedPrincipals bounds the cache; past it, stale entries are swept on insert.
+const maxCachedPrincipals = 10000
+
+type cachedPrincipal struct {
+	p      *Principal
+	loaded time.Time
+}
+
+// forget drops every cached principal here and, through the database, in every other server: each
+// change to keys, members, roles, plans or limits calls it once committed.
+func (d *Directory) forget() {
+	d.forgetLocal()
+	if n, ok := d.st.(notifier); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// A lost announcement only delays the change elsewhere by PrincipalMaxAge at most.
+		_ = n.Notify(ctx, changesChannel)
+	}
+}
+
+// Watching reports whether the Directory is listening for other processes' changes, and so remembers keys.
+func (d *Directory) Watching() bool { return d.watching.Load() }
+
+func (d *Directory) forgetLocal() {
+	d.mu.Lock()
+	clear(d.cache)
+	d.epoch++
+	d.mu.Unlock()
+}
+
+// Watch listens for changes other processes make until ctx ends, and lets Authenticate remember keys
+// while it does (PostgreSQL only; elsewhere every request reads its key).
+func (d *Directory) Watch(ctx context.Context) {
+	n, ok := d.st.(notifier)
+	if !ok {
+		return
+	}
+	n.Listen(ctx, changesChannel, func(listening bool) {
+		d.forgetLocal()
+		d.watching.Store(listening)
+	}, d.forgetLocal)
 }
 
 // NewDirectory returns a Directory over st.
@@ -105,7 +171,7 @@ func NewDirectory(st store.Store, cat *model.Catalog, now func() time.Time) *Dir
 	if now == nil {
 		now = time.Now
 	}
-	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now}
+	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now, cache: map[string]cachedPrincipal{}}
 }
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
@@ -132,6 +198,7 @@ func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Wo
 
 // SetPlan moves a workspace to plan.
 func (d *Directory) SetPlan(ctx context.Context, id, plan string) error {
+	defer d.forget()
 	if _, ok := d.cat.Plan(plan); !ok {
 		return fmt.Errorf("%w: unknown plan %q", ErrInvalid, plan)
 	}
@@ -292,6 +359,7 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 
 // RevokeKey revokes key id. Revoking a revoked key is not an error.
 func (d *Directory) RevokeKey(ctx context.Context, id string) error {
+	defer d.forget()
 	id = strings.ToLower(id)
 	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", d.ts(), id))
 	if err != nil {
@@ -355,11 +423,48 @@ func hashSecret(secret string) string {
 }
 
 // Authenticate resolves a bearer secret to its principal, checking the key, its owner and the plan.
+//
+// While the Directory watches for changes, a key that authenticated is remembered for PrincipalMaxAge,
+// so that a request costs no query here; its expiry is checked on every use. Unknown, revoked or
+// refused keys are never remembered.
 func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal, error) {
 	if !keyRE.MatchString(secret) {
 		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is malformed: expected wsk_ followed by 64 lowercase hex characters."}
 	}
 	hash := hashSecret(secret)
+	if !d.watching.Load() {
+		return d.authenticate(ctx, hash)
+	}
+	d.mu.Lock()
+	c, ok := d.cache[hash]
+	epoch := d.epoch
+	d.mu.Unlock()
+	if ok && time.Since(c.loaded) < PrincipalMaxAge && d.now().Before(c.p.Key.ExpiresAt) {
+		return c.p, nil
+	}
+	p, err := d.authenticate(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	if d.epoch == epoch { // no change raced with the read
+		if len(d.cache) >= maxCachedPrincipals {
+			for h, c := range d.cache {
+				if time.Since(c.loaded) >= PrincipalMaxAge {
+					delete(d.cache, h)
+				}
+			}
+		}
+		if len(d.cache) < maxCachedPrincipals {
+			d.cache[hash] = cachedPrincipal{p: p, loaded: time.Now()}
+		}
+	}
+	d.mu.Unlock()
+	return p, nil
+}
+
+// authenticate reads and checks the key with secret hash hash.
+func (d *Directory) authenticate(ctx context.Context, hash string) (*Principal, error) {
 	var p Principal
 	var storedHash string
 	var active any

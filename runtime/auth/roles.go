@@ -15,6 +15,7 @@ import (
 // PutRoles creates (create true) or replaces (create false) workspace roles from a file in the format of
 // roles.yaml. Names of the built-in roles cannot be taken. It returns the role names, in file order.
 func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data []byte, create bool) ([]string, error) {
+	defer d.forget()
 	workspace = strings.ToLower(workspace)
 	parsed, errs := spec.ParseRoles(file, data)
 	if len(errs) > 0 {

@@ -111,17 +111,19 @@ func (s *Snapshot) Resource(name string) *Fields {
 
 // Registry stores definitions and serves snapshots.
 type Registry struct {
-	st     store.Store
-	cat    *model.Catalog
-	mu     sync.Mutex
-	cache  map[string]*Snapshot
-	models map[string]*modelEntry
-	now    func() time.Time
+	st    store.Store
+	cat   *model.Catalog
+	mu    sync.Mutex
+	cache map[string]*Snapshot
+	// refreshing marks the workspaces whose expired snapshot one request is reloading.
+	refreshing map[string]bool
+	models     map[string]*modelEntry
+	now        func() time.Time
 }
 
 // New returns a registry over st for the resources of cat.
 func New(st store.Store, cat *model.Catalog) *Registry {
-	return &Registry{st: st, cat: cat, cache: map[string]*Snapshot{}, models: map[string]*modelEntry{}, now: time.Now}
+	return &Registry{st: st, cat: cat, cache: map[string]*Snapshot{}, refreshing: map[string]bool{}, models: map[string]*modelEntry{}, now: time.Now}
 }
 
 // For returns workspace's snapshot, reading the definitions again when the cached one is older than
@@ -129,10 +131,24 @@ func New(st store.Store, cat *model.Catalog) *Registry {
 func (r *Registry) For(ctx context.Context, workspace string) (*Snapshot, error) {
 	r.mu.Lock()
 	s := r.cache[workspace]
-	r.mu.Unlock()
-	if s != nil && r.now().Sub(s.loaded) < MaxAge {
+	switch {
+	case s != nil && r.now().Sub(s.loaded) < MaxAge:
+		r.mu.Unlock()
 		return s, nil
+	case s != nil && r.refreshing[workspace]:
+		// Another request is reading the definitions again: use the snapshot it replaces meanwhile,
+		// rather than every concurrent request of the workspace reading and compiling them at once.
+		r.mu.Unlock()
+		return s, nil
+	case s != nil:
+		r.refreshing[workspace] = true
+		defer func() {
+			r.mu.Lock()
+			delete(r.refreshing, workspace)
+			r.mu.Unlock()
+		}()
 	}
+	r.mu.Unlock()
 	defs, err := r.List(ctx, workspace)
 	if err != nil {
 		return nil, err

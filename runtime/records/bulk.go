@@ -25,6 +25,10 @@ func BatchSize(r *model.Resource) int {
 // unless every body is valid; errors are prefixed with the body's index.
 func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelID string, bodies []map[string]any) (int, error) {
 	ctx = store.WithWorkspace(ctx, a.Workspace)
+	ctx, err := s.pinFields(ctx, a.Workspace, r, modelID)
+	if err != nil {
+		return 0, err
+	}
 	sch := s.schemas.Resource(r.Name)
 	rows := make([]map[string]any, len(bodies))
 	values := make([]map[string]any, len(bodies))
@@ -66,7 +70,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 	if len(errs) > 0 {
 		return 0, errs
 	}
-	err := s.st.Tx(ctx, func(q store.Querier) error {
+	err = s.st.Tx(ctx, func(q store.Querier) error {
 		if err := s.checkReferences(ctx, q, r, a.Workspace, values...); err != nil {
 			return err
 		}
@@ -82,15 +86,21 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 				return fmt.Errorf("import %s: %w", r.Name, err)
 			}
 		}
+		// New records have no side-table rows yet: their custom values go in multi-row statements too.
+		fs, err := s.Fields(ctx, a.Workspace, r, modelID)
+		if err != nil {
+			return err
+		}
+		var values []sqlgen.CustomRow
 		for i, custom := range customs {
-			if len(custom) == 0 {
-				continue
+			if values, err = s.customRows(values, ids[i], fs, custom, keysOf(custom)); err != nil {
+				return fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
-			fs, err := s.Fields(ctx, a.Workspace, r, modelID)
-			if err != nil {
-				return err
-			}
-			if err := s.syncCustom(ctx, q, a.Workspace, ids[i], fs, custom, keysOf(custom)); err != nil {
+		}
+		const perRow = 5 // workspace, field, record, text, number
+		for start := 0; start < len(values); start += maxParams / perRow {
+			end := min(start+maxParams/perRow, len(values))
+			if _, err := q.Exec(ctx, s.d.InsertCustomValues(a.Workspace, values[start:end])); err != nil {
 				return fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
 		}

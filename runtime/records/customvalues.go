@@ -18,7 +18,16 @@ func (s *Service) syncCustom(ctx context.Context, q store.Querier, workspace, re
 	if _, err := q.Exec(ctx, s.d.DeleteCustomValues(workspace, recordID, fieldIDs)); err != nil {
 		return err
 	}
-	var rows []sqlgen.CustomRow
+	rows, err := s.customRows(nil, recordID, fs, stored, fieldIDs)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	_, err = q.Exec(ctx, s.d.InsertCustomValues(workspace, rows))
+	return err
+}
+
+// customRows appends to rows the custom_values rows of fieldIDs of record recordID.
+func (s *Service) customRows(rows []sqlgen.CustomRow, recordID string, fs *customfields.Fields, stored map[string]any, fieldIDs []string) ([]sqlgen.CustomRow, error) {
 	for _, id := range fieldIDs {
 		d, ok := fs.ByID(id)
 		v := stored[id]
@@ -28,21 +37,17 @@ func (s *Service) syncCustom(ctx context.Context, q store.Querier, workspace, re
 		f := fs.Field(d)
 		if f.Type == model.MultiSelect {
 			for _, o := range options(v) {
-				rows = append(rows, sqlgen.CustomRow{FieldID: id, Text: o})
+				rows = append(rows, sqlgen.CustomRow{RecordID: recordID, FieldID: id, Text: o})
 			}
 			continue
 		}
 		cv, err := model.Canonical(f, v)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		rows = append(rows, sqlgen.CustomRow{FieldID: id, Text: sqlgen.CustomIndexText(sqlgen.CustomText(cv)), Number: s.d.CustomNumber(f, cv)})
+		rows = append(rows, sqlgen.CustomRow{RecordID: recordID, FieldID: id, Text: sqlgen.CustomIndexText(sqlgen.CustomText(cv)), Number: s.d.CustomNumber(f, cv)})
 	}
-	if len(rows) == 0 {
-		return nil
-	}
-	_, err := q.Exec(ctx, s.d.InsertCustomValues(workspace, recordID, rows))
-	return err
+	return rows, nil
 }
 
 func options(v any) []string {

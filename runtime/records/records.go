@@ -149,6 +149,9 @@ func (s *Service) Fields(ctx context.Context, workspace string, r *model.Resourc
 	if s.custom == nil {
 		return customfields.Empty(), nil
 	}
+	if p, ok := ctx.Value(pinKey{}).(*pinned); ok && p.resource == r.Name && p.modelID == modelID {
+		return p.fs, nil
+	}
 	if r.ModelScoped {
 		return s.custom.ForModel(ctx, workspace, modelID)
 	}
@@ -157,6 +160,25 @@ func (s *Service) Fields(ctx context.Context, workspace string, r *model.Resourc
 		return nil, err
 	}
 	return snap.Resource(r.Name), nil
+}
+
+type pinKey struct{}
+
+type pinned struct {
+	resource, modelID string
+	fs                *customfields.Fields
+}
+
+// pinFields resolves the custom fields of r (model modelID) once, before a write's transaction opens,
+// and returns a context in which Fields answers with that snapshot. Everything inside the transaction
+// then sees one consistent set of definitions and never asks the pool for a second connection to read
+// them: with every connection held by a transaction, that wait could only end at the request deadline.
+func (s *Service) pinFields(ctx context.Context, workspace string, r *model.Resource, modelID string) (context.Context, error) {
+	fs, err := s.Fields(ctx, workspace, r, modelID)
+	if err != nil {
+		return nil, err
+	}
+	return context.WithValue(ctx, pinKey{}, &pinned{resource: r.Name, modelID: modelID, fs: fs}), nil
 }
 
 // view turns a stored record into what the caller sees: custom field values keyed by their write key
@@ -386,6 +408,10 @@ func (s *Service) emptyBandPage(ctx context.Context, plan *listplan.Plan, worksp
 // Create validates body and stores a new record owned by the actor.
 func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelID string, body map[string]any) (Record, error) {
 	ctx = store.WithWorkspace(ctx, a.Workspace)
+	ctx, err := s.pinFields(ctx, a.Workspace, r, modelID)
+	if err != nil {
+		return nil, err
+	}
 	pol := a.Policy(r)
 	if err := checkWritable(pol, body); err != nil {
 		return nil, err
@@ -594,11 +620,15 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}
+	ctx, err := s.pinFields(ctx, a.Workspace, r, modelID)
+	if err != nil {
+		return nil, err
+	}
 	pol := a.Policy(r)
 	key := sqlgen.Key{Workspace: a.Workspace, ModelID: modelID, ID: strings.ToLower(id), Policy: pol}
 	var rec, full Record
 	var written *edit
-	err := s.st.Tx(ctx, func(q store.Querier) error {
+	err = s.st.Tx(ctx, func(q store.Querier) error {
 		cur, err := s.get(ctx, q, r, key, true)
 		if err != nil {
 			return err

@@ -217,6 +217,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	go s.sendReminders(ctx)
 	go s.flushQuota(ctx)
+	go s.backend.Directory.Watch(ctx)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

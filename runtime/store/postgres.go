@@ -29,6 +29,41 @@ type Postgres struct {
 	pool *pgxpool.Pool
 }
 
+// Notify tells every process listening on channel (Listen) that something it caches changed.
+func (p *Postgres) Notify(ctx context.Context, channel string) error {
+	_, err := p.pool.Exec(ctx, "SELECT pg_notify($1, '')", channel)
+	return mapPG(err)
+}
+
+// Listen calls fn for each notification on channel until ctx ends, on a connection of its own (outside
+// the pool). ready(true) is called once listening; ready(false) when the connection is lost, since
+// notifications may then be missed; it then reconnects with backoff.
+func (p *Postgres) Listen(ctx context.Context, channel string, ready func(bool), fn func()) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := pgx.ConnectConfig(ctx, p.pool.Config().ConnConfig)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err == nil {
+				ready(true)
+				backoff = 100 * time.Millisecond
+				for {
+					if _, err = conn.WaitForNotification(ctx); err != nil {
+						break
+					}
+					fn()
+				}
+				ready(false)
+			}
+			conn.Close(context.Background())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
 var _ Store = (*Postgres)(nil)
 
 // OpenPostgres connects to url and checks the server answers.

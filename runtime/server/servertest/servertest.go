@@ -155,7 +155,11 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 		t.Fatalf("start server: %v", err)
 	}
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close() })
+	// As recordsd does while serving: remember keys while listening for changes (PostgreSQL).
+	watch, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { srv.Backend().Directory.Watch(watch); close(watched) }()
+	t.Cleanup(func() { ts.Close(); stopWatch(); <-watched; srv.Close() })
 	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg}
 	e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
 	return e

@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// TestKeyCache shows what remembering authenticated keys may and may not change. On PostgreSQL a
+// server that listens for changes answers a known key without reading it again for up to
+// auth.PrincipalMaxAge; a revocation, deactivation or plan change made through any process's Directory
+// (here a second backend on the same database, as recordsctl or another replica would be) still applies
+// on the very next request. A change made to the tables by hand, which announces nothing, applies
+// within PrincipalMaxAge. On SQLite nothing is remembered: even the change by hand applies at once.
+func TestKeyCache(t *testing.T) {
+	for _, backend := range servertest.Backends {
+		t.Run(string(backend), func(t *testing.T) {
+			e := servertest.Start(t, backend, servertest.Options{})
+			ctx := context.Background()
+			dir := e.Server.Backend().Directory
+			if backend == servertest.Postgres {
+				deadline := time.Now().Add(5 * time.Second)
+				for !dir.Watching() && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if !dir.Watching() {
+					t.Fatal("the server does not listen for key changes")
+				}
+			}
+			other, err := server.Open(ctx, e.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+
+			// A change by hand: the cached key keeps working on PostgreSQL until PrincipalMaxAge.
+			hand := e.NewKey(e.Member, auth.KeyOptions{Access: "read"})
+			e.Expect(e.DoKey(hand, "GET", "/v1/me", nil), 200, "")
+			keyID := e.DoKey(hand, "GET", "/v1/me", nil).Data()["key"].(map[string]any)["id"].(string)
+			st := e.Server.Backend().Store
+			if _, err := st.Exec(ctx, st.Dialect().Bind("UPDATE api_keys SET revoked_at = ? WHERE id = ?", time.Now().UTC(), keyID)); err != nil {
+				t.Fatal(err)
+			}
+			changed := time.Now()
+			first := e.DoKey(hand, "GET", "/v1/me", nil)
+			switch {
+			case backend == servertest.SQLite:
+				e.Expect(first, 401, "invalid_api_key")
+			case time.Since(changed) < auth.PrincipalMaxAge/2:
+				e.Expect(first, 200, "") // remembered: proves the cache serves
+			}
+			for e.DoKey(hand, "GET", "/v1/me", nil).Status != 401 {
+				if time.Since(changed) > auth.PrincipalMaxAge+500*time.Millisecond {
+					t.Fatalf("a key revoked by hand still works after %s", time.Since(changed))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+
+			// Changes through another process's Directory apply on the next request.
+			key := e.NewKey(e.Member, auth.KeyOptions{Access: "write"})
+			e.Expect(e.DoKey(key, "GET", "/v1/companies", nil), 200, "")
+			keyID = e.DoKey(key, "GET", "/v1/me", nil).Data()["key"].(map[string]any)["id"].(string)
+			if err := other.Directory.RevokeKey(ctx, keyID); err != nil {
+				t.Fatal(err)
+			}
+			waitAnnounced(t, backend)
+			e.Expect(e.DoKey(key, "GET", "/v1/companies", nil), 401, "invalid_api_key")
+
+			e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
+			if err := other.Directory.SetPlan(ctx, e.Workspace, "free"); err != nil {
+				t.Fatal(err)
+			}
+			waitAnnounced(t, backend)
+			e.Expect(e.Do("GET", "/v1/companies", nil), 403, "plan_upgrade_required")
+			if err := other.Directory.SetPlan(ctx, e.Workspace, "growth"); err != nil {
+				t.Fatal(err)
+			}
+			waitAnnounced(t, backend)
+			e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
+			if err := other.Directory.Deactivate(ctx, e.Member); err != nil {
+				t.Fatal(err)
+			}
+			waitAnnounced(t, backend)
+			e.Expect(e.Do("GET", "/v1/companies", nil), 401, "invalid_api_key")
+		})
+	}
+}
+
+// waitAnnounced gives a PostgreSQL notification the time it takes to cross a loopback socket, far
+// below PrincipalMaxAge: what the test shows is that the change does not wait for the cache to age.
+func waitAnnounced(t *testing.T, backend servertest.Backend) {
+	if backend == servertest.Postgres {
+		time.Sleep(50 * time.Millisecond)
+	}
+}

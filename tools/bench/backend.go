@@ -1,0 +1,594 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspace-records/records/engine/listplan"
+)
+
+// report is what one backend's run measured.
+type report struct {
+	backend     string
+	rows        int
+	seed        time.Duration
+	ready       []time.Duration // process start to first answered request, per start
+	startedIn   []time.Duration // as recordsd logged it
+	filterValue int
+	declared    int // records matching the declared-field filter
+	custom      int // records matching the custom-field filter
+	phases      []phase
+	rounds      []sample
+}
+
+// phase is one operation at one concurrency on the three targets, and recordsd's state after it.
+type phase struct {
+	op               string
+	c                int
+	api, floor, raw  result
+	hasFloor, hasRaw bool
+	after            sample
+}
+
+type sample struct {
+	rssMB      float64
+	goroutines int
+}
+
+// bench is the state of one backend's run.
+type bench struct {
+	o         options
+	backend   string
+	dsn       string
+	workspace string
+	key       string
+	field     string // custom field id
+	secret    string
+	api       *proc
+	floor     *proc
+	raw       *db
+	ids       []string
+	value     int    // filter value
+	deepAPI   string // cursor at depth rows/2
+	deepAt    string // created_at of the row at depth, as the database compares it
+	deepID    string
+	rep       *report
+}
+
+func runBackend(ctx context.Context, o options, backend string) (*report, error) {
+	b := &bench{o: o, backend: backend, rep: &report{backend: backend, rows: o.rows}}
+	drop, err := b.createDatabase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	if err := b.setup(ctx); err != nil {
+		return nil, err
+	}
+	maxC := 1
+	for _, c := range o.conc {
+		maxC = max(maxC, c)
+	}
+	if b.raw, err = openDB(ctx, b.dsn, maxC); err != nil {
+		return nil, err
+	}
+	defer b.raw.close()
+	// Fresh statistics after a bulk load, as an operator would take (autovacuum would, later).
+	if _, err := b.raw.exec(ctx, "ANALYZE"); err != nil {
+		return nil, fmt.Errorf("analyze: %w", err)
+	}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	b.secret = hex.EncodeToString(secret)
+	for range 3 {
+		p, err := startRecordsd(ctx, o, b.dsn, b.secret)
+		if err != nil {
+			return nil, err
+		}
+		b.rep.ready = append(b.rep.ready, p.ready)
+		b.rep.startedIn = append(b.rep.startedIn, p.startedIn())
+		p.stop()
+	}
+	if b.api, err = startRecordsd(ctx, o, b.dsn, b.secret); err != nil {
+		return nil, err
+	}
+	defer b.api.stop()
+	if b.floor, err = startFloor(ctx, b.dsn, b.workspace); err != nil {
+		return nil, err
+	}
+	defer b.floor.stop()
+	if err := b.prepare(ctx); err != nil {
+		return nil, err
+	}
+	for _, op := range b.operations() {
+		if len(o.only) > 0 && !o.only[op.name] {
+			continue
+		}
+		for _, c := range o.conc {
+			ph := phase{op: op.name, c: c}
+			fmt.Fprintf(os.Stderr, "%s %-16s c=%-3d", backend, op.name, c)
+			if op.raw != nil {
+				ph.raw, ph.hasRaw = drive(ctx, c, o.warmup, o.duration, op.raw(c)), true
+			}
+			if op.floor != nil {
+				ph.floor, ph.hasFloor = drive(ctx, c, o.warmup, o.duration, op.floor(c)), true
+			}
+			ph.api = drive(ctx, c, o.warmup, o.duration, op.api(c))
+			ph.after = sample{b.api.rssMB(), b.api.goroutines()}
+			fmt.Fprintf(os.Stderr, " api %8.0f/s  floor %8.0f/s  raw %8.0f/s  rss %5.1f MB\n", ph.api.Rate(), ph.floor.Rate(), ph.raw.Rate(), ph.after.rssMB)
+			for _, r := range []result{ph.api, ph.floor, ph.raw} {
+				if r.Errors > 0 {
+					return nil, fmt.Errorf("%s c=%d: %d errors, first: %s\nrecordsd log:\n%s", op.name, c, r.Errors, r.FirstErr, tail(b.api.log.String()))
+				}
+			}
+			b.rep.phases = append(b.rep.phases, ph)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	// Closing rounds of the heaviest traffic: memory and goroutines must come back to the same level.
+	ops := map[string]operation{}
+	for _, op := range b.operations() {
+		ops[op.name] = op
+	}
+	for i := range o.rounds {
+		for _, name := range []string{"get", "first_page", "create"} {
+			r := drive(ctx, 32, 0, o.duration, ops[name].api(32))
+			if r.Errors > 0 {
+				return nil, fmt.Errorf("round %d %s: %s", i+1, name, r.FirstErr)
+			}
+		}
+		b.rep.rounds = append(b.rep.rounds, sample{b.api.rssMB(), b.api.goroutines()})
+	}
+	return b.rep, nil
+}
+
+// createDatabase makes the run's own database and returns how to drop it.
+func (b *bench) createDatabase(ctx context.Context) (func(), error) {
+	if b.backend == "sqlite" {
+		dir, err := os.MkdirTemp("", "records-bench-")
+		if err != nil {
+			return nil, err
+		}
+		b.dsn = "sqlite:" + filepath.Join(dir, "records.db")
+		return func() {
+			if b.o.keep {
+				fmt.Fprintln(os.Stderr, "kept", b.dsn)
+				return
+			}
+			os.RemoveAll(dir)
+		}, nil
+	}
+	u, err := url.Parse(b.o.postgres)
+	if err != nil {
+		return nil, fmt.Errorf("-postgres: %w", err)
+	}
+	conn, err := pgx.Connect(ctx, b.o.postgres)
+	if err != nil {
+		return nil, fmt.Errorf("connect %s: %w", u.Redacted(), err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("records_bench_%d_%d", os.Getpid(), time.Now().Unix())
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, fmt.Errorf("create database: %w", err)
+	}
+	u.Path = "/" + name
+	b.dsn = u.String()
+	return func() {
+		if b.o.keep {
+			fmt.Fprintln(os.Stderr, "kept", u.Redacted())
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, b.o.postgres)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "drop database:", err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintln(os.Stderr, "drop database:", err)
+		}
+	}, nil
+}
+
+// setup creates the workspace, member, key and custom field with recordsctl, and seeds the companies
+// through its bulk path (progress bar on stderr).
+func (b *bench) setup(ctx context.Context) error {
+	ws, err := ctl(ctx, b.o, b.dsn, "workspace", "create", "--name", "Bench", "--plan", "enterprise")
+	if err != nil {
+		return err
+	}
+	b.workspace = ws["id"].(string)
+	// Limits stay in force (every request is counted and checked) but never refuse during the run.
+	const high = "1000000000000"
+	if _, err := ctl(ctx, b.o, b.dsn, "workspace", "set-limits", b.workspace, "--key-per-minute", high,
+		"--key-per-hour", high, "--workspace-per-minute", high, "--monthly-quota", high); err != nil {
+		return err
+	}
+	m, err := ctl(ctx, b.o, b.dsn, "member", "create", "--workspace", b.workspace, "--email", "bench@example.com", "--role", "admin")
+	if err != nil {
+		return err
+	}
+	k, err := ctl(ctx, b.o, b.dsn, "key", "create", "--member", m["id"].(string), "--access", "write")
+	if err != nil {
+		return err
+	}
+	b.key = k["secret"].(string)
+	// An integer custom field whose values follow employee_count's distribution (the sample generator
+	// chooses by key), so that both filters select about as many records.
+	f, err := ctl(ctx, b.o, b.dsn, "field", "create", "--workspace", b.workspace, "--resource", "companies",
+		"--key", "employee_target", "--type", "integer")
+	if err != nil {
+		return err
+	}
+	b.field = f["id"].(string)
+	t0 := time.Now()
+	cmd := exec.CommandContext(ctx, b.o.bin+"/recordsctl", "--db", b.dsn, "--definitions", b.o.defs, "seed",
+		"--workspace", b.workspace, "--resource", "companies", "--count", strconv.Itoa(b.o.rows), "--seed", "1")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	b.rep.seed = time.Since(t0)
+	return nil
+}
+
+// prepare picks the ids, the filter value and the deep cursor the phases use, and checks the API and
+// the floor agree on what they return.
+func (b *bench) prepare(ctx context.Context) error {
+	err := b.raw.query(ctx, `SELECT "id" FROM "rec_companies" WHERE "workspace_id" = $1 ORDER BY random() LIMIT 10000`, []any{b.workspace},
+		func(_ []string, v []any) error { b.ids = append(b.ids, fmt.Sprint(jsonValue("id", v[0]))); return nil })
+	if err != nil || len(b.ids) == 0 {
+		return fmt.Errorf("sample ids: %v", err)
+	}
+	// The largest employee count held by between 5 and 40 records: a selective filter, as real ones are.
+	err = b.raw.query(ctx, `SELECT "employee_count", count(*) FROM "rec_companies" WHERE "workspace_id" = $1 AND "archived" = $2
+AND "employee_count" IS NOT NULL GROUP BY "employee_count" HAVING count(*) BETWEEN 5 AND 40 ORDER BY "employee_count" DESC LIMIT 1`,
+		[]any{b.workspace, b.raw.archived()}, func(_ []string, v []any) error {
+			b.value, _ = strconv.Atoi(fmt.Sprint(v[0]))
+			b.rep.declared, _ = strconv.Atoi(fmt.Sprint(v[1]))
+			return nil
+		})
+	if err != nil || b.value == 0 {
+		return fmt.Errorf("filter value: %v", err)
+	}
+	b.rep.filterValue = b.value
+	err = b.raw.query(ctx, `SELECT count(*) FROM "custom_values" WHERE "workspace_id" = $1 AND "field_id" = $2 AND "t" = $3`,
+		[]any{b.workspace, b.field, strconv.Itoa(b.value)}, func(_ []string, v []any) error {
+			b.rep.custom, _ = strconv.Atoi(fmt.Sprint(v[0]))
+			return nil
+		})
+	if err != nil {
+		return fmt.Errorf("custom matches: %w", err)
+	}
+	// The row at depth rows/2 in the default order, and the one after it (the deep page's first).
+	depth := b.o.rows / 2
+	var next string
+	err = b.raw.query(ctx, `SELECT "id", "created_at" FROM "rec_companies" WHERE "workspace_id" = $1 AND "archived" = $2
+ORDER BY "created_at" DESC, "id" DESC LIMIT 2 OFFSET $3`, []any{b.workspace, b.raw.archived(), depth - 1}, func(_ []string, v []any) error {
+		if b.deepID == "" {
+			b.deepID = fmt.Sprint(jsonValue("id", v[0]))
+			if t, ok := v[1].(time.Time); ok {
+				b.deepAt = t.UTC().Format(time.RFC3339Nano)
+			} else {
+				b.deepAt = fmt.Sprint(v[1])
+			}
+			return nil
+		}
+		next = fmt.Sprint(jsonValue("id", v[0]))
+		return nil
+	})
+	if err != nil || next == "" {
+		return fmt.Errorf("row at depth %d: %v", depth, err)
+	}
+	cursor, err := b.deepCursor(ctx)
+	if err != nil {
+		return err
+	}
+	b.deepAPI = cursor
+	// The deep page starts right after the row at depth, through the API and through the floor.
+	var page struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := b.getJSON(ctx, b.apiURL("/v1/companies?page_size=25&cursor="+url.QueryEscape(cursor)), &page); err != nil {
+		return err
+	}
+	if len(page.Data) != 25 || page.Data[0].ID != next {
+		return fmt.Errorf("deep cursor page starts at %v, want %s", page.Data, next)
+	}
+	if err := b.getJSON(ctx, b.floorURL("/companies?limit=25&"+b.deepFloorQuery()), &page); err != nil {
+		return err
+	}
+	if len(page.Data) != 25 || page.Data[0].ID != next {
+		return fmt.Errorf("floor deep page starts at %v, want %s", page.Data, next)
+	}
+	return nil
+}
+
+// deepCursor makes the API's cursor for the position at depth: the payload of a real first-page cursor
+// (so it names the same plan) with the position replaced, signed with the secret recordsd was given.
+// It is exactly what walking rows/2 records page by page would end with, without the walk.
+func (b *bench) deepCursor(ctx context.Context) (string, error) {
+	var first struct {
+		Meta struct {
+			NextCursor string `json:"next_cursor"`
+		} `json:"meta"`
+	}
+	if err := b.getJSON(ctx, b.apiURL("/v1/companies?page_size=25&cursor=start"), &first); err != nil {
+		return "", err
+	}
+	body, _, ok := strings.Cut(first.Meta.NextCursor, ".")
+	payload, err := base64.RawURLEncoding.DecodeString(body)
+	if !ok || err != nil {
+		return "", fmt.Errorf("first page cursor %q", first.Meta.NextCursor)
+	}
+	var rec struct {
+		Data struct {
+			CreatedAt string `json:"created_at"`
+		} `json:"data"`
+	}
+	if err := b.getJSON(ctx, b.apiURL("/v1/companies/"+b.deepID), &rec); err != nil {
+		return "", err
+	}
+	var c map[string]any
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return "", fmt.Errorf("cursor payload: %w", err)
+	}
+	c["k"], c["i"] = rec.Data.CreatedAt, b.deepID
+	payload, _ = json.Marshal(c)
+	return listplan.Sign([]byte(b.secret), payload), nil
+}
+
+func (b *bench) deepFloorQuery() string {
+	return "after_created=" + url.QueryEscape(b.deepAt) + "&after_id=" + b.deepID
+}
+
+func (b *bench) apiURL(path string) string   { return "http://" + b.api.addr + path }
+func (b *bench) floorURL(path string) string { return "http://" + b.floor.addr + path }
+
+func (b *bench) getJSON(ctx context.Context, u string, v any) error {
+	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %d %s", u, res.StatusCode, data)
+	}
+	return json.Unmarshal(data, v)
+}
+
+// operation is one measured operation: how a worker does it through the API, the floor and raw SQL
+// (nil where there is no counterpart), given the phase's concurrency.
+type operation struct {
+	name       string
+	api, floor func(c int) worker
+	raw        func(c int) worker
+}
+
+func (b *bench) pick(rnd *mrand.Rand) string { return b.ids[rnd.IntN(len(b.ids))] }
+
+// httpOp makes a worker factory sending one request per call, built by mk.
+func (b *bench) httpOp(want int, mk func(rnd *mrand.Rand) (*http.Request, error)) func(c int) worker {
+	return func(c int) worker {
+		client := httpClient(c)
+		return func(ctx context.Context, rnd *mrand.Rand) error {
+			req, err := mk(rnd)
+			if err != nil {
+				return err
+			}
+			return call(client, req.WithContext(ctx), want)
+		}
+	}
+}
+
+func (b *bench) apiReq(method, path string, body []byte, idempotent bool) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, b.apiURL(path), rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+b.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idempotent {
+		req.Header.Set("Idempotency-Key", newID())
+	}
+	return req, nil
+}
+
+func (b *bench) floorReq(method, path string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, b.floorURL(path), rd)
+	if err == nil && body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, err
+}
+
+// rawOp makes a worker running q and checking it returned rows (want < 0: any number).
+func (b *bench) rawOp(want int, q func() string, args func(rnd *mrand.Rand) []any) func(c int) worker {
+	return func(int) worker {
+		stmt := q()
+		return func(ctx context.Context, rnd *mrand.Rand) error {
+			n := 0
+			if err := b.raw.query(ctx, stmt, args(rnd), func([]string, []any) error { n++; return nil }); err != nil {
+				return err
+			}
+			if want >= 0 && n != want {
+				return fmt.Errorf("raw: %d rows, want %d", n, want)
+			}
+			return nil
+		}
+	}
+}
+
+func companyBody(rnd *mrand.Rand, custom bool) []byte {
+	n := rnd.IntN(1_000_000_000)
+	body := map[string]any{"name": "Bench company " + strconv.Itoa(n), "industry": "software", "employee_count": n % 50000,
+		"domain": "b" + strconv.Itoa(n) + ".example.com", "billing_city": "Berlin", "billing_country": "DE"}
+	if custom {
+		body["cf__employee_target"] = n % 50000
+	}
+	data, _ := json.Marshal(body)
+	return data
+}
+
+func dealBody(rnd *mrand.Rand) []byte {
+	n := rnd.IntN(1_000_000_000)
+	data, _ := json.Marshal(map[string]any{"name": "Bench deal " + strconv.Itoa(n), "amount": n % 100000, "currency": "EUR"})
+	return data
+}
+
+func (b *bench) operations() []operation {
+	filter := url.QueryEscape(fmt.Sprintf(`[{"field":"employee_count","op":"eq","value":%d}]`, b.value))
+	customFilter := url.QueryEscape(fmt.Sprintf(`[{"field":"cfv:%s","op":"eq","value":%d}]`, b.field, b.value))
+	query, _ := json.Marshal(map[string]any{"filters": []any{map[string]any{"field": "employee_count", "op": "eq", "value": b.value}}, "page_size": 25})
+	d := b.raw
+	page := func(rnd *mrand.Rand) []any { return []any{b.workspace, d.archived(), 26} }
+	declaredArgs := func(rnd *mrand.Rand) []any { return []any{b.workspace, d.archived(), 26, b.value} }
+	deepAt := any(b.deepAt)
+	if d.pg != nil {
+		deepAt, _ = time.Parse(time.RFC3339Nano, b.deepAt)
+	}
+	return []operation{
+		{name: "get",
+			api: b.httpOp(200, func(rnd *mrand.Rand) (*http.Request, error) {
+				return b.apiReq("GET", "/v1/companies/"+b.pick(rnd), nil, false)
+			}),
+			floor: b.httpOp(200, func(rnd *mrand.Rand) (*http.Request, error) { return b.floorReq("GET", "/companies/"+b.pick(rnd), nil) }),
+			raw:   b.rawOp(1, func() string { return d.getSQL("rec_companies") }, func(rnd *mrand.Rand) []any { return []any{b.workspace, b.pick(rnd)} })},
+		{name: "first_page",
+			api: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.apiReq("GET", "/v1/companies?page_size=25", nil, false)
+			}),
+			floor: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) { return b.floorReq("GET", "/companies?limit=25", nil) }),
+			raw:   b.rawOp(26, func() string { return d.pageSQL("rec_companies", false) }, page)},
+		{name: "deep_page",
+			api: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.apiReq("GET", "/v1/companies?page_size=25&cursor="+url.QueryEscape(b.deepAPI), nil, false)
+			}),
+			floor: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.floorReq("GET", "/companies?limit=25&"+b.deepFloorQuery(), nil)
+			}),
+			raw: b.rawOp(26, func() string { return d.pageSQL("rec_companies", true) }, func(*mrand.Rand) []any {
+				return []any{b.workspace, d.archived(), 26, deepAt, b.deepID}
+			})},
+		{name: "filter_declared",
+			api: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.apiReq("GET", "/v1/companies?page_size=25&filter="+filter, nil, false)
+			}),
+			floor: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.floorReq("GET", "/companies?limit=25&column=employee_count&value="+strconv.Itoa(b.value), nil)
+			}),
+			raw: b.rawOp(-1, func() string { return d.filterSQL("rec_companies", "employee_count") }, declaredArgs)},
+		{name: "filter_custom",
+			api: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.apiReq("GET", "/v1/companies?page_size=25&filter="+customFilter, nil, false)
+			}),
+			floor: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.floorReq("GET", "/companies?limit=25&custom_field="+b.field+"&value="+strconv.Itoa(b.value), nil)
+			}),
+			raw: b.rawOp(-1, func() string { return d.customSQL("rec_companies") }, func(*mrand.Rand) []any {
+				return []any{b.workspace, d.archived(), 26, b.field, strconv.Itoa(b.value)}
+			})},
+		{name: "query",
+			api: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) { return b.apiReq("POST", "/v1/companies/query", query, false) }),
+			floor: b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+				return b.floorReq("GET", "/companies?limit=25&column=employee_count&value="+strconv.Itoa(b.value), nil)
+			}),
+			raw: b.rawOp(-1, func() string { return d.filterSQL("rec_companies", "employee_count") }, declaredArgs)},
+		{name: "create",
+			api: b.httpOp(201, func(rnd *mrand.Rand) (*http.Request, error) {
+				return b.apiReq("POST", "/v1/companies", companyBody(rnd, true), true)
+			}),
+			floor: b.httpOp(201, func(rnd *mrand.Rand) (*http.Request, error) {
+				return b.floorReq("POST", "/companies", companyBody(rnd, false))
+			}),
+			raw: b.rawWrite("rec_companies", false)},
+		{name: "update",
+			api: b.httpOp(200, func(rnd *mrand.Rand) (*http.Request, error) {
+				return b.apiReq("PATCH", "/v1/companies/"+b.pick(rnd), []byte(`{"employee_count":`+strconv.Itoa(rnd.IntN(50000))+`}`), true)
+			}),
+			floor: b.httpOp(200, func(rnd *mrand.Rand) (*http.Request, error) {
+				return b.floorReq("PATCH", "/companies/"+b.pick(rnd), []byte(`{"employee_count":`+strconv.Itoa(rnd.IntN(50000))+`}`))
+			}),
+			raw: b.rawWrite("rec_companies", true)},
+		{name: "create_hooked",
+			api: b.httpOp(201, func(rnd *mrand.Rand) (*http.Request, error) {
+				return b.apiReq("POST", "/v1/deals", dealBody(rnd), true)
+			}),
+			floor: b.httpOp(201, func(rnd *mrand.Rand) (*http.Request, error) { return b.floorReq("POST", "/deals", dealBody(rnd)) }),
+			raw:   b.rawWrite("rec_deals", false)},
+	}
+}
+
+// rawWrite inserts a row of table (or, with update, changes one) with one statement.
+func (b *bench) rawWrite(table string, update bool) func(c int) worker {
+	return func(int) worker {
+		d := b.raw
+		var stmt string
+		switch {
+		case update:
+			stmt = d.updateSQL(table, []string{"employee_count"})
+		case table == "rec_deals":
+			stmt = d.insertSQL(table, []string{"name", "amount", "currency"})
+		default:
+			stmt = d.insertSQL(table, []string{"name", "industry", "employee_count", "domain", "billing_city", "billing_country"})
+		}
+		return func(ctx context.Context, rnd *mrand.Rand) error {
+			n := rnd.IntN(1_000_000_000)
+			now := d.now()
+			var args []any
+			switch {
+			case update:
+				args = []any{b.workspace, b.pick(rnd), now, n % 50000}
+			case table == "rec_deals":
+				args = []any{b.workspace, newID(), now, now, "Bench deal " + strconv.Itoa(n), n % 100000, "EUR"}
+			default:
+				args = []any{b.workspace, newID(), now, now, "Bench company " + strconv.Itoa(n), "software", n % 50000,
+					"b" + strconv.Itoa(n) + ".example.com", "Berlin", "DE"}
+			}
+			rows := 0
+			if err := d.query(ctx, stmt, args, func([]string, []any) error { rows++; return nil }); err != nil {
+				return err
+			}
+			if rows != 1 {
+				return fmt.Errorf("raw write: %d rows", rows)
+			}
+			return nil
+		}
+	}
+}

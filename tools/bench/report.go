@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// render prints the run as Markdown: one table per backend, then the targets with their verdicts.
+func render(o options, reps []*report, cpus int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Workspace Records benchmark, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "%d cores shared by the load generator, recordsd, the floor server and the database; %s measured per phase after %s of warm-up; concurrencies %v.\n\n",
+		cpus, o.duration, o.warmup, o.conc)
+	for _, r := range reps {
+		fmt.Fprintf(&b, "## %s: %d companies in one workspace\n\n", r.backend, r.rows)
+		fmt.Fprintf(&b, "- seeded with `recordsctl seed` in %s (%.0f records/s, custom field values included)\n", r.seed.Round(time.Millisecond), float64(r.rows)/r.seed.Seconds())
+		fmt.Fprintf(&b, "- start to serving (process start to first answered request; recordsd's own figure in brackets): %s\n", durations(r.ready, r.startedIn))
+		fmt.Fprintf(&b, "- filters: employee_count = %d matches %d records; the custom field (same distribution) %d\n\n", r.filterValue, r.declared, r.custom)
+		b.WriteString("| operation | c | API req/s | API p50 | API p99 | floor req/s | floor p50 | raw SQL q/s | raw p50 | API/floor | API/raw | RSS MB | goroutines |\n")
+		b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, p := range r.phases {
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %d |\n", p.op, p.c,
+				p.api.Rate(), ms(p.api.P50), ms(p.api.P99),
+				opt(p.hasFloor, fmt.Sprintf("%.0f", p.floor.Rate())), opt(p.hasFloor, ms(p.floor.P50)),
+				opt(p.hasRaw, fmt.Sprintf("%.0f", p.raw.Rate())), opt(p.hasRaw, ms(p.raw.P50)),
+				opt(p.hasFloor, ratio(p.api.Rate(), p.floor.Rate())), opt(p.hasRaw, ratio(p.api.Rate(), p.raw.Rate())),
+				p.after.rssMB, p.after.goroutines)
+		}
+		b.WriteString("\nClosing rounds (get, first page and create at c=32, back to back):")
+		for i, s := range r.rounds {
+			fmt.Fprintf(&b, " round %d %.1f MB / %d goroutines;", i+1, s.rssMB, s.goroutines)
+		}
+		b.WriteString("\n\n")
+	}
+	b.WriteString("## Targets\n\n")
+	for _, t := range targets(reps) {
+		mark := "PASS"
+		if !t.ok {
+			mark = "MISS"
+		}
+		fmt.Fprintf(&b, "- %s %s: %s\n", mark, t.name, t.got)
+	}
+	return b.String()
+}
+
+type verdict struct {
+	name, got string
+	ok        bool
+}
+
+func (r *report) phase(op string, c int) (phase, bool) {
+	for _, p := range r.phases {
+		if p.op == op && p.c == c {
+			return p, true
+		}
+	}
+	return phase{}, false
+}
+
+// targets checks the figures of one run against the targets of issue 8 (docs/benchmarks.md).
+func targets(reps []*report) []verdict {
+	var out []verdict
+	var pg, lite *report
+	for _, r := range reps {
+		switch r.backend {
+		case "postgres":
+			pg = r
+		case "sqlite":
+			lite = r
+		}
+		tag := "[" + r.backend + "] "
+		for _, c := range []int{8, 32} {
+			if p, ok := r.phase("get", c); ok {
+				x := p.api.Rate() / p.floor.Rate()
+				out = append(out, verdict{tag + fmt.Sprintf("GET by id ≥ 0.8× floor at c=%d", c), fmt.Sprintf("%.2f×", x), x >= 0.8})
+			}
+			if p, ok := r.phase("first_page", c); ok {
+				x := p.api.Rate() / p.floor.Rate()
+				out = append(out, verdict{tag + fmt.Sprintf("first page ≥ 0.8× floor at c=%d", c), fmt.Sprintf("%.2f×", x), x >= 0.8})
+			}
+		}
+		for _, p := range r.phases {
+			if p.op != "deep_page" {
+				continue
+			}
+			first, ok := r.phase("first_page", p.c)
+			if !ok {
+				continue
+			}
+			x := p.api.Rate() / first.api.Rate()
+			y := float64(first.api.P50) / float64(p.api.P50)
+			out = append(out, verdict{tag + fmt.Sprintf("cursor page at depth %d ≥ 0.9× first page at c=%d (throughput, p50)", r.rows/2, p.c),
+				fmt.Sprintf("%.2f×, %.2f× (p50 %s vs %s)", x, y, ms(p.api.P50), ms(first.api.P50)), x >= 0.9 && y >= 0.9})
+		}
+		for _, p := range r.phases {
+			if p.op != "filter_custom" {
+				continue
+			}
+			decl, ok := r.phase("filter_declared", p.c)
+			if !ok {
+				continue
+			}
+			x := float64(p.api.P50) / float64(decl.api.P50)
+			out = append(out, verdict{tag + fmt.Sprintf("custom-field filter p50 within 2× of the declared one at c=%d", p.c),
+				fmt.Sprintf("%.2f× (%s vs %s)", x, ms(p.api.P50), ms(decl.api.P50)), x <= 2})
+		}
+		if p, ok := r.phase("create", 8); ok {
+			x := p.api.Rate() / p.raw.Rate()
+			out = append(out, verdict{tag + "create with validation and Idempotency-Key ≥ 0.5× raw insert at c=8", fmt.Sprintf("%.2f×", x), x >= 0.5})
+		}
+		var peak float64
+		for _, p := range r.phases {
+			if p.c == 32 {
+				peak = max(peak, p.after.rssMB)
+			}
+		}
+		for _, s := range r.rounds {
+			peak = max(peak, s.rssMB)
+		}
+		out = append(out, verdict{tag + "RSS under 150 MB after the c=32 phases", fmt.Sprintf("peak %.1f MB", peak), peak > 0 && peak < 150})
+		if n := len(r.rounds); n >= 2 {
+			first, last := r.rounds[0], r.rounds[n-1]
+			ok := last.rssMB <= first.rssMB*1.10 && last.goroutines <= first.goroutines+5
+			out = append(out, verdict{tag + "memory and goroutines flat over the closing rounds",
+				fmt.Sprintf("%.1f → %.1f MB, %d → %d goroutines", first.rssMB, last.rssMB, first.goroutines, last.goroutines), ok})
+		}
+		if len(r.ready) > 0 {
+			med := median(r.ready)
+			out = append(out, verdict{tag + "start to serving under 300 ms (44 resources, 3 plugins)", "median " + ms(med), med < 300*time.Millisecond})
+		}
+	}
+	if pg != nil && lite != nil {
+		for _, op := range []string{"get", "first_page", "deep_page"} {
+			for _, c := range []int{1, 8, 32} {
+				p, ok1 := pg.phase(op, c)
+				l, ok2 := lite.phase(op, c)
+				if !ok1 || !ok2 {
+					continue
+				}
+				x := l.api.Rate() / p.api.Rate()
+				out = append(out, verdict{fmt.Sprintf("SQLite %s ≥ 0.8× PostgreSQL at c=%d", op, c), fmt.Sprintf("%.2f×", x), x >= 0.8})
+			}
+		}
+	}
+	return out
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func durations(a, b []time.Duration) string {
+	parts := make([]string, len(a))
+	for i := range a {
+		parts[i] = ms(a[i])
+		if i < len(b) && b[i] > 0 {
+			parts[i] += " (" + ms(b[i]) + ")"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+func opt(ok bool, s string) string {
+	if !ok {
+		return "–"
+	}
+	return s
+}
