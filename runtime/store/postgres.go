@@ -131,14 +131,25 @@ func (q pgq) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// Query implements Querier. With a workspace in ctx, the statement runs in one round trip after the
-// statement that scopes its (implicit) transaction to that workspace.
+// Each pooled connection remembers, at session level, the workspace its statements are scoped to
+// (records.workspace_id, which the row-level security policies read), and wsKey tracks it in the
+// connection's custom data. A statement for the same workspace as the connection's last one runs alone;
+// otherwise the setting and the statement go as one batch: one round trip either way. A context
+// without a workspace clears the setting, so it still sees no record rows at all.
+const wsKey = "records.workspace_id"
+
+// Query implements Querier, scoped to the workspace of ctx (none: no record rows).
 func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
-	ws := workspaceOf(ctx)
-	if ws == "" {
-		return pgq{p.pool}.Query(ctx, s, fn)
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return mapPG(err)
 	}
-	br := p.scoped(ctx, ws, s)
+	defer conn.Release()
+	ws := workspaceOf(ctx)
+	if scopedTo(conn.Conn(), ws) {
+		return pgq{conn}.Query(ctx, s, fn)
+	}
+	br := scope(ctx, conn.Conn(), ws, s)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return mapPG(err)
@@ -150,16 +161,25 @@ func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) 
 	if err := scanRows(rows, fn); err != nil {
 		return err
 	}
-	return mapPG(br.Close())
+	if err := br.Close(); err != nil {
+		return mapPG(err)
+	}
+	conn.Conn().PgConn().CustomData()[wsKey] = ws
+	return nil
 }
 
 // Exec implements Querier, scoped like Query.
 func (p *Postgres) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
-	ws := workspaceOf(ctx)
-	if ws == "" {
-		return pgq{p.pool}.Exec(ctx, s)
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return 0, mapPG(err)
 	}
-	br := p.scoped(ctx, ws, s)
+	defer conn.Release()
+	ws := workspaceOf(ctx)
+	if scopedTo(conn.Conn(), ws) {
+		return pgq{conn}.Exec(ctx, s)
+	}
+	br := scope(ctx, conn.Conn(), ws, s)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {
 		return 0, mapPG(err)
@@ -168,22 +188,35 @@ func (p *Postgres) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
 	if err != nil {
 		return 0, mapPG(err)
 	}
-	return tag.RowsAffected(), mapPG(br.Close())
+	if err := br.Close(); err != nil {
+		return 0, mapPG(err)
+	}
+	conn.Conn().PgConn().CustomData()[wsKey] = ws
+	return tag.RowsAffected(), nil
 }
 
-// scoped sends the workspace setting and s as one batch: one round trip, one implicit transaction.
-func (p *Postgres) scoped(ctx context.Context, ws string, s sqlgen.Stmt) pgx.BatchResults {
+// scopedTo reports whether conn's session is known to be scoped to ws.
+func scopedTo(conn *pgx.Conn, ws string) bool {
+	cur, known := conn.PgConn().CustomData()[wsKey].(string)
+	return known && cur == ws
+}
+
+// scope sends the session's workspace setting and s as one batch (one implicit transaction: if s fails,
+// the setting is rolled back too). Until the batch succeeds the connection's scope is unknown.
+func scope(ctx context.Context, conn *pgx.Conn, ws string, s sqlgen.Stmt) pgx.BatchResults {
+	delete(conn.PgConn().CustomData(), wsKey)
 	b := &pgx.Batch{}
-	b.Queue(setWorkspace, ws)
+	b.Queue(setSessionWorkspace, ws)
 	b.Queue(s.SQL, s.Args...)
-	return p.pool.SendBatch(ctx, b)
+	return conn.SendBatch(ctx, b)
 }
 
-// Tx implements Store. With a workspace in ctx, the transaction is scoped to it first.
+// Tx implements Store. The transaction is scoped to the workspace of ctx (none: no record rows) for
+// its own duration; the connection's session scope is left as it was.
 func (p *Postgres) Tx(ctx context.Context, fn func(q Querier) error) error {
 	ws := workspaceOf(ctx)
 	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if ws != "" {
+		if !scopedTo(tx.Conn(), ws) {
 			if _, err := tx.Exec(ctx, setWorkspace, ws); err != nil {
 				return err
 			}

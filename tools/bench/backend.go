@@ -70,6 +70,44 @@ type bench struct {
 	deepAt    string // created_at of the row at depth, as the database compares it
 	deepID    string
 	rep       *report
+	clients   []*http.Client // of the current phase, closed after it
+}
+
+// profile records recordsd's CPU profile from now until the returned function is called (-profile).
+func (b *bench) profile(name string) func() {
+	if b.o.profile == "" {
+		return func() {}
+	}
+	secs := int((b.o.warmup + b.o.duration).Seconds())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", b.api.debug, max(secs, 1)))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+			return
+		}
+		defer res.Body.Close()
+		os.MkdirAll(b.o.profile, 0o755)
+		f, err := os.Create(filepath.Join(b.o.profile, name+".pprof"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "profile:", err)
+			return
+		}
+		defer f.Close()
+		io.Copy(f, res.Body)
+	}()
+	return func() { <-done }
+}
+
+// closeClients drops the phase's keep-alive connections, so that the next sample of recordsd's
+// goroutines counts live work, not idle connections of finished phases.
+func (b *bench) closeClients() {
+	for _, c := range b.clients {
+		c.CloseIdleConnections()
+	}
+	b.clients = nil
+	time.Sleep(50 * time.Millisecond)
 }
 
 func runBackend(ctx context.Context, o options, backend string) (*report, error) {
@@ -130,7 +168,10 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 			if op.floor != nil {
 				ph.floor, ph.hasFloor = drive(ctx, c, o.warmup, o.duration, op.floor(c)), true
 			}
+			stopProfile := b.profile(fmt.Sprintf("%s-%s-c%d", backend, op.name, c))
 			ph.api = drive(ctx, c, o.warmup, o.duration, op.api(c))
+			stopProfile()
+			b.closeClients()
 			ph.after = sample{b.api.rssMB(), b.api.goroutines()}
 			fmt.Fprintf(os.Stderr, " api %8.0f/s  floor %8.0f/s  raw %8.0f/s  rss %5.1f MB\n", ph.api.Rate(), ph.floor.Rate(), ph.raw.Rate(), ph.after.rssMB)
 			for _, r := range []result{ph.api, ph.floor, ph.raw} {
@@ -156,6 +197,7 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 				return nil, fmt.Errorf("round %d %s: %s", i+1, name, r.FirstErr)
 			}
 		}
+		b.closeClients()
 		b.rep.rounds = append(b.rep.rounds, sample{b.api.rssMB(), b.api.goroutines()})
 	}
 	return b.rep, nil
@@ -397,6 +439,7 @@ func (b *bench) pick(rnd *mrand.Rand) string { return b.ids[rnd.IntN(len(b.ids))
 func (b *bench) httpOp(want int, mk func(rnd *mrand.Rand) (*http.Request, error)) func(c int) worker {
 	return func(c int) worker {
 		client := httpClient(c)
+		b.clients = append(b.clients, client)
 		return func(ctx context.Context, rnd *mrand.Rand) error {
 			req, err := mk(rnd)
 			if err != nil {

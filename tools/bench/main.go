@@ -39,6 +39,7 @@ type options struct {
 	out      string
 	keep     bool
 	only     map[string]bool
+	profile  string
 }
 
 func main() {
@@ -81,11 +82,12 @@ func parseFlags(args []string) (options, error) {
 	out := fs.String("out", "", "also write the report (Markdown) to this file")
 	keep := fs.Bool("keep", false, "keep the database after the run")
 	only := fs.String("only", "", "comma-separated operations to run (default: all)")
+	profile := fs.String("profile", "", "write a CPU profile of recordsd during each API phase into this directory")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	o := options{rows: *rows, warmup: *warmup, duration: *duration, rounds: *rounds, postgres: *pg, bin: *bin,
-		plugins: *plugins, defs: *defs, out: *out, keep: *keep, only: map[string]bool{}}
+		plugins: *plugins, defs: *defs, out: *out, keep: *keep, only: map[string]bool{}, profile: *profile}
 	switch *backend {
 	case "postgres", "sqlite":
 		o.backends = []string{*backend}
