@@ -5,10 +5,14 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
@@ -56,14 +60,47 @@ func (r *Resource) Doc(m Mode) map[string]any { return r.docs[m] }
 
 // Compile builds and compiles the schemas of every writable resource in cat.
 func Compile(cat *model.Catalog) (*Set, error) {
+	// Resources compile in as many groups as there are processors, each with its own compiler (a
+	// compiler is not safe for concurrent use); the schemas are independent of each other.
+	groups := max(1, min(runtime.GOMAXPROCS(0), len(cat.Resources)))
+	parts := make([]map[string]*Resource, groups)
+	errs := make([]error, groups)
+	var wg sync.WaitGroup
+	for g := range groups {
+		wg.Go(func() {
+			var mine []*model.Resource
+			for i := g; i < len(cat.Resources); i += groups {
+				mine = append(mine, cat.Resources[i])
+			}
+			parts[g], errs[g] = compileResources(mine)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	set := &Set{byResource: map[string]*Resource{}}
+	for _, p := range parts {
+		maps.Copy(set.byResource, p)
+	}
+	return set, nil
+}
+
+func newCompiler() *jsonschema.Compiler {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.AssertFormat = true
 	c.LoadURL = func(url string) (io.ReadCloser, error) {
 		return nil, fmt.Errorf("schema %s: remote references are not allowed", url)
 	}
-	set := &Set{byResource: map[string]*Resource{}}
-	for _, res := range cat.Resources {
+	return c
+}
+
+// compileResources compiles the schemas of resources and of their associations' attributes.
+func compileResources(resources []*model.Resource) (map[string]*Resource, error) {
+	c := newCompiler()
+	out := map[string]*Resource{}
+	for _, res := range resources {
 		r := &Resource{res: res, order: map[string]int{}}
 		for i, f := range res.Fields {
 			r.order[f.Key] = i
@@ -84,9 +121,7 @@ func Compile(cat *model.Catalog) (*Set, error) {
 			}
 			r.docs[m], r.schemas[m] = doc, sch
 		}
-		set.byResource[res.Name] = r
-	}
-	for _, res := range cat.Resources {
+		out[res.Name] = r
 		for _, a := range res.Associations {
 			r := &Resource{res: a.Attrs, order: map[string]int{}}
 			for i, f := range a.Attrs.Fields {
@@ -105,21 +140,16 @@ func Compile(cat *model.Catalog) (*Set, error) {
 				return nil, fmt.Errorf("compile %s link schema: %w", a.Attrs.Name, err)
 			}
 			r.docs[Create], r.schemas[Create] = doc, sch
-			set.byResource[a.Attrs.Name] = r
+			out[a.Attrs.Name] = r
 		}
 	}
-	return set, nil
+	return out, nil
 }
 
 // CompileFieldSet compiles the create and update schemas of a field set (see model.NewFieldSet) on its
 // own, for values defined at run time such as a workspace's custom fields.
 func CompileFieldSet(fs *model.Resource) (*Resource, error) {
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	c.AssertFormat = true
-	c.LoadURL = func(url string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("schema %s: remote references are not allowed", url)
-	}
+	c := newCompiler()
 	r := &Resource{res: fs, order: map[string]int{}}
 	for i, f := range fs.Fields {
 		r.order[f.Key] = i

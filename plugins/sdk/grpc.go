@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/workspace-records/records/plugins/sdk/hookspb"
 )
@@ -67,7 +69,12 @@ type Client struct {
 }
 
 // Describe asks the plugin for its name, version and resources.
+//
+// The call also names the broker id of the host's Lookup service (metadata lookupBrokerKey), so that
+// the plugin connects to it now: go-plugin's broker only holds the host's connection offer for a few
+// seconds, and a plugin that first dialled at its first Lookup, minutes later, would wait in vain.
 func (c *Client) Describe(ctx context.Context) (Description, error) {
+	ctx = metadata.AppendToOutgoingContext(ctx, lookupBrokerKey, strconv.FormatUint(uint64(c.broker), 10))
 	out, err := c.c.Describe(ctx, &hookspb.DescribeRequest{})
 	if err != nil {
 		return Description{}, err
@@ -161,7 +168,18 @@ type hooksServer struct {
 	lookups map[uint32]hookspb.LookupClient
 }
 
-func (h *hooksServer) Describe(context.Context, *hookspb.DescribeRequest) (*hookspb.DescribeResponse, error) {
+// lookupBrokerKey is the gRPC metadata key of the Lookup service's broker id on Describe.
+const lookupBrokerKey = "records-lookup-broker-id"
+
+func (h *hooksServer) Describe(ctx context.Context, _ *hookspb.DescribeRequest) (*hookspb.DescribeResponse, error) {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		for _, v := range md.Get(lookupBrokerKey) {
+			if id, err := strconv.ParseUint(v, 10, 32); err == nil {
+				// Connect while the host's offer stands; a failure here is retried on first use.
+				_, _ = h.lookupClient(uint32(id))
+			}
+		}
+	}
 	return &hookspb.DescribeResponse{Name: h.s.name, Version: h.s.version, Resources: h.s.rules.Resources}, nil
 }
 
@@ -174,11 +192,7 @@ func (h *hooksServer) Before(ctx context.Context, req *hookspb.BeforeRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	lc, err := h.lookupClient(req.Call.LookupBrokerId)
-	if err != nil {
-		return nil, err
-	}
-	call.Lookup = &lookup{c: lc, id: req.Call.LookupId}
+	call.Lookup = &lookup{h: h, broker: req.Call.LookupBrokerId, id: req.Call.LookupId}
 	res, err := h.s.rules.Before(ctx, call)
 	if err != nil || res == nil {
 		return out, err
@@ -225,14 +239,20 @@ func (h *hooksServer) lookupClient(id uint32) (hookspb.LookupClient, error) {
 	return c, nil
 }
 
-// lookup is the plugin side of Lookup.
+// lookup is the plugin side of Lookup. It connects to the host on first use, so that a rule that
+// reads nothing never depends on the connection.
 type lookup struct {
-	c  hookspb.LookupClient
-	id uint64
+	h      *hooksServer
+	broker uint32
+	id     uint64
 }
 
 func (l *lookup) Get(ctx context.Context, resource, id string) (map[string]any, bool, error) {
-	out, err := l.c.Get(ctx, &hookspb.GetRequest{LookupId: l.id, Resource: resource, Id: id})
+	c, err := l.h.lookupClient(l.broker)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := c.Get(ctx, &hookspb.GetRequest{LookupId: l.id, Resource: resource, Id: id})
 	if err != nil || !out.Found {
 		return nil, false, err
 	}
@@ -245,7 +265,11 @@ func (l *lookup) List(ctx context.Context, resource string, filters []Filter, li
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := l.c.List(ctx, &hookspb.ListRequest{LookupId: l.id, Resource: resource, FiltersJson: fj, Limit: uint32(max(0, limit))})
+	c, err := l.h.lookupClient(l.broker)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := c.List(ctx, &hookspb.ListRequest{LookupId: l.id, Resource: resource, FiltersJson: fj, Limit: uint32(max(0, limit))})
 	if err != nil {
 		return nil, false, err
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"embed"
 	"net/http"
+	"sync"
 
 	"github.com/uptrace/bunrouter"
 )
@@ -25,18 +26,22 @@ func loadAsset(name, ctype string) *representation {
 	return newRepresentation(body, ctype)
 }
 
+// The assets are compressed on first use, not at start: the bundle takes tens of milliseconds to
+// compress, which a server's start should not wait for.
 var (
-	docsPage   = loadAsset("docs/index.html", "text/html; charset=utf-8")
-	docsScript = loadAsset("docs/redoc.standalone.js", "text/javascript; charset=utf-8")
+	docsPage   = sync.OnceValue(func() *representation { return loadAsset("docs/index.html", "text/html; charset=utf-8") })
+	docsScript = sync.OnceValue(func() *representation {
+		return loadAsset("docs/redoc.standalone.js", "text/javascript; charset=utf-8")
+	})
 )
 
-func serveAsset(a *representation) bunrouter.HandlerFunc {
+func serveAsset(asset func() *representation) bunrouter.HandlerFunc {
 	return func(w http.ResponseWriter, req bunrouter.Request) error {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Content-Security-Policy", docsCSP)
 		h.Set("Referrer-Policy", "no-referrer")
-		a.serve(w, req.Request)
+		asset().serve(w, req.Request)
 		return nil
 	}
 }

@@ -102,9 +102,17 @@ func (k *Keys) Claim(ctx context.Context, workspace, apiKey, key, fingerprint st
 	now := k.now().UTC()
 	c := &Claim{APIKey: apiKey, Key: key, token: token()}
 	var replay *Response
+	insert := d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at)
+VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now)
+	// A new key, the usual case, is claimed by this one statement; a key already there is examined
+	// (and possibly taken over) in a transaction.
+	if n, err := k.st.Exec(ctx, insert); err != nil {
+		return nil, nil, err
+	} else if n == 1 {
+		return c, nil, nil
+	}
 	err := k.st.Tx(ctx, func(q store.Querier) error {
-		n, err := q.Exec(ctx, d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at)
-VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now))
+		n, err := q.Exec(ctx, insert)
 		if err != nil || n == 1 {
 			return err
 		}

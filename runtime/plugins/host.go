@@ -101,15 +101,25 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s (build the shipped plugins with `make plugins`, or point --plugins at the directory holding them)", strings.Join(problems, "; "))
 	}
-	for _, name := range names {
-		e := h.plugins[name]
-		e.mu.Lock()
-		_, err := h.ensure(ctx, e)
-		e.mu.Unlock()
-		if err != nil {
-			h.Close()
-			return nil, fmt.Errorf("start plugin %s: %w", name, err)
-		}
+	// The programs start side by side: a server's start waits for the slowest, not for their sum.
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := h.plugins[name]
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if _, err := h.ensure(ctx, e); err != nil {
+				errs[i] = fmt.Errorf("start plugin %s: %w", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		h.Close()
+		return nil, err
 	}
 	return h, nil
 }

@@ -459,8 +459,15 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 			if err != nil {
 				return err
 			}
-			if err := s.syncCustom(ctx, q, a.Workspace, id, fs, custom, keysOf(custom)); err != nil {
-				return fmt.Errorf("custom values of %s: %w", r.Name, err)
+			// A new record has no side-table rows yet: insert, with nothing to delete first.
+			rows, err := s.customRows(nil, id, fs, custom, keysOf(custom))
+			if err != nil {
+				return err
+			}
+			if len(rows) > 0 {
+				if _, err := q.Exec(ctx, s.d.InsertCustomValues(a.Workspace, rows)); err != nil {
+					return fmt.Errorf("custom values of %s: %w", r.Name, err)
+				}
 			}
 		}
 		if err := s.audit(ctx, q, a, r, id, "create", b.Values, now); err != nil {

@@ -360,3 +360,26 @@ func TestDeliveryPlugins(t *testing.T) {
 		})
 	}
 }
+
+// TestHookAfterIdle: go-plugin's broker holds the host's offer of the Lookup service for a few seconds
+// only. A plugin that connected to it at its first Lookup timed out when that came later, so every
+// hooked write of a server that had been up for a while failed with 503 until then (found by the
+// benchmark harness). The plugin now connects when it is described, at start.
+func TestHookAfterIdle(t *testing.T) {
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
+	pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"]
+	won := e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": "Won", "stage_type": "won", "probability": 100}).Data()["id"]
+	time.Sleep(7 * time.Second) // past go-plugin's 5 s broker window
+	start := time.Now()
+	e.Expect(e.Do("POST", "/v1/deals", map[string]any{"name": "Late deal"}), 201, "")
+	// A rule that reads the stage: refused for want of a close date, which needs the Lookup service.
+	e.Expect(e.Do("POST", "/v1/deals", map[string]any{"name": "Late won deal", "pipeline_id": pipeline, "stage_id": won}), 422, "validation_failed")
+	created := e.Do("POST", "/v1/deals", map[string]any{"name": "Late won deal", "pipeline_id": pipeline, "stage_id": won, "close_date": "2026-11-20"})
+	e.Expect(created, 201, "")
+	if created.Data()["status"] != "won" {
+		t.Errorf("status %v, want won (set by the rule)", created.Data()["status"])
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("three hooked writes after idling took %s", d)
+	}
+}

@@ -35,19 +35,27 @@ import (
 
 // LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once.
 func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
-	set, errs := spec.Load(fsys)
-	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("definitions:\n%w", errs)
-	}
-	cat, errs := model.Compile(set)
-	if len(errs) > 0 {
-		return nil, nil, fmt.Errorf("definitions:\n%w", errs)
+	cat, err := loadCatalog(fsys)
+	if err != nil {
+		return nil, nil, err
 	}
 	schemas, err := schema.Compile(cat)
 	if err != nil {
 		return nil, nil, fmt.Errorf("definitions: %w", err)
 	}
 	return cat, schemas, nil
+}
+
+func loadCatalog(fsys fs.FS) (*model.Catalog, error) {
+	set, errs := spec.Load(fsys)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("definitions:\n%w", errs)
+	}
+	cat, errs := model.Compile(set)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("definitions:\n%w", errs)
+	}
+	return cat, nil
 }
 
 // Backend is an opened, migrated database with the services over it.
@@ -67,13 +75,47 @@ type Backend struct {
 
 // Open loads the definitions, opens the database and migrates it.
 func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
+	return open(ctx, cfg, nil)
+}
+
+// open is Open; alongside, once the catalog is known, it runs also (when not nil) and waits for it. The
+// JSON Schemas compile while the database opens and migrates: a start costs the longer of the two.
+func open(ctx context.Context, cfg config.Config, also func(*model.Catalog) error) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cat, schemas, err := LoadDefinitions(os.DirFS(cfg.DefinitionsDir))
+	cat, err := loadCatalog(os.DirFS(cfg.DefinitionsDir))
 	if err != nil {
 		return nil, err
 	}
+	var schemas *schema.Set
+	var schemaErr, alsoErr error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if schemas, schemaErr = schema.Compile(cat); schemaErr != nil {
+			schemaErr = fmt.Errorf("definitions: %w", schemaErr)
+		}
+	})
+	if also != nil {
+		wg.Go(func() { alsoErr = also(cat) })
+	}
+	b, err := openStore(ctx, cfg, cat)
+	wg.Wait()
+	if err := errors.Join(err, schemaErr, alsoErr); err != nil {
+		if b != nil {
+			b.Store.Close()
+		}
+		return nil, err
+	}
+	custom := customfields.New(b.Store, cat)
+	rc := records.Config{Catalog: cat, Schemas: schemas, Store: b.Store, CursorSecret: b.recordsConfig.CursorSecret, Custom: custom}
+	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
+	b.Records = records.New(rc)
+	return b, nil
+}
+
+// openStore opens and migrates the database and reads (or makes) the cursor secret.
+func openStore(ctx context.Context, cfg config.Config, cat *model.Catalog) (*Backend, error) {
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, err
@@ -90,24 +132,32 @@ func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
 			return nil, err
 		}
 	}
-	custom := customfields.New(st, cat)
-	rc := records.Config{Catalog: cat, Schemas: schemas, Store: st, CursorSecret: secret, Custom: custom}
-	return &Backend{
-		Catalog: cat, Schemas: schemas, Store: st, Migration: res, Custom: custom,
-		Records: records.New(rc), Directory: auth.NewDirectory(st, cat, nil), recordsConfig: rc,
-	}, nil
+	return &Backend{Catalog: cat, Store: st, Migration: res, Directory: auth.NewDirectory(st, cat, nil),
+		recordsConfig: records.Config{CursorSecret: secret}}, nil
 }
 
 // StartPlugins starts the plugins the definitions name, from dir, and makes writes run their hooks.
 func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger) error {
-	host, err := plugins.New(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, b.Catalog)
+	host, err := startPlugins(ctx, dir, timeout, log, b.Catalog)
 	if err != nil {
-		return fmt.Errorf("plugins: %w", err)
+		return err
 	}
+	b.usePlugins(host)
+	return nil
+}
+
+func startPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger, cat *model.Catalog) (*plugins.Host, error) {
+	host, err := plugins.New(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, cat)
+	if err != nil {
+		return nil, fmt.Errorf("plugins: %w", err)
+	}
+	return host, nil
+}
+
+func (b *Backend) usePlugins(host *plugins.Host) {
 	b.Plugins = host
 	b.recordsConfig.Hooks = host
 	b.Records = records.New(b.recordsConfig)
-	return nil
 }
 
 // Close stops the plugins and closes the database.
@@ -155,19 +205,22 @@ type Server struct {
 
 // New opens the backend and builds the HTTP handler.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
-	b, err := Open(ctx, cfg)
+	// The plugin programs start while the database opens and migrates.
+	var host *plugins.Host
+	b, err := open(ctx, cfg, func(cat *model.Catalog) (err error) {
+		host, err = startPlugins(ctx, cfg.PluginsDir, cfg.PluginTimeout, log, cat)
+		return err
+	})
 	if err != nil {
+		host.Close()
 		return nil, err
 	}
+	b.usePlugins(host)
 	for _, line := range b.Migration.Applied {
 		log.Info("migration applied", "change", line)
 	}
 	for _, line := range b.Migration.Pending {
 		log.Warn("migration pending", "change", line)
-	}
-	if err := b.StartPlugins(ctx, cfg.PluginsDir, cfg.PluginTimeout, log); err != nil {
-		b.Close()
-		return nil, err
 	}
 	doc, err := httpapi.NewDocument(catalog.OpenAPI(b.Catalog, b.Schemas), catalog.ServerURL)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +72,12 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse postgres url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default (the number of processors, at least 4) starves writes: a write holds its
+		// connection for the few round trips of its transaction, mostly waiting on the network and
+		// the disk, not the processor. pool_max_conns in the URL overrides this.
+		cfg.MaxConns = int32(max(8, 4*runtime.NumCPU()))
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > ConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
