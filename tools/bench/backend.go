@@ -303,26 +303,41 @@ func (b *bench) prepare(ctx context.Context) error {
 	if err != nil || len(b.ids) == 0 {
 		return fmt.Errorf("sample ids: %v", err)
 	}
-	// The largest employee count held by between 5 and 40 records: a selective filter, as real ones are.
+	// A selective filter, as real ones are: the largest employee count held by 5 to 40 records whose
+	// custom-field twin (same distribution) also matches at least half as many, so that both filters
+	// return about the same number of records.
+	var candidates [][2]int
 	err = b.raw.query(ctx, `SELECT "employee_count", count(*) FROM "rec_companies" WHERE "workspace_id" = $1 AND "archived" = $2
-AND "employee_count" IS NOT NULL GROUP BY "employee_count" HAVING count(*) BETWEEN 5 AND 40 ORDER BY "employee_count" DESC LIMIT 1`,
+AND "employee_count" IS NOT NULL GROUP BY "employee_count" HAVING count(*) BETWEEN 5 AND 40 ORDER BY "employee_count" DESC LIMIT 200`,
 		[]any{b.workspace, b.raw.archived()}, func(_ []string, v []any) error {
-			b.value, _ = strconv.Atoi(fmt.Sprint(v[0]))
-			b.rep.declared, _ = strconv.Atoi(fmt.Sprint(v[1]))
-			return nil
-		})
-	if err != nil || b.value == 0 {
-		return fmt.Errorf("filter value: %v", err)
-	}
-	b.rep.filterValue = b.value
-	err = b.raw.query(ctx, `SELECT count(*) FROM "custom_values" WHERE "workspace_id" = $1 AND "field_id" = $2 AND "t" = $3`,
-		[]any{b.workspace, b.field, strconv.Itoa(b.value)}, func(_ []string, v []any) error {
-			b.rep.custom, _ = strconv.Atoi(fmt.Sprint(v[0]))
+			var c [2]int
+			c[0], _ = strconv.Atoi(fmt.Sprint(v[0]))
+			c[1], _ = strconv.Atoi(fmt.Sprint(v[1]))
+			candidates = append(candidates, c)
 			return nil
 		})
 	if err != nil {
-		return fmt.Errorf("custom matches: %w", err)
+		return fmt.Errorf("filter value: %w", err)
 	}
+	for _, c := range candidates {
+		custom := 0
+		err = b.raw.query(ctx, `SELECT count(*) FROM "custom_values" WHERE "workspace_id" = $1 AND "field_id" = $2 AND "t" = $3`,
+			[]any{b.workspace, b.field, strconv.Itoa(c[0])}, func(_ []string, v []any) error {
+				custom, _ = strconv.Atoi(fmt.Sprint(v[0]))
+				return nil
+			})
+		if err != nil {
+			return fmt.Errorf("custom matches: %w", err)
+		}
+		if 2*custom >= c[1] && custom <= 2*c[1] {
+			b.value, b.rep.declared, b.rep.custom = c[0], c[1], custom
+			break
+		}
+	}
+	if b.value == 0 {
+		return fmt.Errorf("no employee count matches 5 to 40 records on both fields (of %d candidates)", len(candidates))
+	}
+	b.rep.filterValue = b.value
 	// The row at depth rows/2 in the default order, and the one after it (the deep page's first).
 	depth := b.o.rows / 2
 	var next string
