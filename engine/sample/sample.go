@@ -49,17 +49,13 @@ func New(seed uint64) *Generator {
 // (birthdays excepted).
 func (g *Generator) Body(r *model.Resource, refs Refs, now time.Time) map[string]any {
 	c := g.record(r, now, true)
+	var fields []*model.Field
 	for _, f := range r.Declared() {
-		if !f.Writable() {
-			continue
-		}
-		if !f.Required && g.rnd.IntN(10) >= 7 {
-			continue
-		}
-		if v, ok := c.value(f, refs); ok {
-			c.body[f.Key] = v
+		if f.Writable() {
+			fields = append(fields, f)
 		}
 	}
+	c.setFields(fields, refs, "")
 	c.tidy()
 	c.orderDates()
 	c.cohere(nil, refs)
@@ -978,12 +974,17 @@ func (g *Generator) Custom(r *model.Resource, fields []*model.Field, body map[st
 	c.first, c.last = g.pick(firstNames), g.pick(lastNames)
 	c.place = &cities[g.rnd.IntN(len(cities))]
 	c.co = g.companyAt(g.rnd.IntN(len(companyPrefixes)), g.rnd.IntN(len(companySuffixes)), "")
+	c.setFields(fields, refs, "cf__")
+}
+
+// setFields sets every required field of fields and about 70% of the optional ones, under prefix+key.
+func (c *rec) setFields(fields []*model.Field, refs Refs, prefix string) {
 	for _, f := range fields {
-		if !f.Required && g.rnd.IntN(10) >= 7 {
+		if !f.Required && c.g.rnd.IntN(10) >= 7 {
 			continue
 		}
 		if v, ok := c.value(f, refs); ok {
-			body["cf__"+f.Key] = v
+			c.body[prefix+f.Key] = v
 		}
 	}
 }
