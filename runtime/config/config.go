@@ -36,6 +36,13 @@ type Config struct {
 	// Redis, when set (redis://host:port/db), holds the rate-limit state shared by several servers.
 	// Empty: each server limits in process.
 	Redis string
+	// MetricsAddr, when set, serves Prometheus metrics (GET /metrics) on this separate listen address.
+	MetricsAddr string
+	// DebugAddr, when set, serves Go runtime profiles (net/http/pprof) on this separate listen address.
+	DebugAddr string
+	// LogLevel is debug, info, warn or error; LogFormat is json or text. Logs go to stderr.
+	LogLevel  string
+	LogFormat string
 }
 
 // Defaults of the command-line contract (DESIGN.md §5).
@@ -52,6 +59,7 @@ func Default(getenv func(string) string) Config {
 	c := Config{
 		Addr: DefaultAddr, DB: DefaultDB, DefinitionsDir: DefaultDefinitions, PluginsDir: DefaultPlugins,
 		DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, PluginTimeout: 2 * time.Second,
+		LogLevel: "info", LogFormat: "json",
 	}
 	if v, err := time.ParseDuration(getenv("RECORDS_PLUGIN_TIMEOUT")); err == nil && v > 0 {
 		c.PluginTimeout = v
