@@ -288,3 +288,10 @@ func unavailable(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
 }
+
+// PoolStats reports the pgx pool.
+func (p *Postgres) PoolStats() PoolStats {
+	s := p.pool.Stat()
+	return PoolStats{Acquired: int64(s.AcquiredConns()), Idle: int64(s.IdleConns()), Total: int64(s.TotalConns()), Max: int64(s.MaxConns()),
+		Acquires: s.AcquireCount(), EmptyAcquires: s.EmptyAcquireCount(), AcquireWait: s.AcquireDuration()}
+}

@@ -165,3 +165,18 @@ func mapSQLite(err error) error {
 	}
 	return err
 }
+
+// PoolStats reports the reader pool and the single writer connection together.
+func (s *SQLite) PoolStats() PoolStats {
+	var out PoolStats
+	for _, db := range []*sql.DB{s.read, s.write} {
+		st := db.Stats()
+		out.Acquired += int64(st.InUse)
+		out.Idle += int64(st.Idle)
+		out.Total += int64(st.OpenConnections)
+		out.Max += int64(st.MaxOpenConnections)
+		out.EmptyAcquires += st.WaitCount
+		out.AcquireWait += st.WaitDuration
+	}
+	return out
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/workspace-records/records/engine/sqlgen"
 )
@@ -64,4 +65,20 @@ func QueryOne(ctx context.Context, q Querier, s sqlgen.Stmt, fn func(row []any) 
 		return fn(row)
 	})
 	return found, err
+}
+
+// PoolStats is a snapshot of a store's connections, for the metrics endpoint.
+type PoolStats struct {
+	Acquired, Idle, Total, Max int64
+	Acquires, EmptyAcquires    int64
+	AcquireWait                time.Duration
+}
+
+// Stats reports st's connection pool, when its driver keeps one.
+func Stats(st Store) (PoolStats, bool) {
+	s, ok := st.(interface{ PoolStats() PoolStats })
+	if !ok {
+		return PoolStats{}, false
+	}
+	return s.PoolStats(), true
 }

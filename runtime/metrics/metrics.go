@@ -1,0 +1,241 @@
+// Package metrics holds the Prometheus series recordsd exposes on --metrics-addr. Every label takes its
+// values from a bounded set: resources and operations come from the definitions, statuses from HTTP, plugin
+// names and hooks from the definitions; never a record id, a key, a workspace or a raw path. A nil
+// *Metrics records nothing, so code paths need no checks of their own.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace prefixes every series of the server.
+const Namespace = "records"
+
+// Metrics is the server's set of series, on its own registry.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	requests      *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	responseBytes *prometheus.HistogramVec
+	inFlight      prometheus.Gauge
+	rateLimited   *prometheus.CounterVec
+	quotaRefused  prometheus.Counter
+	replays       *prometheus.CounterVec
+	pluginCalls   *prometheus.CounterVec
+	pluginTime    *prometheus.HistogramVec
+	pluginStarts  *prometheus.CounterVec
+}
+
+// New makes the series and registers them, with the Go runtime and process collectors, on a registry
+// of their own.
+func New() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "http", Name: "requests_total",
+		Help: "HTTP requests answered, by resource (\"-\" outside a resource), operation and status code.",
+	}, []string{"resource", "operation", "status"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "http", Name: "request_duration_seconds",
+		Help:    "Time from a request's arrival to its answer, by resource and operation.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"resource", "operation"})
+	m.responseBytes = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "http", Name: "response_bytes",
+		Help:    "Size of response bodies, by operation.",
+		Buckets: prometheus.ExponentialBuckets(256, 4, 8),
+	}, []string{"operation"})
+	m.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "http", Name: "requests_in_flight",
+		Help: "Requests being served now.",
+	})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "rate_limited_total",
+		Help: "Requests refused with 429 rate_limited, by the window that refused them (key_minute, key_hour, workspace_minute).",
+	}, []string{"window"})
+	m.quotaRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "quota_exceeded_total",
+		Help: "Requests refused with 429 quota_exceeded.",
+	})
+	m.replays = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "idempotent_replays_total",
+		Help: "Writes answered from a stored Idempotency-Key response instead of running again, by resource.",
+	}, []string{"resource"})
+	m.pluginCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "calls_total",
+		Help: "Plugin hook calls by plugin, hook (before, after) and outcome (ok, error, unavailable).",
+	}, []string{"plugin", "hook", "outcome"})
+	m.pluginTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "call_duration_seconds",
+		Help:    "Time of plugin hook calls, by plugin and hook.",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+	}, []string{"plugin", "hook"})
+	m.pluginStarts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "starts_total",
+		Help: "Plugin process starts by plugin and reason (start, restart).",
+	}, []string{"plugin", "reason"})
+	m.reg.MustRegister(m.requests, m.duration, m.responseBytes, m.inFlight, m.rateLimited, m.quotaRefused, m.replays,
+		m.pluginCalls, m.pluginTime, m.pluginStarts,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the exposition format of m's registry.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
+}
+
+// Register adds collectors (such as the database pool's) to m's registry.
+func (m *Metrics) Register(cs ...prometheus.Collector) {
+	if m != nil {
+		m.reg.MustRegister(cs...)
+	}
+}
+
+// Registry returns m's registry, for tests that gather it directly.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// RequestStarted counts a request in flight; call the returned function when it is answered.
+func (m *Metrics) RequestStarted() func() {
+	if m == nil {
+		return func() {}
+	}
+	m.inFlight.Inc()
+	return m.inFlight.Dec
+}
+
+// Request records one answered request. resource is "-" for routes outside a resource.
+func (m *Metrics) Request(resource, operation string, status int, d time.Duration, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(resource, operation, statusLabel(status)).Inc()
+	m.duration.WithLabelValues(resource, operation).Observe(d.Seconds())
+	m.responseBytes.WithLabelValues(operation).Observe(float64(bytes))
+}
+
+// statusLabel spells the common codes without allocating.
+func statusLabel(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 201:
+		return "201"
+	case 204:
+		return "204"
+	case 400:
+		return "400"
+	case 401:
+		return "401"
+	case 403:
+		return "403"
+	case 404:
+		return "404"
+	case 422:
+		return "422"
+	case 429:
+		return "429"
+	case 503:
+		return "503"
+	}
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
+}
+
+// RateLimited counts a 429 rate_limited answer by the window that refused it.
+func (m *Metrics) RateLimited(window string) {
+	if m != nil {
+		m.rateLimited.WithLabelValues(window).Inc()
+	}
+}
+
+// QuotaExceeded counts a 429 quota_exceeded answer.
+func (m *Metrics) QuotaExceeded() {
+	if m != nil {
+		m.quotaRefused.Inc()
+	}
+}
+
+// Replay counts a write answered from its stored idempotent response.
+func (m *Metrics) Replay(resource string) {
+	if m != nil {
+		m.replays.WithLabelValues(resource).Inc()
+	}
+}
+
+// Plugin outcomes.
+const (
+	OutcomeOK          = "ok"
+	OutcomeError       = "error"       // the hook ran and failed (an After hook's error)
+	OutcomeUnavailable = "unavailable" // the plugin was down, crashed or missed its deadline
+)
+
+// PluginCall records one hook call of plugin.
+func (m *Metrics) PluginCall(plugin, hook, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.pluginCalls.WithLabelValues(plugin, hook, outcome).Inc()
+	m.pluginTime.WithLabelValues(plugin, hook).Observe(d.Seconds())
+}
+
+// PluginStarted counts a plugin process start; restart tells a start after an exit or a crash.
+func (m *Metrics) PluginStarted(plugin string, restart bool) {
+	if m == nil {
+		return
+	}
+	reason := "start"
+	if restart {
+		reason = "restart"
+	}
+	m.pluginStarts.WithLabelValues(plugin, reason).Inc()
+}
+
+// Pool is a snapshot of a database connection pool.
+type Pool struct {
+	Acquired, Idle, Total, Max int64
+	// Acquires counts connections handed out; EmptyAcquires those that had to wait for one;
+	// AcquireWait is the total time spent waiting.
+	Acquires, EmptyAcquires int64
+	AcquireWait             time.Duration
+}
+
+// PoolCollector exposes the pool snapshots stats returns as records_db_pool_* series.
+func PoolCollector(stats func() Pool) prometheus.Collector { return poolCollector{stats} }
+
+type poolCollector struct{ stats func() Pool }
+
+var (
+	poolConns = prometheus.NewDesc(Namespace+"_db_pool_connections", "Database connections by state (acquired, idle, total).", []string{"state"}, nil)
+	poolMax   = prometheus.NewDesc(Namespace+"_db_pool_max_connections", "Most connections the pool opens.", nil, nil)
+	poolAcq   = prometheus.NewDesc(Namespace+"_db_pool_acquires_total", "Connections handed out by the pool.", nil, nil)
+	poolEmpty = prometheus.NewDesc(Namespace+"_db_pool_empty_acquires_total", "Acquires that waited because no connection was free.", nil, nil)
+	poolWait  = prometheus.NewDesc(Namespace+"_db_pool_acquire_wait_seconds_total", "Time spent waiting for a free connection.", nil, nil)
+)
+
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- poolConns
+	ch <- poolMax
+	ch <- poolAcq
+	ch <- poolEmpty
+	ch <- poolWait
+}
+
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(s.Acquired), "acquired")
+	ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(s.Idle), "idle")
+	ch <- prometheus.MustNewConstMetric(poolConns, prometheus.GaugeValue, float64(s.Total), "total")
+	ch <- prometheus.MustNewConstMetric(poolMax, prometheus.GaugeValue, float64(s.Max))
+	ch <- prometheus.MustNewConstMetric(poolAcq, prometheus.CounterValue, float64(s.Acquires))
+	ch <- prometheus.MustNewConstMetric(poolEmpty, prometheus.CounterValue, float64(s.EmptyAcquires))
+	ch <- prometheus.MustNewConstMetric(poolWait, prometheus.CounterValue, s.AcquireWait.Seconds())
+}
