@@ -13,6 +13,7 @@ import (
 	"path"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +27,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
+	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -47,6 +49,10 @@ type Config struct {
 	Idempotency *idempotency.Keys
 	// RequestTimeout bounds a request's work (default 10 s); past it the request answers 503.
 	RequestTimeout time.Duration
+	// Metrics records requests, refusals and replays; nil records nothing.
+	Metrics *metrics.Metrics
+	// Ready checks the parts a request needs (GET /readyz); nil: always ready.
+	Ready func(ctx context.Context) []Check
 }
 
 // Handler is the API's http.Handler.
@@ -62,12 +68,16 @@ type Handler struct {
 	quota     *limits.Quota
 	idem      *idempotency.Keys
 	timeout   time.Duration
+	metrics   *metrics.Metrics
+	ready     func(ctx context.Context) []Check
+	draining  atomic.Bool
 	router    *bunrouter.Router
 }
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout}
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
+		metrics: cfg.Metrics, ready: cfg.Ready}
 	if h.timeout <= 0 {
 		h.timeout = 10 * time.Second
 	}
@@ -78,24 +88,26 @@ func New(cfg Config) *Handler {
 		bunrouter.WithNotFoundHandler(h.unmatched),
 		bunrouter.WithMethodNotAllowedHandler(h.unmatched),
 	)
-	r.GET("/v1", h.root)
-	r.GET("/v1/openapi.json", h.openAPI)
-	r.GET("/docs", serveAsset(docsPage))
-	r.GET("/docs/redoc.standalone.js", serveAsset(docsScript))
-	r.GET("/v1/me", h.authed(h.me))
-	r.GET("/v1/resources", h.authed(h.resources))
-	r.GET("/v1/resources/:resource", h.authed(h.resourceCatalog))
+	r.GET("/healthz", tagged("-", "healthz", h.healthz))
+	r.GET("/readyz", tagged("-", "readyz", h.readyz))
+	r.GET("/v1", tagged("-", "root", h.root))
+	r.GET("/v1/openapi.json", tagged("-", "openapi", h.openAPI))
+	r.GET("/docs", tagged("-", "docs", serveAsset(docsPage)))
+	r.GET("/docs/redoc.standalone.js", tagged("-", "docs", serveAsset(docsScript)))
+	r.GET("/v1/me", tagged("-", "me", h.authed(h.me)))
+	r.GET("/v1/resources", tagged("-", "catalog", h.authed(h.resources)))
+	r.GET("/v1/resources/:resource", tagged("-", "catalog", h.authed(h.resourceCatalog)))
 	for _, rt := range route.Table(h.cat) {
-		r.Handle(rt.Method, rt.Path, h.authed(h.operation(rt)))
+		r.Handle(rt.Method, rt.Path, tagged(rt.Resource.Name, rt.Op.String(), h.authed(h.operation(rt))))
 	}
 	for _, res := range h.cat.Resources {
 		if len(res.Associations) == 0 {
 			continue
 		}
 		base := "/v1/" + res.Name + "/:id/:association"
-		r.GET(base, h.authed(h.listLinks(res)))
-		r.PUT(base+"/:target_id", h.authed(h.changeLink(res, true)))
-		r.DELETE(base+"/:target_id", h.authed(h.changeLink(res, false)))
+		r.GET(base, tagged(res.Name, "list_links", h.authed(h.listLinks(res))))
+		r.PUT(base+"/:target_id", tagged(res.Name, "link", h.authed(h.changeLink(res, true))))
+		r.DELETE(base+"/:target_id", tagged(res.Name, "unlink", h.authed(h.changeLink(res, false))))
 	}
 	h.router = r
 	return h
@@ -106,12 +118,33 @@ type ctxKey int
 const (
 	keyRequestID ctxKey = iota
 	keyPrincipal
+	keyInfo
 )
 
-// statusWriter remembers whether a response was started.
+// info is what the access log line and the metrics say about a request; routing and authentication
+// fill it in as the request goes.
+type info struct {
+	route     string // the route template, such as /v1/companies/:id
+	resource  string // "-" outside a resource
+	operation string
+	principal *auth.Principal
+}
+
+// tagged names the resource and operation of a route for the access log and the metrics.
+func tagged(resource, operation string, next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
+	return func(w http.ResponseWriter, req bunrouter.Request) error {
+		if in, ok := req.Context().Value(keyInfo).(*info); ok {
+			in.route, in.resource, in.operation = req.Route(), resource, operation
+		}
+		return next(w, req)
+	}
+}
+
+// statusWriter remembers whether a response was started, its status and its size.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	bytes  int64
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -125,16 +158,21 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = 200
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
-// ServeHTTP gives every request an id, recovers panics and writes the envelope for any error.
+// ServeHTTP gives every request an id, recovers panics, writes the envelope for any error, and logs
+// and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	defer h.metrics.RequestStarted()()
 	id := uuid.NewString()
 	w.Header().Set("X-Request-Id", id)
 	sw := &statusWriter{ResponseWriter: w}
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), keyRequestID, id), h.timeout)
+	in := &info{resource: "-", operation: "unmatched"}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyInfo, in), h.timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error
@@ -151,16 +189,53 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = h.router.ServeHTTPError(sw, r)
 		}()
 	}
+	var code string
 	if err != nil {
 		ae := translate(err)
-		if ae.Status >= 500 {
-			h.log.Error("request failed", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", ae.Status, "err", err)
+		code = ae.Code
+		switch ae.Code {
+		case "rate_limited":
+			h.metrics.RateLimited()
+		case "quota_exceeded":
+			h.metrics.QuotaExceeded()
 		}
 		if sw.status == 0 {
 			writeError(sw, id, ae)
 		}
 	}
-	h.log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start))
+	elapsed := time.Since(start)
+	h.metrics.Request(in.resource, in.operation, sw.status, elapsed, sw.bytes)
+	h.accessLog(r, id, in, sw, code, elapsed, err)
+}
+
+// accessLog writes the request's one line: who asked (workspace, key id, member; never the secret),
+// which route (its template, never the query string, which may carry filter values), and how it went.
+// A failure of the server logs at error level with its cause.
+func (h *Handler) accessLog(r *http.Request, id string, in *info, sw *statusWriter, code string, elapsed time.Duration, err error) {
+	level := slog.LevelInfo
+	if sw.status >= 500 {
+		level = slog.LevelError
+	}
+	if !h.log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs, slog.String("request_id", id), slog.String("method", r.Method), slog.String("route", in.route),
+		slog.Int("status", sw.status), slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000), slog.Int64("bytes", sw.bytes))
+	if p := in.principal; p != nil {
+		attrs = append(attrs, slog.String("workspace", p.Workspace.ID), slog.String("key_id", p.Key.ID), slog.String("member", p.Member.ID))
+	}
+	if in.resource != "-" {
+		attrs = append(attrs, slog.String("resource", in.resource))
+	}
+	attrs = append(attrs, slog.String("operation", in.operation))
+	if code != "" {
+		attrs = append(attrs, slog.String("code", code))
+	}
+	if sw.status >= 500 && err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	h.log.LogAttrs(context.WithoutCancel(r.Context()), level, "request", attrs...)
 }
 
 func requestID(ctx context.Context) string {
@@ -261,6 +336,9 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		p, err := h.dir.Authenticate(req.Context(), strings.TrimSpace(secret))
 		if err != nil {
 			return err
+		}
+		if in, ok := req.Context().Value(keyInfo).(*info); ok {
+			in.principal = p
 		}
 		if len(p.Key.AllowIPs) > 0 {
 			addr, ok := clientIP(req.Request, h.proxies)

@@ -63,6 +63,7 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model
 	case err != nil:
 		return err
 	case replay != nil:
+		h.metrics.Replay(res.Name)
 		return h.replay(w, res, p.Policy(res), replay)
 	}
 	var stored idempotency.Response

@@ -25,7 +25,7 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	responseBytes *prometheus.HistogramVec
 	inFlight      prometheus.Gauge
-	rateLimited   *prometheus.CounterVec
+	rateLimited   prometheus.Counter
 	quotaRefused  prometheus.Counter
 	replays       *prometheus.CounterVec
 	pluginCalls   *prometheus.CounterVec
@@ -55,10 +55,10 @@ func New() *Metrics {
 		Namespace: Namespace, Subsystem: "http", Name: "requests_in_flight",
 		Help: "Requests being served now.",
 	})
-	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.rateLimited = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "rate_limited_total",
-		Help: "Requests refused with 429 rate_limited, by the window that refused them (key_minute, key_hour, workspace_minute).",
-	}, []string{"window"})
+		Help: "Requests refused with 429 rate_limited (a key's or the workspace's window was spent).",
+	})
 	m.quotaRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "quota_exceeded_total",
 		Help: "Requests refused with 429 quota_exceeded.",
@@ -150,10 +150,10 @@ func statusLabel(code int) string {
 	return strconv.Itoa(code)
 }
 
-// RateLimited counts a 429 rate_limited answer by the window that refused it.
-func (m *Metrics) RateLimited(window string) {
+// RateLimited counts a 429 rate_limited answer.
+func (m *Metrics) RateLimited() {
 	if m != nil {
-		m.rateLimited.WithLabelValues(window).Inc()
+		m.rateLimited.Inc()
 	}
 }
 

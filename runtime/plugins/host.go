@@ -26,6 +26,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/plugins/sdk"
+	"github.com/workspace-records/records/runtime/metrics"
 )
 
 // DefaultTimeout is the deadline of one hook call when none is configured.
@@ -46,6 +47,8 @@ type Config struct {
 	Dir     string        // directory holding plugin programs, one per name
 	Timeout time.Duration // deadline of one hook call; DefaultTimeout when zero
 	Log     *slog.Logger
+	// Metrics counts calls, failures and restarts; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Host runs the plugins of a catalog. It is safe for concurrent use.
@@ -151,6 +154,7 @@ func (h *Host) ensure(ctx context.Context, e *entry) (*sdk.Client, error) {
 		}),
 	})
 	e.starts++
+	h.cfg.Metrics.PluginStarted(e.name, e.starts > 1)
 	e.client, e.hooks = client, nil
 	rpc, err := client.Client()
 	if err != nil {
@@ -212,7 +216,15 @@ func (h *Host) Handles(name, resource string) bool {
 }
 
 // Before runs plugin name's Before hook for call, with the call deadline; reader serves its lookups.
-func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader Reader) (*sdk.Result, error) {
+func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader Reader) (res *sdk.Result, err error) {
+	start := time.Now()
+	defer func() {
+		outcome := metrics.OutcomeOK
+		if err != nil {
+			outcome = metrics.OutcomeUnavailable
+		}
+		h.cfg.Metrics.PluginCall(name, "before", outcome, time.Since(start))
+	}()
 	c, e, err := h.client(ctx, name)
 	if err != nil {
 		return nil, err
@@ -222,7 +234,7 @@ func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader R
 	defer h.lookups.Delete(id)
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	res, err := c.Before(cctx, call, id)
+	res, err = c.Before(cctx, call, id)
 	if err != nil && h.connectionLost(e, err) && cctx.Err() == nil {
 		// The process died between calls: nothing ran, so start it again and ask once more, within
 		// the same deadline.
@@ -257,10 +269,18 @@ func (h *Host) After(name string, call *sdk.Call, record map[string]any) {
 		defer h.after.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
 		defer cancel()
+		start := time.Now()
+		outcome := metrics.OutcomeOK
 		c, _, err := h.client(ctx, name)
-		if err == nil {
-			err = c.After(ctx, call, record)
+		if err != nil {
+			outcome = metrics.OutcomeUnavailable
+		} else if err = c.After(ctx, call, record); err != nil {
+			outcome = metrics.OutcomeError
+			if status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded {
+				outcome = metrics.OutcomeUnavailable
+			}
 		}
+		h.cfg.Metrics.PluginCall(name, "after", outcome, time.Since(start))
 		if err != nil {
 			h.cfg.Log.Warn("after hook failed; the write stands", "plugin", name, "resource", call.Resource, "operation", call.Operation, "request_id", call.RequestID, "err", err)
 		}
@@ -298,6 +318,51 @@ func (h *Host) Statuses() []Status {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Check reports, per plugin, whether its process answers a health ping within ctx; a plugin that
+// exited is started again first, as the next hook call would.
+func (h *Host) Check(ctx context.Context) map[string]error {
+	out := map[string]error{}
+	if h == nil {
+		return out
+	}
+	for name, e := range h.plugins {
+		out[name] = h.ping(ctx, e)
+	}
+	return out
+}
+
+func (h *Host) ping(ctx context.Context, e *entry) error {
+	e.mu.Lock()
+	_, err := h.ensure(ctx, e)
+	var client *plugin.Client
+	if err == nil {
+		client = e.client
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("not running: %w", err)
+	}
+	// The ping runs without the entry's lock: a plugin slow to answer must not hold up hook calls.
+	done := make(chan error, 1)
+	go func() {
+		rpc, err := client.Client()
+		if err == nil {
+			err = rpc.Ping()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.connectionLost(e, err)
+			return fmt.Errorf("ping: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("ping: no answer: %w", ctx.Err())
+	}
 }
 
 // Restart stops plugin name's process; the next call starts the program again (a new binary, if it was

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -27,6 +29,7 @@ import (
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
+	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
@@ -138,7 +141,7 @@ func openStore(ctx context.Context, cfg config.Config, cat *model.Catalog) (*Bac
 
 // StartPlugins starts the plugins the definitions name, from dir, and makes writes run their hooks.
 func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger) error {
-	host, err := startPlugins(ctx, dir, timeout, log, b.Catalog)
+	host, err := startPlugins(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, b.Catalog)
 	if err != nil {
 		return err
 	}
@@ -146,8 +149,8 @@ func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Dur
 	return nil
 }
 
-func startPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger, cat *model.Catalog) (*plugins.Host, error) {
-	host, err := plugins.New(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, cat)
+func startPlugins(ctx context.Context, cfg plugins.Config, cat *model.Catalog) (*plugins.Host, error) {
+	host, err := plugins.New(ctx, cfg, cat)
 	if err != nil {
 		return nil, fmt.Errorf("plugins: %w", err)
 	}
@@ -199,16 +202,22 @@ type Server struct {
 	handler  *httpapi.Handler
 	quota    *limits.Quota
 	idem     *idempotency.Keys
+	redis    *redis.Client // nil without --redis
+	metrics  *metrics.Metrics
 	closed   sync.Once
 	closeErr error
 }
 
 // New opens the backend and builds the HTTP handler.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, error) {
+	var m *metrics.Metrics
+	if cfg.MetricsAddr != "" {
+		m = metrics.New()
+	}
 	// The plugin programs start while the database opens and migrates.
 	var host *plugins.Host
 	b, err := open(ctx, cfg, func(cat *model.Catalog) (err error) {
-		host, err = startPlugins(ctx, cfg.PluginsDir, cfg.PluginTimeout, log, cat)
+		host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, cat)
 		return err
 	})
 	if err != nil {
@@ -233,21 +242,66 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	var limiter limits.Limiter = limits.NewLocal()
+	var rdb *redis.Client
 	if cfg.Redis != "" {
-		client, err := limits.ParseRedisURL(cfg.Redis)
-		if err != nil {
+		if rdb, err = limits.ParseRedisURL(cfg.Redis); err != nil {
 			b.Close()
 			return nil, err
 		}
-		limiter = limits.NewRedis(client, "records:rl:", log)
-		log.Info("rate limits shared through Redis", "addr", client.Options().Addr)
+		limiter = limits.NewRedis(rdb, "records:rl:", log)
+		log.Info("rate limits shared through Redis", "addr", rdb.Options().Addr)
+	}
+	if _, ok := store.Stats(b.Store); ok {
+		m.Register(metrics.PoolCollector(func() metrics.Pool {
+			s, _ := store.Stats(b.Store)
+			return metrics.Pool(s)
+		}))
 	}
 	quota := limits.NewQuota(b.Store)
 	idem := idempotency.New(b.Store, nil)
-	h := httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
-		Limiter: limiter, Quota: quota, Idempotency: idem})
-	return &Server{cfg: cfg, log: log, backend: b, handler: h, quota: quota, idem: idem}, nil
+	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
+	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
+		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready})
+	return s, nil
 }
+
+// ready checks the parts requests need: the database, Redis when configured, and every plugin.
+func (s *Server) ready(ctx context.Context) []httpapi.Check {
+	var wg sync.WaitGroup
+	var db, rd error
+	var plug map[string]error
+	wg.Go(func() {
+		if err := s.backend.Store.Ping(ctx); err != nil {
+			db = errors.New("unreachable")
+			s.log.Warn("readiness: database unreachable", "err", err)
+		}
+	})
+	if s.redis != nil {
+		wg.Go(func() {
+			if err := s.redis.Ping(ctx).Err(); err != nil {
+				rd = errors.New("unreachable")
+				s.log.Warn("readiness: redis unreachable", "err", err)
+			}
+		})
+	}
+	wg.Go(func() { plug = s.backend.Plugins.Check(ctx) })
+	wg.Wait()
+	out := []httpapi.Check{{Name: "database", Err: db}}
+	if s.redis != nil {
+		out = append(out, httpapi.Check{Name: "redis", Err: rd})
+	}
+	for name, err := range plug {
+		if err != nil {
+			s.log.Warn("readiness: plugin unreachable", "plugin", name, "err", err)
+			err = errors.New("unreachable")
+		}
+		out = append(out, httpapi.Check{Name: "plugin:" + name, Err: err})
+	}
+	return out
+}
+
+// Metrics returns the server's metrics, nil when --metrics-addr is off.
+func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
 // Backend returns the server's backend.
 func (s *Server) Backend() *Backend { return s.backend }
@@ -255,7 +309,9 @@ func (s *Server) Backend() *Backend { return s.backend }
 // Handler returns the API handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve serves on ln until ctx is done, then shuts down gracefully.
+// Serve serves on ln until ctx is done, then shuts down gracefully: GET /readyz turns 503, the listener
+// closes, and requests in flight get ShutdownGrace to finish (a request past it is cut off, its
+// transaction rolled back). With --metrics-addr, Prometheus metrics are served there meanwhile.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -265,6 +321,23 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	var side []*http.Server
+	if s.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s (metrics): %w", s.cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.metrics.Handler())
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		side = append(side, ms)
+		go func() {
+			if err := ms.Serve(mln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Error("metrics server", "err", err)
+			}
+		}()
+		s.log.Info("serving metrics", "addr", mln.Addr().String())
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -276,15 +349,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	s.log.Info("shutting down", "grace", s.cfg.ShutdownGrace.String())
+	s.handler.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		// Past the grace period: cut what is left; their transactions roll back.
+		s.log.Warn("requests still running at the end of the shutdown grace period; closing them", "err", err)
+		err = srv.Close()
 	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	for _, ms := range side {
+		_ = ms.Close()
 	}
-	return nil
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("serve: %w", serr))
+	}
+	s.log.Info("stopped serving")
+	return err
 }
 
 // Close flushes quota usage and releases the database.
@@ -297,6 +379,9 @@ func (s *Server) Close() error {
 			s.log.Error("flush quota usage at shutdown", "err", err)
 		}
 		s.closeErr = errors.Join(err, s.backend.Close())
+		if s.redis != nil {
+			s.closeErr = errors.Join(s.closeErr, s.redis.Close())
+		}
 	})
 	return s.closeErr
 }

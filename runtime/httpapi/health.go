@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bunrouter"
+)
+
+// Check is the state of one part a request needs: the database, Redis, a plugin. Err nil is healthy.
+type Check struct {
+	Name string
+	Err  error
+}
+
+// ReadyTimeout bounds the checks of one GET /readyz.
+const ReadyTimeout = 2 * time.Second
+
+// Drain makes GET /readyz answer 503 from now on, so that a load balancer stops sending requests while
+// the server finishes the ones it has.
+func (h *Handler) Drain() { h.draining.Store(true) }
+
+// healthz answers 200 while the process serves HTTP: a liveness probe, which checks nothing else.
+func (h *Handler) healthz(w http.ResponseWriter, _ bunrouter.Request) error {
+	writeJSON(w, 200, map[string]any{"status": "ok"})
+	return nil
+}
+
+// readyz answers 200 when every part a request needs answers, and 503 in the error envelope, naming
+// each failing part, when one does not or when the server is shutting down.
+func (h *Handler) readyz(w http.ResponseWriter, req bunrouter.Request) error {
+	checks := map[string]string{}
+	var failing []string
+	if h.draining.Load() {
+		checks["server"] = "shutting down"
+		failing = append(failing, "server")
+	}
+	if h.ready != nil {
+		ctx, cancel := context.WithTimeout(req.Context(), ReadyTimeout)
+		defer cancel()
+		for _, c := range h.ready(ctx) {
+			if c.Err != nil {
+				checks[c.Name] = c.Err.Error()
+				failing = append(failing, c.Name)
+			} else {
+				checks[c.Name] = "ok"
+			}
+		}
+	}
+	if len(failing) == 0 {
+		writeJSON(w, 200, map[string]any{"status": "ok", "checks": checks})
+		return nil
+	}
+	sort.Strings(failing)
+	e := apiError(503, "service_unavailable", "Not ready: "+strings.Join(failing, ", ")+".")
+	e.Details = map[string]any{"checks": checks}
+	e.Header = http.Header{"Retry-After": {"1"}}
+	return e
+}
