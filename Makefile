@@ -55,6 +55,11 @@ docs-bundle: tools/openapi/node_modules
 		tools/openapi/node_modules/redoc/bundles/redoc.standalone.js > runtime/httpapi/docs/redoc.standalone.js
 	cp tools/openapi/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt runtime/httpapi/docs/redoc.standalone.js.LICENSE.txt
 
+# Rewrite README.md's configuration table from the settings table of runtime/config (a test checks it).
+.PHONY: config-doc
+config-doc:
+	$(GO) run ./tools/configdoc
+
 # Regenerate the hook contract's Go code (committed) from plugins/sdk/proto/hooks.proto. Needs protoc
 # (Debian: apt-get install protobuf-compiler); the Go generators come from the module proxy.
 PROTOC_GEN_GO      := google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12

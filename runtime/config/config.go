@@ -1,17 +1,36 @@
-// Package config holds the settings of recordsd and recordsctl: defaults, environment overrides and
-// validation. Flags are parsed by the commands into a Config.
+// Package config holds the settings of recordsd and recordsctl. One table ([Settings]) lists each
+// setting with its flag, RECORDS_* environment variable, config file key, type, default, help and
+// secrecy; everything else derives from it: [Bind] registers the flags on a flag.FlagSet, [Default]
+// reads the environment and the YAML config file, [MarkdownTable] writes the README's table and
+// [Config.LogValue] the redacted configuration a server logs at start.
+//
+// Precedence, highest first: flag, environment variable, config file, default. The config file is
+// optional; --config FILE or RECORDS_CONFIG names it, and a file so named must exist. It is decoded
+// strictly: an unknown key or a value of the wrong type is an error naming the file, line and key.
+//
+// Usage:
+//
+//	cfg := config.Default(os.Getenv)
+//	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+//	config.Bind(fs, &cfg, config.Recordsd)
+//	if err := fs.Parse(args); err != nil { … }
+//	if err := cfg.Validate(); err != nil { … }
 package config
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Config is everything a server or an admin command needs to start.
+// Config is everything a server or an admin command needs to start. Make one with [Default] (and
+// [Bind] for flags); printing it with fmt or log/slog shows secrets as "[redacted]" (see
+// [Config.Redacted]).
 type Config struct {
 	Addr           string // listen address of recordsd
 	DB             string // sqlite:PATH or postgres://…
@@ -43,6 +62,9 @@ type Config struct {
 	// LogLevel is debug, info, warn or error; LogFormat is json or text. Logs go to stderr.
 	LogLevel  string
 	LogFormat string
+
+	// src is where the values came from, so that flags can be layered in later (see Bind).
+	src *sources
 }
 
 // Defaults of the command-line contract (DESIGN.md §5).
@@ -54,53 +76,121 @@ const (
 	DefaultDevKeyFile  = "./data/dev-key"
 )
 
-// Default returns the defaults overlaid with the RECORDS_* environment (getenv may be os.Getenv).
-func Default(getenv func(string) string) Config {
-	c := Config{
-		Addr: DefaultAddr, DB: DefaultDB, DefinitionsDir: DefaultDefinitions, PluginsDir: DefaultPlugins,
-		DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, PluginTimeout: 2 * time.Second,
-		LogLevel: "info", LogFormat: "json",
-	}
-	if v, err := time.ParseDuration(getenv("RECORDS_PLUGIN_TIMEOUT")); err == nil && v > 0 {
-		c.PluginTimeout = v
-	}
-	if v := getenv("RECORDS_DB"); v != "" {
-		c.DB = v
-	}
-	if v := getenv("RECORDS_ADDR"); v != "" {
-		c.Addr = v
-	}
-	if v := getenv("RECORDS_DEFINITIONS"); v != "" {
-		c.DefinitionsDir = v
-	}
-	if v := getenv("RECORDS_PLUGINS"); v != "" {
-		c.PluginsDir = v
-	}
-	c.CursorSecret = getenv("RECORDS_CURSOR_SECRET")
-	c.TrustedProxies = getenv("RECORDS_TRUSTED_PROXIES")
-	c.Redis = getenv("RECORDS_REDIS")
-	c.PublicURL = strings.TrimRight(getenv("RECORDS_PUBLIC_URL"), "/")
-	return c
-}
-
-// Validate reports every problem with c.
+// Validate reports every problem with c at once: those of the config file and the environment it was
+// read from, then each setting of the bound program (every setting when none is bound). Messages name
+// a setting with its flag and variable and never show a secret.
 func (c Config) Validate() error {
-	var errs []error
-	if !strings.HasPrefix(c.DB, "sqlite:") && !strings.HasPrefix(c.DB, "postgres://") && !strings.HasPrefix(c.DB, "postgresql://") {
-		errs = append(errs, fmt.Errorf("--db %q: want sqlite:PATH or a postgres:// URL", c.DB))
-	}
-	if c.DefinitionsDir == "" {
-		errs = append(errs, errors.New("--definitions: empty directory"))
-	} else if st, err := os.Stat(c.DefinitionsDir); err != nil || !st.IsDir() {
-		errs = append(errs, fmt.Errorf("--definitions %q: not a directory", c.DefinitionsDir))
-	}
-	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
-		errs = append(errs, errors.New("RECORDS_CURSOR_SECRET: use at least 32 characters"))
-	}
-	if c.PublicURL != "" {
-		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" {
-			errs = append(errs, fmt.Errorf("--public-url %q: want http(s)://host[:port], without a path", c.PublicURL))
+	errs := []error{c.loadErr()}
+	for _, s := range Settings() {
+		if !c.src.inScope(s) {
+			continue
+		}
+		if err := c.check(s); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s", s.label(), err))
 		}
 	}
+	if err := c.distinctListeners(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// check validates one setting's value in c. Its message follows the setting's label.
+func (c Config) check(s Setting) error {
+	shown := strconv.Quote(s.show(s.get(&c)))
+	switch s.Name {
+	case "addr":
+		if err := checkListen(c.Addr); err != nil {
+			return fmt.Errorf("%s: %w", shown, err)
+		}
+	case "metrics_addr", "debug_addr":
+		if v := s.get(&c).(string); v != "" {
+			if err := checkListen(v); err != nil {
+				return fmt.Errorf("%s: %w", shown, err)
+			}
+		}
+	case "db":
+		if !strings.HasPrefix(c.DB, "sqlite:") && !strings.HasPrefix(c.DB, "postgres://") && !strings.HasPrefix(c.DB, "postgresql://") {
+			return fmt.Errorf("%s: want sqlite:PATH or a postgres:// URL", shown)
+		}
+	case "definitions":
+		if c.DefinitionsDir == "" {
+			return errors.New("is empty: want a directory")
+		}
+		if st, err := os.Stat(c.DefinitionsDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s: not a directory", shown)
+		}
+	case "plugin_timeout":
+		if c.PluginTimeout <= 0 {
+			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "shutdown_grace":
+		if c.ShutdownGrace < 0 {
+			return fmt.Errorf("%s: want zero or a positive duration", shown)
+		}
+	case "dev_key_file":
+		if c.Dev && c.DevKeyFile == "" {
+			return errors.New("is empty: --dev needs a file for the demo key")
+		}
+	case "cursor_secret":
+		if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
+			return errors.New("is too short: use at least 32 characters")
+		}
+	case "public_url":
+		if c.PublicURL != "" {
+			if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimRight(u.Path, "/") != "" || u.RawQuery != "" {
+				return fmt.Errorf("%s: want http(s)://host[:port], without a path", shown)
+			}
+		}
+	case "redis":
+		if c.Redis != "" && !strings.HasPrefix(c.Redis, "redis://") && !strings.HasPrefix(c.Redis, "rediss://") && !strings.HasPrefix(c.Redis, "unix://") {
+			return fmt.Errorf("%s: want a redis://, rediss:// or unix:// URL", shown)
+		}
+	case "log_level":
+		switch c.LogLevel {
+		case "debug", "info", "warn", "error":
+		default:
+			return fmt.Errorf("%s: want debug, info, warn or error", shown)
+		}
+	case "log_format":
+		if c.LogFormat != "json" && c.LogFormat != "text" {
+			return fmt.Errorf("%s: want json or text", shown)
+		}
+	}
+	return nil
+}
+
+// checkListen checks a TCP listen address: host:port, the host possibly empty (every interface), the
+// port a number (0: any free port).
+func checkListen(addr string) error {
+	if addr == "" {
+		return errors.New("want host:port")
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// distinctListeners refuses two listeners of recordsd on the same fixed address.
+func (c Config) distinctListeners() error {
+	if c.src != nil && c.src.cmd != 0 && c.src.cmd&Recordsd == 0 {
+		return nil
+	}
+	seen := map[string]string{}
+	for _, l := range []struct{ name, addr string }{{"addr", c.Addr}, {"metrics_addr", c.MetricsAddr}, {"debug_addr", c.DebugAddr}} {
+		_, port, err := net.SplitHostPort(l.addr)
+		if err != nil || port == "0" {
+			continue
+		}
+		if other, ok := seen[l.addr]; ok {
+			return fmt.Errorf("%s and %s are the same address %q: each listener needs its own", other, l.name, l.addr)
+		}
+		seen[l.addr] = l.name
+	}
+	return nil
 }

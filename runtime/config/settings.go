@@ -1,0 +1,289 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Command is a set of the programs a setting applies to.
+type Command uint8
+
+// The programs. A setting of one program is neither read nor validated by the other: a config file
+// shared by both may hold the server's settings without recordsctl complaining.
+const (
+	Recordsd Command = 1 << iota
+	Recordsctl
+
+	Both = Recordsd | Recordsctl
+)
+
+// String returns "recordsd", "recordsctl" or "recordsd, recordsctl".
+func (c Command) String() string {
+	var names []string
+	if c&Recordsd != 0 {
+		names = append(names, "recordsd")
+	}
+	if c&Recordsctl != 0 {
+		names = append(names, "recordsctl")
+	}
+	return strings.Join(names, ", ")
+}
+
+// Kind is the type of a setting's value, which decides how flags, environment variables and the
+// config file spell it.
+type Kind uint8
+
+// The kinds.
+const (
+	KindString   Kind = iota // any text
+	KindBool                 // true or false (1, 0, t, f … in the environment, as strconv.ParseBool)
+	KindDuration             // a Go duration: 10s, 1m30s, 500ms
+)
+
+// String returns "string", "bool" or "duration".
+func (k Kind) String() string {
+	switch k {
+	case KindBool:
+		return "bool"
+	case KindDuration:
+		return "duration"
+	default:
+		return "string"
+	}
+}
+
+// Secrecy says how a setting's value may be shown in logs and error messages.
+type Secrecy uint8
+
+// The levels of secrecy.
+const (
+	Public Secrecy = iota
+	// SecretURL is a URL that may carry a password (in its user info or a password= parameter): it is
+	// shown with the password replaced by "[redacted]", keeping scheme, user, host and database.
+	SecretURL
+	// Secret is never shown: "[redacted]" when set, "" when empty.
+	Secret
+)
+
+// Setting is one row of the table every source of configuration derives from: the flags, the
+// environment, the config file, the README table and the redacted log line.
+type Setting struct {
+	Name string // the name in logs and error messages, snake_case
+	Flag string // command-line flag without dashes; "" when there is none
+	Env  string // environment variable; "" when there is none
+	Key  string // config file key; "" when the file may not set it
+	Kind Kind
+	// Default is the value when no source sets it, as it would be written in the file ("" = empty).
+	Default string
+	// Help is one sentence or a few, in Markdown (backquotes for code); flag help drops the backquotes.
+	Help     string
+	Secrecy  Secrecy
+	Commands Command
+	// Subcommand, when set, is the recordsctl command that defines the flag itself; such a setting is
+	// command-line only and Bind does not register it.
+	Subcommand string
+	// field points at the setting's field in c: *string, *bool or *time.Duration, following Kind.
+	field func(c *Config) any
+	// clean normalises a value from any source before it is stored; nil keeps it as given.
+	clean func(string) string
+}
+
+// Settings returns the table, in the order of the README and of the logged configuration. Each call
+// returns a fresh slice.
+func Settings() []Setting {
+	return []Setting{
+		{
+			Name: "addr", Flag: "addr", Env: "RECORDS_ADDR", Key: "addr", Kind: KindString, Default: DefaultAddr,
+			Commands: Recordsd, field: func(c *Config) any { return &c.Addr },
+			Help: "Listen address of the API, `host:port` (port `0`: any free port).",
+		},
+		{
+			Name: "db", Flag: "db", Env: "RECORDS_DB", Key: "db", Kind: KindString, Default: DefaultDB,
+			Secrecy: SecretURL, Commands: Both, field: func(c *Config) any { return &c.DB },
+			Help: "Database: `sqlite:PATH` or `postgres://user@host:5432/db`. A password in it is never logged; " +
+				"pass one through the environment or the file rather than `--db`, which `ps` shows to every local user.",
+		},
+		{
+			Name: "definitions", Flag: "definitions", Env: "RECORDS_DEFINITIONS", Key: "definitions", Kind: KindString,
+			Default: DefaultDefinitions, Commands: Both, field: func(c *Config) any { return &c.DefinitionsDir },
+			Help: "Directory of the resource, role and plan definitions.",
+		},
+		{
+			Name: "plugins", Flag: "plugins", Env: "RECORDS_PLUGINS", Key: "plugins", Kind: KindString,
+			Default: DefaultPlugins, Commands: Both, field: func(c *Config) any { return &c.PluginsDir },
+			Help: "Directory of the plugin programs definitions name in `hooks:` (`make plugins` builds them).",
+		},
+		{
+			Name: "plugin_timeout", Flag: "plugin-timeout", Env: "RECORDS_PLUGIN_TIMEOUT", Key: "plugin_timeout",
+			Kind: KindDuration, Default: "2s", Commands: Both, field: func(c *Config) any { return &c.PluginTimeout },
+			Help: "Deadline of one plugin hook call; a hook that misses it fails the write with 503.",
+		},
+		{
+			Name: "dev", Flag: "dev", Env: "RECORDS_DEV", Key: "dev", Kind: KindBool, Default: "false",
+			Commands: Recordsd, field: func(c *Config) any { return &c.Dev },
+			Help: "On an empty database, create a demo workspace (plan `growth`) with sample records, an admin and a " +
+				"write key, printed and written to `dev_key_file`.",
+		},
+		{
+			Name: "dev_key_file", Flag: "dev-key-file", Env: "RECORDS_DEV_KEY_FILE", Key: "dev_key_file", Kind: KindString,
+			Default: DefaultDevKeyFile, Commands: Recordsd, field: func(c *Config) any { return &c.DevKeyFile },
+			Help: "Where `dev` writes the demo key.",
+		},
+		{
+			Name: "public_url", Flag: "public-url", Env: "RECORDS_PUBLIC_URL", Key: "public_url", Kind: KindString,
+			Commands: Recordsd, field: func(c *Config) any { return &c.PublicURL },
+			clean: func(s string) string { return strings.TrimRight(s, "/") },
+			Help: "The address clients reach the server at, `http(s)://host[:port]` without a path: the OpenAPI " +
+				"document's server and `GET /v1`'s `openapi_url`. Empty: the scheme and `Host` the caller used; set it behind a proxy.",
+		},
+		{
+			Name: "trusted_proxies", Flag: "trusted-proxies", Env: "RECORDS_TRUSTED_PROXIES", Key: "trusted_proxies",
+			Kind: KindString, Commands: Recordsd, field: func(c *Config) any { return &c.TrustedProxies },
+			Help: "Reverse proxies (IPs or CIDRs, comma-separated) whose `X-Forwarded-For` is believed for key IP " +
+				"allowlists. Empty: the socket address is the client.",
+		},
+		{
+			Name: "redis", Flag: "redis", Env: "RECORDS_REDIS", Key: "redis", Kind: KindString, Secrecy: SecretURL,
+			Commands: Recordsd, field: func(c *Config) any { return &c.Redis },
+			Help: "`redis://[:password@]host:6379/0` holding the rate-limit state several servers share. Empty: " +
+				"limits in process. A password in it is never logged.",
+		},
+		{
+			Name: "cursor_secret", Env: "RECORDS_CURSOR_SECRET", Key: "cursor_secret", Kind: KindString, Secrecy: Secret,
+			Commands: Both, field: func(c *Config) any { return &c.CursorSecret },
+			Help: "Key signing list cursors, at least 32 characters. Empty: one generated once and kept in the " +
+				"database, shared by every server using it. Never logged, and deliberately not a flag: every " +
+				"local user can read a command line (`ps`).",
+		},
+		{
+			Name: "shutdown_grace", Flag: "shutdown-grace", Env: "RECORDS_SHUTDOWN_GRACE", Key: "shutdown_grace",
+			Kind: KindDuration, Default: "10s", Commands: Recordsd, field: func(c *Config) any { return &c.ShutdownGrace },
+			Help: "How long a stopping server (SIGINT, SIGTERM) waits for requests in flight.",
+		},
+		{
+			Name: "metrics_addr", Flag: "metrics-addr", Env: "RECORDS_METRICS_ADDR", Key: "metrics_addr", Kind: KindString,
+			Commands: Recordsd, field: func(c *Config) any { return &c.MetricsAddr },
+			Help: "Separate listen address serving Prometheus metrics at `GET /metrics`. Empty: off.",
+		},
+		{
+			Name: "debug_addr", Flag: "debug-addr", Env: "RECORDS_DEBUG_ADDR", Key: "debug_addr", Kind: KindString,
+			Commands: Recordsd, field: func(c *Config) any { return &c.DebugAddr },
+			Help: "Separate listen address serving Go profiles at `/debug/pprof/` (`go tool pprof " +
+				"http://ADDR/debug/pprof/profile`); keep it on loopback or an operator network. Empty: off. The " +
+				"command line is not served.",
+		},
+		{
+			Name: "log_level", Flag: "log-level", Env: "RECORDS_LOG_LEVEL", Key: "log_level", Kind: KindString,
+			Default: "info", Commands: Recordsd, field: func(c *Config) any { return &c.LogLevel },
+			clean: func(s string) string { return strings.ToLower(strings.TrimSpace(s)) },
+			Help:  "`debug`, `info`, `warn` or `error`; `debug` logs every request.",
+		},
+		{
+			Name: "log_format", Flag: "log-format", Env: "RECORDS_LOG_FORMAT", Key: "log_format", Kind: KindString,
+			Default: "json", Commands: Recordsd, field: func(c *Config) any { return &c.LogFormat },
+			clean: func(s string) string { return strings.ToLower(strings.TrimSpace(s)) },
+			Help:  "`json` (one object per line) or `text` (`key=value`), on stderr.",
+		},
+		{
+			Name: "allow_destructive", Flag: "allow-destructive", Subcommand: "migrate", Kind: KindBool, Default: "false",
+			Commands: Recordsctl, field: func(c *Config) any { return &c.AllowDestructive },
+			Help: "Let `recordsctl migrate` drop columns no definition declares. Command line only, on purpose: " +
+				"dropping data is a decision per run, not a standing setting.",
+		},
+	}
+}
+
+// parse converts text from a flag or the environment into the setting's Go value.
+func (s Setting) parse(text string) (any, error) {
+	switch s.Kind {
+	case KindBool:
+		b, err := strconv.ParseBool(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want true or false", text)
+		}
+		return b, nil
+	case KindDuration:
+		d, err := time.ParseDuration(strings.TrimSpace(text))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want a duration such as 10s or 1m30s", text)
+		}
+		return d, nil
+	default:
+		if s.clean != nil {
+			text = s.clean(text)
+		}
+		return text, nil
+	}
+}
+
+// set stores v, the setting's Go value, in c.
+func (s Setting) set(c *Config, v any) {
+	switch p := s.field(c).(type) {
+	case *string:
+		*p = v.(string)
+	case *bool:
+		*p = v.(bool)
+	case *time.Duration:
+		*p = v.(time.Duration)
+	}
+}
+
+// get returns the setting's value in c.
+func (s Setting) get(c *Config) any {
+	switch p := s.field(c).(type) {
+	case *string:
+		return *p
+	case *bool:
+		return *p
+	case *time.Duration:
+		return *p
+	}
+	return nil
+}
+
+// defaultValue returns the parsed Default.
+func (s Setting) defaultValue() any {
+	v, err := s.parse(s.Default)
+	if err != nil {
+		panic(fmt.Sprintf("config: setting %s: default %v", s.Name, err)) // a bug in the table; a test parses every default
+	}
+	return v
+}
+
+// label names the setting with every way to set it, for error messages: "log_level (--log-level,
+// RECORDS_LOG_LEVEL)".
+func (s Setting) label() string {
+	var ways []string
+	if s.Flag != "" {
+		ways = append(ways, "--"+s.Flag)
+	}
+	if s.Env != "" {
+		ways = append(ways, s.Env)
+	}
+	if len(ways) == 0 {
+		return s.Name
+	}
+	return s.Name + " (" + strings.Join(ways, ", ") + ")"
+}
+
+// show returns the value as logs and error messages may show it.
+func (s Setting) show(v any) string {
+	switch v := v.(type) {
+	case string:
+		switch s.Secrecy {
+		case SecretURL:
+			return RedactURL(v)
+		case Secret:
+			if v != "" {
+				return Redacted
+			}
+		}
+		return v
+	case time.Duration:
+		return v.String()
+	default:
+		return fmt.Sprint(v)
+	}
+}
