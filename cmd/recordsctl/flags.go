@@ -9,16 +9,17 @@ import (
 	"github.com/workspace-records/records/runtime/config"
 )
 
-// globalFlags registers the flags every command accepts, before or after the command name.
+// globalFlags registers the flags every command accepts, before or after the command name: recordsctl's
+// settings from the table of runtime/config (--db, --definitions, --plugins, --plugin-timeout and
+// --config; the server's settings in a shared config file are accepted and ignored) and --json.
 func globalFlags(fs *flag.FlagSet, cfg *config.Config, asJSON *bool) {
-	fs.StringVar(&cfg.DB, "db", cfg.DB, "database: sqlite:PATH or postgres://… (env RECORDS_DB)")
-	fs.StringVar(&cfg.DefinitionsDir, "definitions", cfg.DefinitionsDir, "definitions directory")
-	fs.StringVar(&cfg.PluginsDir, "plugins", cfg.PluginsDir, "plugins directory")
+	config.Bind(fs, cfg, config.Recordsctl)
 	fs.BoolVar(asJSON, "json", *asJSON, "print one JSON object on stdout")
 }
 
 // parse parses args with fs, allowing flags and positional arguments in any order. It returns the
-// positional arguments.
+// positional arguments, or the problems of the config file and RECORDS_* environment the settings were
+// read from (also for the commands that never open the database, which would otherwise not see them).
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
@@ -36,6 +37,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
+	}
+	if err := config.LoadErr(fs); err != nil {
+		return nil, err
 	}
 	return pos, nil
 }

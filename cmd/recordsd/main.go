@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -33,7 +34,8 @@ func main() {
 	}
 }
 
-const usage = "usage: recordsd serve [--addr 127.0.0.1:8080] [--db URL] [--definitions DIR] [--plugins DIR] [--dev]"
+const usage = "usage: recordsd serve [--config FILE] [--addr 127.0.0.1:8080] [--db URL] [--definitions DIR] [--plugins DIR] [--dev]\n" +
+	"(recordsd serve -h lists every flag; each has a RECORDS_* variable and a config file key, see README.md)"
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "serve" {
@@ -46,29 +48,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg := config.Default(getenv)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "listen address")
-	fs.StringVar(&cfg.DB, "db", cfg.DB, "database: sqlite:PATH or postgres://… (env RECORDS_DB)")
-	fs.StringVar(&cfg.DefinitionsDir, "definitions", cfg.DefinitionsDir, "definitions directory")
-	fs.StringVar(&cfg.PluginsDir, "plugins", cfg.PluginsDir, "plugins directory (env RECORDS_PLUGINS)")
-	fs.DurationVar(&cfg.PluginTimeout, "plugin-timeout", cfg.PluginTimeout, "deadline of one plugin hook call (env RECORDS_PLUGIN_TIMEOUT)")
-	fs.BoolVar(&cfg.Dev, "dev", false, "on an empty database, create a demo workspace and print its key")
-	fs.StringVar(&cfg.DevKeyFile, "dev-key-file", cfg.DevKeyFile, "where --dev writes the demo key")
-	fs.StringVar(&cfg.PublicURL, "public-url", cfg.PublicURL, "the address clients use, http(s)://host[:port], for the OpenAPI server and openapi_url (env RECORDS_PUBLIC_URL; default: the caller's Host)")
-	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "reverse proxies (IPs/CIDRs) whose X-Forwarded-For is believed (env RECORDS_TRUSTED_PROXIES)")
-	fs.StringVar(&cfg.Redis, "redis", cfg.Redis, "redis://host:port/db to share rate limits between servers (env RECORDS_REDIS)")
-	debugAddr := fs.String("debug-addr", getenv("RECORDS_DEBUG_ADDR"), "serve Go runtime profiles (net/http/pprof) on this separate address; off when empty (env RECORDS_DEBUG_ADDR)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	config.Bind(fs, &cfg, config.Recordsd)
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	if err := cfg.Validate(); err != nil {
+		return err
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(cfg, stderr)
+	file := cfg.File()
+	if abs, err := filepath.Abs(file); file != "" && err == nil {
+		file = abs
+	}
+	log.Info("configuration", "file", file, "config", cfg)
 
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
@@ -94,23 +96,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	if *debugAddr != "" {
-		dln, err := net.Listen("tcp", *debugAddr)
+	if cfg.DebugAddr != "" {
+		dln, err := net.Listen("tcp", cfg.DebugAddr)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", *debugAddr, err)
+			ln.Close()
+			return fmt.Errorf("listen %s: %w", cfg.DebugAddr, err)
 		}
 		go serveDebug(ctx, dln, log)
 		log.Info("serving profiles", "addr", dln.Addr().String())
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "db", redact(cfg.DB), "started_in", time.Since(started).String())
+	log.Info("serving", "addr", ln.Addr().String(), "db", config.RedactURL(cfg.DB), "started_in", time.Since(started).String())
 	fmt.Fprintf(stdout, "Serving the Workspace Records API on http://%s/v1\n", ln.Addr())
 	return srv.Serve(ctx, ln)
 }
 
-// redact hides a password in a database URL.
-func redact(db string) string {
-	if u, err := parseURL(db); err == nil && u != "" {
-		return u
+// newLogger returns the logger of cfg.LogLevel and cfg.LogFormat (checked by Validate) on w.
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return db
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
