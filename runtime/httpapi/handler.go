@@ -289,7 +289,7 @@ func (h *Handler) unmatched(w http.ResponseWriter, req bunrouter.Request) error 
 
 func fixedAllow(path string) string {
 	switch {
-	case path == "/v1", path == "/v1/openapi.json", path == "/v1/me", path == "/v1/resources":
+	case path == "/v1", path == "/v1/openapi.json", path == "/v1/me", path == "/v1/resources", path == "/healthz", path == "/readyz":
 		return "GET"
 	case strings.HasPrefix(path, "/v1/resources/") && !strings.Contains(strings.TrimPrefix(path, "/v1/resources/"), "/"):
 		return "GET"

@@ -128,6 +128,12 @@ type Options struct {
 	TrustedProxies string // see config.Config.TrustedProxies
 	PluginsDir     string // default: the shipped plugins, built from source (ShippedPlugins)
 	PublicURL      string // see config.Config.PublicURL
+	Redis          string // see config.Config.Redis
+	// Metrics makes the server keep Prometheus metrics (Server.Metrics); the test serves them itself.
+	Metrics bool
+	// Log receives the server's JSON log lines (default: discarded), at Info level unless LogLevel says.
+	Log      io.Writer
+	LogLevel slog.Level
 }
 
 // Start starts a server on backend b.
@@ -140,6 +146,10 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	}
 	cfg.TrustedProxies = opts.TrustedProxies
 	cfg.PublicURL = opts.PublicURL
+	cfg.Redis = opts.Redis
+	if opts.Metrics {
+		cfg.MetricsAddr = "127.0.0.1:0"
+	}
 	cfg.PluginsDir = opts.PluginsDir
 	if cfg.PluginsDir == "" {
 		cfg.PluginsDir = ShippedPlugins(t)
@@ -149,7 +159,11 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 		cfg.DefinitionsDir = DefinitionsDir()
 	}
 	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	out := opts.Log
+	if out == nil {
+		out = io.Discard
+	}
+	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}))
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
