@@ -55,7 +55,8 @@ func (c Config) String() string { return c.Redacted() }
 // GoString returns Redacted too, for %#v.
 func (c Config) GoString() string { return "config.Config{" + c.Redacted() + "}" }
 
-// Format makes every fmt verb print Redacted: %+v and %v of a struct would otherwise show the fields.
+// Format makes every fmt verb print Redacted (%#v: GoString); %d or %x of the struct would otherwise
+// print its fields, secrets included.
 func (c Config) Format(f fmt.State, verb rune) {
 	if verb == 'v' && f.Flag('#') {
 		fmt.Fprint(f, c.GoString())
