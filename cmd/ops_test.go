@@ -1,0 +1,322 @@
+package cmd_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// proc is a recordsd process whose standard error (its logs) the test keeps.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	url    string
+	mu     sync.Mutex
+	stderr bytes.Buffer
+	exited chan error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.Write(b)
+}
+
+// logs returns what the process has logged so far.
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// serve starts recordsd serve on a free port with args and env, and waits until it serves.
+func serve(t *testing.T, c ctl, env []string, args ...string) *proc {
+	t.Helper()
+	full := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t)}, args...)
+	p := &proc{t: t, exited: make(chan error, 1)}
+	p.cmd = exec.Command(filepath.Join(binDir, "recordsd"), full...)
+	p.cmd.Dir = c.dir
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stderr = p
+	stdout, _ := p.cmd.StdoutPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		p.exited <- nil
+	})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`on (http://\S+)/v1`).FindStringSubmatch(sc.Text()); m != nil {
+				ready <- m[1]
+			}
+		}
+	}()
+	select {
+	case p.url = <-ready:
+	case err := <-p.exited:
+		p.exited <- err
+		t.Fatalf("recordsd exited before serving: %v\n%s", err, p.logs())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("recordsd did not start\n%s", p.logs())
+	}
+	return p
+}
+
+// stop sends SIGTERM and waits (at most within) for the process to exit, returning its error.
+func (p *proc) stop(within time.Duration) error {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		p.t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return err
+	case <-time.After(within):
+		p.t.Fatalf("recordsd still running %s after SIGTERM\n%s", within, p.logs())
+	}
+	return nil
+}
+
+// request sends one request and returns its status, X-Request-Id and body.
+func request(t *testing.T, base, key, method, path, body string) (int, string, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode >= 500 {
+		t.Errorf("%s %s: %d %s", method, path, res.StatusCode, data)
+	}
+	return res.StatusCode, res.Header.Get("X-Request-Id"), string(data)
+}
+
+// A run with errors of every kind, logging at debug level: every line is JSON; every request has one
+// access line with its route template, workspace, key id and member; and no line holds an API secret
+// (right or wrong), the database password, the cursor signing key, or a value the caller's role masks,
+// even one the caller put in a query string.
+func TestLogsHoldNoSecrets(t *testing.T) {
+	const password, cursorSecret = "Db-Pa55word-Never-Logged", "cursor-signing-key-never-logged-0123456789"
+	plain := servertest.DatabaseURL(t, servertest.Postgres)
+	u, _ := url.Parse(plain)
+	u.User = url.UserPassword(u.User.Username(), password) // trust authentication: accepted, never needed
+	c := ctl{t: t, db: u.String(), dir: t.TempDir()}
+	c.run("migrate")
+	ws := c.run("workspace", "create", "--name", "Logs", "--plan", "growth")["id"].(string)
+	admin := c.run("member", "create", "--workspace", ws, "--email", "admin@logs.example", "--role", "admin")["id"].(string)
+	viewer := c.run("member", "create", "--workspace", ws, "--email", "viewer@logs.example", "--role", "viewer")["id"].(string)
+	adminKey := c.run("key", "create", "--member", admin, "--access", "write")
+	viewerKey := c.run("key", "create", "--member", viewer, "--access", "read")
+	adminSecret, viewerSecret := adminKey["secret"].(string), viewerKey["secret"].(string)
+	wrongSecret := "wsk_" + strings.Repeat("ab", 32)
+
+	p := serve(t, c, []string{"RECORDS_CURSOR_SECRET=" + cursorSecret}, "--log-level", "debug")
+	const email, phone = "hidden.person@masked-value.example", "+1 555 0100 4242"
+	status, createID, body := request(t, p.url, adminSecret, "POST", "/v1/contacts", fmt.Sprintf(`{"first_name":"Hidden","last_name":"Person","email":%q,"phone":%q}`, email, phone))
+	if status != 201 {
+		t.Fatalf("create contact: %d %s", status, body)
+	}
+	var created struct{ Data map[string]any }
+	_ = json.Unmarshal([]byte(body), &created)
+	id := created.Data["id"].(string)
+	status, getID, body := request(t, p.url, viewerSecret, "GET", "/v1/contacts/"+id, "")
+	if status != 200 || strings.Contains(body, email) || strings.Contains(body, phone) {
+		t.Fatalf("viewer read: %d %s", status, body)
+	}
+	calls := []struct{ key, method, path, body string }{
+		{viewerSecret, "GET", "/v1/contacts?filter[email]=" + url.QueryEscape(email), ""},
+		{viewerSecret, "POST", "/v1/contacts/query", fmt.Sprintf(`{"filters":[{"field":"phone","op":"eq","value":%q}]}`, phone)},
+		{viewerSecret, "PATCH", "/v1/contacts/" + id, fmt.Sprintf(`{"email":%q}`, email)},
+		{wrongSecret, "GET", "/v1/contacts", ""},
+		{"wsk_short", "GET", "/v1/contacts", ""},
+		{adminSecret, "GET", "/v1/contacts?api_key=" + adminSecret, ""},
+		{adminSecret, "POST", "/v1/contacts", fmt.Sprintf(`{"email":%q,"first_name":`, email)},
+		{adminSecret, "POST", "/v1/contacts", fmt.Sprintf(`{"email":%q,"phone":{"x":%q}}`, email, phone)},
+		{adminSecret, "GET", "/v1/contacts/not-a-uuid", ""},
+		{adminSecret, "GET", "/v1/nowhere", ""},
+		{adminSecret, "DELETE", "/v1/contacts/" + id, ""},
+		{"", "GET", "/v1/me", ""},
+	}
+	for _, call := range calls {
+		if status, _, _ := request(t, p.url, call.key, call.method, call.path, call.body); status < 400 && call.key != adminSecret {
+			t.Errorf("%s %s answered %d; the test wants an error", call.method, call.path, status)
+		}
+	}
+	if err := p.stop(15 * time.Second); err != nil {
+		t.Fatalf("recordsd after SIGTERM: %v\n%s", err, p.logs())
+	}
+
+	logs := p.logs()
+	for _, secret := range []string{adminSecret, viewerSecret, wrongSecret, "wsk_short", password, cursorSecret, email, phone,
+		url.QueryEscape(email), strings.TrimPrefix(adminSecret, "wsk_")[:16]} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the logs hold %q", secret)
+		}
+	}
+	access := map[string]map[string]any{}
+	lines := 0
+	for _, line := range strings.Split(strings.TrimSpace(logs), "\n") {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("log line is not JSON: %q", line)
+			continue
+		}
+		lines++
+		if entry["msg"] == "request" {
+			access[entry["request_id"].(string)] = entry
+		}
+	}
+	if len(access) != 2+len(calls) {
+		t.Errorf("%d access lines for %d requests", len(access), 2+len(calls))
+	}
+	for reqID, want := range map[string]map[string]any{
+		createID: {"route": "/v1/contacts", "status": 201.0, "workspace": ws, "member": admin, "key_id": adminKey["id"], "operation": "create", "resource": "contacts"},
+		getID:    {"route": "/v1/contacts/:id", "status": 200.0, "workspace": ws, "member": viewer, "key_id": viewerKey["id"], "operation": "get"},
+	} {
+		got := access[reqID]
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("access line of %s: %s = %v, want %v (%v)", reqID, k, got[k], v, got)
+			}
+		}
+		for _, k := range []string{"duration_ms", "bytes", "method", "time", "level"} {
+			if _, ok := got[k]; !ok {
+				t.Errorf("access line of %s lacks %s: %v", reqID, k, got)
+			}
+		}
+	}
+	t.Logf("%d log lines, %d access lines, none holding a secret or a masked value", lines, len(access))
+}
+
+// SIGTERM: the listener closes at once, a request already in flight (its body half sent) finishes and its
+// write is kept, the plugins stop, and the process exits 0 within the grace period.
+func TestGracefulShutdown(t *testing.T) {
+	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
+	c.run("migrate")
+	ws := c.run("workspace", "create", "--name", "Shutdown", "--plan", "growth")["id"].(string)
+	member := c.run("member", "create", "--workspace", ws, "--email", "ops@shutdown.example", "--role", "admin")["id"].(string)
+	secret := c.run("key", "create", "--member", member, "--access", "write")["secret"].(string)
+	p := serve(t, c, nil, "--shutdown-grace", "10s")
+	children := childPIDs(p.cmd.Process.Pid)
+	if len(children) != 3 {
+		t.Errorf("want 3 plugin processes, found %v", children)
+	}
+
+	host := strings.TrimPrefix(p.url, "http://")
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"name":"Written while shutting down"}`
+	fmt.Fprintf(conn, "POST /v1/companies HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", host, secret, len(body), body[:10])
+	time.Sleep(200 * time.Millisecond) // the server has read the headers and waits for the body
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := servertest.WaitFor(5*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", host, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}); !ok {
+		t.Error("the listener still accepts connections 5 s after SIGTERM")
+	}
+	fmt.Fprint(conn, body[10:])
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the in-flight request was cut: %v\n%s", err, p.logs())
+	}
+	answer, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 201 {
+		t.Fatalf("in-flight create: %d %s", res.StatusCode, answer)
+	}
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		if err != nil {
+			t.Fatalf("recordsd exited with %v\n%s", err, p.logs())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("recordsd did not exit")
+	}
+	for _, pid := range children {
+		if syscall.Kill(pid, 0) == nil {
+			t.Errorf("plugin process %d outlived recordsd", pid)
+		}
+	}
+	for _, msg := range []string{`"msg":"shutting down"`, `"msg":"stopped serving"`} {
+		if !strings.Contains(p.logs(), msg) {
+			t.Errorf("logs lack %s", msg)
+		}
+	}
+	// The write is in the database: a new server finds it.
+	q := serve(t, c, nil)
+	if _, _, listed := request(t, q.url, secret, "GET", "/v1/companies", ""); !strings.Contains(listed, "Written while shutting down") {
+		t.Errorf("the in-flight write is missing: %s", listed)
+	}
+}
+
+// childPIDs lists the processes whose parent is pid (Linux /proc).
+func childPIDs(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces, so read after the last ')'.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
