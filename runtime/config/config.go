@@ -46,6 +46,8 @@ type Config struct {
 	// server sharing the database agrees.
 	CursorSecret  string
 	ShutdownGrace time.Duration
+	// DrainDelay is how long a stopping server keeps serving with /readyz at 503 before closing.
+	DrainDelay time.Duration
 	// TrustedProxies lists the reverse proxies (IPs or CIDRs, comma-separated) whose X-Forwarded-For
 	// header is believed when checking a key's IP allowlist. Empty: the socket address is the client.
 	TrustedProxies string
@@ -123,6 +125,10 @@ func (c Config) check(s Setting) error {
 	case "plugin_timeout":
 		if c.PluginTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "drain_delay":
+		if c.DrainDelay < 0 {
+			return fmt.Errorf("%s: want zero or a positive duration", shown)
 		}
 	case "shutdown_grace":
 		if c.ShutdownGrace < 0 {

@@ -163,6 +163,12 @@ func Settings() []Setting {
 			Help: "How long a stopping server (SIGINT, SIGTERM) waits for requests in flight.",
 		},
 		{
+			Name: "drain_delay", Flag: "drain-delay", Env: "RECORDS_DRAIN_DELAY", Key: "drain_delay",
+			Kind: KindDuration, Default: "0s", Commands: Recordsd, field: func(c *Config) any { return &c.DrainDelay },
+			Help: "How long a stopping server keeps serving with `GET /readyz` at 503 before it closes its listener, " +
+				"so that a load balancer stops sending it requests first. Then `shutdown_grace` applies.",
+		},
+		{
 			Name: "metrics_addr", Flag: "metrics-addr", Env: "RECORDS_METRICS_ADDR", Key: "metrics_addr", Kind: KindString,
 			Commands: Recordsd, field: func(c *Config) any { return &c.MetricsAddr },
 			Help: "Separate listen address serving Prometheus metrics at `GET /metrics`. Empty: off.",

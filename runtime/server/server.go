@@ -248,6 +248,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			b.Close()
 			return nil, err
 		}
+		redis.SetLogger(redisLog{log})
 		limiter = limits.NewRedis(rdb, "records:rl:", log)
 		log.Info("rate limits shared through Redis", "addr", rdb.Options().Addr)
 	}
@@ -263,6 +264,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready})
 	return s, nil
+}
+
+// redisLog sends the Redis client's own messages (failed dials) to the server's structured log.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
 // ready checks the parts requests need: the database, Redis when configured, and every plugin.
@@ -349,8 +357,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	s.log.Info("shutting down", "grace", s.cfg.ShutdownGrace.String())
+	s.log.Info("shutting down", "drain_delay", s.cfg.DrainDelay.String(), "grace", s.cfg.ShutdownGrace.String())
 	s.handler.Drain()
+	if s.cfg.DrainDelay > 0 {
+		// Still serving, but not ready: load balancers take the server out before its listener closes.
+		select {
+		case <-time.After(s.cfg.DrainDelay):
+		case err := <-errc:
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(sctx)
