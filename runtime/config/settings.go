@@ -184,7 +184,7 @@ func Settings() []Setting {
 			Name: "log_level", Flag: "log-level", Env: "RECORDS_LOG_LEVEL", Key: "log_level", Kind: KindString,
 			Default: "info", Commands: Recordsd, field: func(c *Config) any { return &c.LogLevel },
 			clean: func(s string) string { return strings.ToLower(strings.TrimSpace(s)) },
-			Help:  "`debug`, `info`, `warn` or `error`; `debug` logs every request.",
+			Help:  "`debug`, `info`, `warn` or `error`; `info` logs one access line per request, `warn` only failures and warnings.",
 		},
 		{
 			Name: "log_format", Flag: "log-format", Env: "RECORDS_LOG_FORMAT", Key: "log_format", Kind: KindString,
