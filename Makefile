@@ -89,6 +89,14 @@ bench: build plugins
 bench-quick: build plugins
 	$(GO) run ./tools/bench -backend $(BENCH_BACKEND) -rows 100000 -duration 1500ms -warmup 300ms -rounds 2 $(BENCH_ARGS)
 
+# Three recordsd replicas over one PostgreSQL and one Redis (tests/cluster, docs/deployment.md), long
+# form: limits of 100/min, a quota of 300, 100 concurrent idempotent POSTs, five rounds of every
+# propagation check, six kill points (SIGKILL and SIGTERM) and a real wait for abandoned idempotency
+# leases. About 2 minutes. The short form (about 30 s) runs in make test.
+.PHONY: cluster-test
+cluster-test:
+	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./tests/cluster/
+
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./runtime/server/
