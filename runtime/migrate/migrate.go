@@ -49,6 +49,11 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 			}
 			res.Applied = append(res.Applied, "create table "+sys.name)
 		}
+		for _, add := range systemAdditions(d) {
+			if err := migrateSystemAddition(ctx, q, d, add, res); err != nil {
+				return fmt.Errorf("migrate %s: %w", add.table, err)
+			}
+		}
 		// Tenant tables besides the record tables get the same row-level security.
 		for _, table := range []string{"associations", "audit_log", "custom_values"} {
 			if err := migrateRowSecurity(ctx, q, d, table, res); err != nil {
@@ -143,6 +148,36 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 		return err
 	}
 	return migrateRowSecurity(ctx, q, d, t.Name, res)
+}
+
+// migrateSystemAddition applies add unless the table already has it.
+func migrateSystemAddition(ctx context.Context, q store.Querier, d sqlgen.Dialect, add systemAddition, res *Result) error {
+	if add.column != "" {
+		have, err := columns(ctx, q, d, add.table)
+		if err != nil {
+			return err
+		}
+		if _, ok := have[add.column]; ok {
+			return nil
+		}
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "ALTER TABLE " + sqlgen.Quote(add.table) + " ADD COLUMN " + sqlgen.Quote(add.column) + " " + add.typ}); err != nil {
+			return fmt.Errorf("add column %s: %w", add.column, err)
+		}
+		res.Applied = append(res.Applied, fmt.Sprintf("add column %s.%s %s", add.table, add.column, add.typ))
+		return nil
+	}
+	have, err := indexes(ctx, q, d, add.table)
+	if err != nil {
+		return err
+	}
+	if have[add.index] {
+		return nil
+	}
+	if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: add.ddl}); err != nil {
+		return fmt.Errorf("create index %s: %w", add.index, err)
+	}
+	res.Applied = append(res.Applied, "create index "+add.index)
+	return nil
 }
 
 // migrateRowSecurity installs the workspace isolation policy of a record table (PostgreSQL).

@@ -180,9 +180,41 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   key_id {uuid},
   request_id TEXT,
   changes {json},
+  previous {json},
   created_at {ts} NOT NULL,
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
-			`CREATE INDEX audit_log_record_idx ON audit_log (workspace_id, resource, record_id, created_at)`}},
+			`CREATE INDEX audit_log_record_idx ON audit_log (workspace_id, resource, record_id, created_at)`,
+			auditTimeIndex, auditResourceIndex}},
+	}
+}
+
+// The audit trail is read newest first in (created_at, id) order, across a workspace or one resource.
+const (
+	auditTimeIndex     = `CREATE INDEX audit_log_time_idx ON audit_log (workspace_id, created_at, id)`
+	auditResourceIndex = `CREATE INDEX audit_log_resource_idx ON audit_log (workspace_id, resource, created_at, id)`
+)
+
+// systemAddition is an additive change to a system table made after the table first shipped. A
+// database created since has it from the table's DDL above; an older one gets it from Run.
+type systemAddition struct {
+	table  string
+	column string // a nullable column to add, of type typ
+	typ    string
+	index  string // or an index to create, with ddl
+	ddl    string
+}
+
+// systemAdditions returns the additive changes to system tables, oldest first.
+func systemAdditions(d sqlgen.Dialect) []systemAddition {
+	js := "jsonb"
+	if d.Kind() == sqlgen.SQLite {
+		js = "TEXT"
+	}
+	return []systemAddition{
+		// The values an update replaced, by field key: changes holds the new ones.
+		{table: "audit_log", column: "previous", typ: js},
+		{table: "audit_log", index: "audit_log_time_idx", ddl: auditTimeIndex},
+		{table: "audit_log", index: "audit_log_resource_idx", ddl: auditResourceIndex},
 	}
 }
