@@ -70,6 +70,14 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 	if len(errs) > 0 {
 		return 0, errs
 	}
+	// One audit entry per record, as for a create, written in the same transaction.
+	trail := make([]auditEntry, len(rows))
+	for i := range rows {
+		if trail[i].changes, err = s.createdValues(ctx, a.Workspace, r, modelID, values[i], customs[i]); err != nil {
+			return 0, err
+		}
+		trail[i].resource, trail[i].recordID, trail[i].action = r.Name, ids[i], ActionImport
+	}
 	err = s.st.Tx(ctx, func(q store.Querier) error {
 		if err := s.checkReferences(ctx, q, r, a.Workspace, values...); err != nil {
 			return err
@@ -104,7 +112,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 				return fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
 		}
-		return nil
+		return s.writeAudit(ctx, q, a, now, trail)
 	})
 	if err != nil {
 		return 0, err

@@ -143,7 +143,12 @@ func (s *Service) PutLink(ctx context.Context, a Actor, r *model.Resource, assoc
 		if err := s.checkReferences(ctx, q, assoc.Attrs, a.Workspace, b.Values); err != nil {
 			return err
 		}
-		found, err := store.QueryOne(ctx, q, s.d.GetLink(l, strings.ToLower(otherID)), func([]any) error { return nil })
+		var old Record
+		found, err := store.QueryOne(ctx, q, s.d.GetLink(l, strings.ToLower(otherID)), func(row []any) error {
+			var err error
+			old, err = linkRecord(assoc, otherID, row[0], row[1], row[2])
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -152,7 +157,15 @@ func (s *Service) PutLink(ctx context.Context, a Actor, r *model.Resource, assoc
 		if _, err := q.Exec(ctx, s.d.PutLink(l, strings.ToLower(otherID), storedTarget, string(data), now)); err != nil {
 			return fmt.Errorf("link %s.%s: %w", r.Name, assoc.Name, err)
 		}
-		if err := s.audit(ctx, q, a, r, l.FromID, "link", map[string]any{assoc.Name: strings.ToLower(otherID)}, now); err != nil {
+		changes := map[string]any{assoc.Name: strings.ToLower(otherID)}
+		if len(attrs) > 0 {
+			changes["attributes"] = attrs
+		}
+		var previous map[string]any
+		if found && !sameValue(old["attributes"], attrs) {
+			previous = map[string]any{"attributes": old["attributes"]}
+		}
+		if err := s.audit(ctx, q, a, r, l.FromID, ActionLink, changes, previous, now); err != nil {
 			return err
 		}
 		rec, err = s.readLink(ctx, q, assoc, l, strings.ToLower(otherID))
@@ -190,7 +203,11 @@ func (s *Service) DeleteLink(ctx context.Context, a Actor, r *model.Resource, as
 		if _, err := q.Exec(ctx, s.d.DeleteLink(l, other)); err != nil {
 			return fmt.Errorf("unlink %s.%s: %w", r.Name, assoc.Name, err)
 		}
-		if err := s.audit(ctx, q, a, r, l.FromID, "unlink", map[string]any{assoc.Name: other}, s.timestamp()); err != nil {
+		var previous map[string]any
+		if attrs, _ := rec["attributes"].(map[string]any); len(attrs) > 0 {
+			previous = map[string]any{"attributes": attrs}
+		}
+		if err := s.audit(ctx, q, a, r, l.FromID, ActionUnlink, map[string]any{assoc.Name: other}, previous, s.timestamp()); err != nil {
 			return err
 		}
 		if a.OnWrite != nil {

@@ -470,7 +470,11 @@ func (s *Service) Create(ctx context.Context, a Actor, r *model.Resource, modelI
 				}
 			}
 		}
-		if err := s.audit(ctx, q, a, r, id, "create", b.Values, now); err != nil {
+		changes, err := s.createdValues(ctx, a.Workspace, r, modelID, b.Values, custom)
+		if err != nil {
+			return err
+		}
+		if err := s.audit(ctx, q, a, r, id, ActionCreate, changes, nil, now); err != nil {
 			return err
 		}
 		return s.finish(ctx, q, a, r, key, pol, &rec, &full)
@@ -567,11 +571,13 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 			if err != nil {
 				return nil, err
 			}
-			if err := s.syncCustom(ctx, q, a.Workspace, cur["id"].(string), fs, custom, changedIDs(fs, b.Custom)); err != nil {
+			ids := changedIDs(fs, b.Custom)
+			if err := s.syncCustom(ctx, q, a.Workspace, cur["id"].(string), fs, custom, ids); err != nil {
 				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
 			}
 			e.values["custom_fields"] = jsonText(custom)
 			e.changes["custom_fields"] = b.Custom
+			e.custom, e.customIDs = custom, ids
 		}
 		return e, nil
 	})
@@ -617,7 +623,11 @@ func (s *Service) Restore(ctx context.Context, a Actor, r *model.Resource, model
 type edit struct {
 	action  string
 	values  map[string]any // by column; updated_at is added
-	changes map[string]any // by field key, for the audit trail
+	changes map[string]any // by field key, for the audit trail and the hooks
+	// custom is the record's stored custom values after the change (definition id -> value), and
+	// customIDs the definitions the change wrote; nil when it wrote none.
+	custom    map[string]any
+	customIDs []string
 }
 
 // change runs one locked read-modify-write of a record inside the actor's record rule: decide sees the
@@ -662,7 +672,11 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
 			return fmt.Errorf("%s %s: %w", e.action, r.Name, err)
 		}
-		if err := s.audit(ctx, q, a, r, key.ID, e.action, e.changes, now); err != nil {
+		changes, previous, err := s.editValues(ctx, a.Workspace, r, modelID, cur, e)
+		if err != nil {
+			return err
+		}
+		if err := s.audit(ctx, q, a, r, key.ID, e.action, changes, previous, now); err != nil {
 			return err
 		}
 		written = e
@@ -726,25 +740,10 @@ func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model
 	return errs.Err()
 }
 
-func (s *Service) audit(ctx context.Context, q store.Querier, a Actor, r *model.Resource, id, action string, changes map[string]any, at time.Time) error {
-	out := make(map[string]any, len(changes))
-	for k, v := range changes {
-		if f, ok := r.Field(k); ok {
-			out[k] = model.JSONValue(f, v)
-		} else {
-			out[k] = v
-		}
-	}
-	data, err := json.Marshal(out)
-	if err != nil {
-		return fmt.Errorf("audit %s: %w", r.Name, err)
-	}
-	stmt := s.d.Bind("INSERT INTO audit_log (workspace_id, id, resource, record_id, action, member_id, key_id, request_id, changes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		a.Workspace, NewID(), r.Name, id, action, nullable(a.Member), nullable(a.Key), nullable(a.RequestID), string(data), at)
-	if _, err := q.Exec(ctx, stmt); err != nil {
-		return fmt.Errorf("audit %s: %w", r.Name, err)
-	}
-	return nil
+// audit writes the audit entry of one write of record id of r, inside its transaction q (see
+// auditlog.go): changes and previous are JSON-shaped, by field key.
+func (s *Service) audit(ctx context.Context, q store.Querier, a Actor, r *model.Resource, id, action string, changes, previous map[string]any, at time.Time) error {
+	return s.writeAudit(ctx, q, a, at, []auditEntry{{resource: r.Name, recordID: id, action: action, changes: changes, previous: previous}})
 }
 
 func nullable(s string) any {
