@@ -33,7 +33,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
 }
 
-var groups = map[string]bool{"field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true, "plugins": true}
+var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true, "plugins": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -60,12 +60,16 @@ func commands() map[string]command {
 		"field restore":        {"field restore ID", cmdFieldUpdate(ptrBool(false))},
 		"role update":          {"role update --workspace W --file ROLES.yaml", cmdRolePut(false)},
 		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
+		"audit list":           {auditListUsage, cmdAuditList},
 		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
 		"definitions lint":     {"definitions lint [DIR]", cmdLint},
 		"plugins list":         {"plugins list [--plugins DIR]", cmdPluginsList},
 		"openapi":              {"openapi [--server-url URL]", cmdOpenAPI},
 	}
 }
+
+// helps explain commands beyond their usage line, for COMMAND --help.
+var helps = map[string]string{"audit list": auditListHelp}
 
 func usage() string {
 	cmds := commands()
@@ -113,6 +117,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	globalFlags(fs, &cfg, &asJSON)
 	runCmd := cmd.flags(fs)
 	pos, err := parse(fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(stdout, "usage: recordsctl "+cmd.usage)
+		if h := helps[name]; h != "" {
+			fmt.Fprintln(stdout, "\n"+h)
+		}
+		fmt.Fprintln(stdout, "\nflags:")
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w\nusage: recordsctl %s", name, err, cmd.usage)
 	}
