@@ -36,7 +36,7 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			if err != nil {
 				return err
 			}
-			a := records.Actor{Workspace: strings.ToLower(*ws)}
+			a := records.Actor{Workspace: strings.ToLower(*ws), Synthetic: true}
 			if err := workspaceExists(b, e.ctx, a.Workspace); err != nil {
 				return err
 			}

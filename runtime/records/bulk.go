@@ -71,8 +71,11 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		return 0, errs
 	}
 	// One audit entry per record, as for a create, written in the same transaction.
-	trail := make([]auditEntry, len(rows))
-	for i := range rows {
+	var trail []auditEntry
+	if !a.Synthetic {
+		trail = make([]auditEntry, len(rows))
+	}
+	for i := range trail {
 		if trail[i].changes, err = s.createdValues(ctx, a.Workspace, r, modelID, values[i], customs[i]); err != nil {
 			return 0, err
 		}

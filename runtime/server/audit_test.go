@@ -261,6 +261,13 @@ func TestAuditImport(t *testing.T) {
 			if names["Lee"] != `{"source_system":"crm-v1"}` || names["Kim"] != "null" || names["Nightly sync"] != "null" {
 				t.Errorf("import entries name %v", names)
 			}
+			// Synthetic data (recordsctl seed) is imported without audit entries.
+			if n, err := be.Records.Import(ctx, records.Actor{Workspace: e.Workspace, Synthetic: true}, contacts, "", []map[string]any{{"last_name": "Generated"}}); err != nil || n != 1 {
+				t.Fatalf("synthetic import: %d %v", n, err)
+			}
+			if got := auditOf(t, e, records.AuditQuery{}); len(got) != 3 {
+				t.Errorf("%d entries after a synthetic import, want the 3 of before", len(got))
+			}
 		})
 	}
 }
