@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -154,7 +155,7 @@ shutdown_grace: 3s
 			if b == servertest.Postgres && !strings.Contains(configLine, "records_test_app:[redacted]@") {
 				t.Errorf("configuration line lacks the redacted database user: %q", configLine)
 			}
-			if !strings.Contains(logs, "msg=\"shutting down\" grace=3s") {
+			if !regexp.MustCompile(`msg="shutting down" .*grace=3s`).MatchString(logs) {
 				t.Errorf("shutdown did not use the file's shutdown_grace:\n%s", logs)
 			}
 			for _, secret := range []string{pgPassword, redisPassword, cursorSecret} {

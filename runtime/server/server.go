@@ -225,8 +225,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	b.usePlugins(host)
+	if n := len(b.Migration.Applied); n > 0 {
+		log.Info("migrations applied", "count", n)
+	}
 	for _, line := range b.Migration.Applied {
-		log.Info("migration applied", "change", line)
+		log.Debug("migration applied", "change", line)
 	}
 	for _, line := range b.Migration.Pending {
 		log.Warn("migration pending", "change", line)
@@ -349,9 +352,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go s.sendReminders(ctx)
-	go s.flushQuota(ctx)
-	go s.backend.Directory.Watch(ctx)
+	// The background work outlives the signal until the last request is answered: a draining server
+	// still shares its quota counts and still hears of revoked keys.
+	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBackground()
+	go s.sendReminders(bg)
+	go s.flushQuota(bg)
+	go s.backend.Directory.Watch(bg)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -375,6 +382,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("requests still running at the end of the shutdown grace period; closing them", "err", err)
 		err = srv.Close()
 	}
+	stopBackground()
 	for _, ms := range side {
 		_ = ms.Close()
 	}

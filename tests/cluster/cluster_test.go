@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
 // propagation is the bound DESIGN.md §4 and the README give for a change made with recordsctl to reach
@@ -38,6 +40,7 @@ func TestCluster(t *testing.T) {
 	t.Run("custom_field", c.testCustomField)
 	t.Run("data_model", c.testDataModel)
 	t.Run("role_change", c.testRoleChange)
+	t.Run("quota_while_draining", c.testDrainingQuota)
 	t.Run("replica_killed", c.testKill)
 	t.Logf("cluster test (%s form) took %v", map[bool]string{false: "short", true: "long"}[*long], time.Since(start).Round(time.Millisecond))
 }
@@ -882,4 +885,60 @@ func (c *cluster) storedNames(t *testing.T, tn tenant) map[string][]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// A replica draining after SIGTERM (--drain-delay) still serves, and still shares its quota counts: what
+// it accepts while draining is known to the others within two flush intervals.
+func (c *cluster) testDrainingQuota(t *testing.T) {
+	const q, whileDraining = 20, 9
+	tn := c.newTenant(t, "draining", "--monthly-quota", strconv.Itoa(q))
+	r := c.replicas[len(c.replicas)-1]
+	plain := r.args
+	r.signal(syscall.SIGTERM)
+	r.args = append(append([]string{}, plain...), "--drain-delay", "5s")
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan int, 1)
+	go func() { stopped <- r.signal(syscall.SIGTERM) }()
+	defer func() {
+		if code := <-stopped; code != 0 {
+			t.Errorf("drained replica exited with %d", code)
+		}
+		r.args = plain
+		if err := r.start(); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	client := &http.Client{Timeout: time.Second}
+	if _, ok := servertest.WaitFor(2*time.Second, func() bool {
+		res, err := client.Get(r.url() + "/readyz")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == 503
+	}); !ok {
+		t.Fatal("the replica did not turn not-ready after SIGTERM")
+	}
+	for range whileDraining {
+		if res := c.do(t, r.index, tn.key, "GET", "/v1/me", nil); res.Status != 200 {
+			t.Fatalf("draining replica: %v", res)
+		}
+	}
+	time.Sleep(2*server.QuotaFlushInterval + 500*time.Millisecond)
+	accepted := 0
+	for range q {
+		res := c.do(t, 0, tn.key, "GET", "/v1/me", nil)
+		switch {
+		case res.Status == 200:
+			accepted++
+		case res.Status == 429 && res.code() == "quota_exceeded":
+		default:
+			t.Fatalf("replica 0: %v", res)
+		}
+	}
+	if accepted != q-whileDraining {
+		t.Errorf("replica 0 accepted %d after the draining replica accepted %d of a quota of %d, want %d", accepted, whileDraining, q, q-whileDraining)
+	}
 }
