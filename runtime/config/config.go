@@ -38,8 +38,10 @@ type Config struct {
 	PluginsDir     string // plugin binaries
 	// PluginTimeout is the deadline of one plugin hook call.
 	PluginTimeout time.Duration
-	Dev           bool   // seed a demo workspace into an empty database
-	DevKeyFile    string // where --dev writes the demo key
+	// RequestTimeout is the deadline of one API request's work; past it the request answers 503.
+	RequestTimeout time.Duration
+	Dev            bool   // seed a demo workspace into an empty database
+	DevKeyFile     string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
 	AllowDestructive bool
 	// CursorSecret signs list cursors. Empty: a secret generated once and kept in the database, so every
@@ -124,6 +126,10 @@ func (c Config) check(s Setting) error {
 		}
 	case "plugin_timeout":
 		if c.PluginTimeout <= 0 {
+			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "request_timeout":
+		if c.RequestTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
 		}
 	case "drain_delay":

@@ -121,6 +121,12 @@ func Settings() []Setting {
 			Help: "Deadline of one plugin hook call; a hook that misses it fails the write with 503.",
 		},
 		{
+			Name: "request_timeout", Flag: "request-timeout", Env: "RECORDS_REQUEST_TIMEOUT", Key: "request_timeout",
+			Kind: KindDuration, Default: "10s", Commands: Recordsd, field: func(c *Config) any { return &c.RequestTimeout },
+			Help: "Deadline of one API request's work. A request that misses it answers 503 with `Retry-After`, " +
+				"and its database statement is cancelled on the server, not left running.",
+		},
+		{
 			Name: "dev", Flag: "dev", Env: "RECORDS_DEV", Key: "dev", Kind: KindBool, Default: "false",
 			Commands: Recordsd, field: func(c *Config) any { return &c.Dev },
 			Help: "On an empty database, create a demo workspace (plan `growth`) with sample records, an admin and a " +

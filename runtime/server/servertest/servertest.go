@@ -129,8 +129,12 @@ type Options struct {
 	PluginsDir     string // default: the shipped plugins, built from source (ShippedPlugins)
 	PublicURL      string // see config.Config.PublicURL
 	Redis          string // see config.Config.Redis
+	// PluginTimeout is the deadline of one hook call (config.Config.PluginTimeout; default 2 s).
+	PluginTimeout time.Duration
 	// Metrics makes the server keep Prometheus metrics (Server.Metrics); the test serves them itself.
 	Metrics bool
+	// RequestTimeout is the deadline of one request (default: the server's, 10 s).
+	RequestTimeout time.Duration
 	// Log receives the server's JSON log lines (default: discarded), at Info level unless LogLevel says.
 	Log      io.Writer
 	LogLevel slog.Level
@@ -149,6 +153,12 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	cfg.Redis = opts.Redis
 	if opts.Metrics {
 		cfg.MetricsAddr = "127.0.0.1:0"
+	}
+	if opts.PluginTimeout > 0 {
+		cfg.PluginTimeout = opts.PluginTimeout
+	}
+	if opts.RequestTimeout > 0 {
+		cfg.RequestTimeout = opts.RequestTimeout
 	}
 	cfg.PluginsDir = opts.PluginsDir
 	if cfg.PluginsDir == "" {
