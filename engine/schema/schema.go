@@ -352,6 +352,14 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 	}
 
 	bad := map[string]bool{}
+	for k, v := range known {
+		// Before jsonschema, which turns every number into a big.Rat (see model.SaneNumber).
+		if !saneNumbers(v) {
+			bad[k] = true
+			delete(known, k)
+			errs = append(errs, field.New(field.CodeRange, field.NewPath(k), model.ErrNumberSize.Error()))
+		}
+	}
 	if err := r.schemas[m].Validate(known); err != nil {
 		ve, ok := err.(*jsonschema.ValidationError)
 		if !ok {
@@ -401,6 +409,27 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 		return nil, errs
 	}
 	return out, nil
+}
+
+// saneNumbers reports whether every number in v, at any depth, passes model.SaneNumber.
+func saneNumbers(v any) bool {
+	switch x := v.(type) {
+	case json.Number:
+		return model.SaneNumber(x.String())
+	case []any:
+		for _, it := range x {
+			if !saneNumbers(it) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, it := range x {
+			if !saneNumbers(it) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *Resource) rank(key string) int {
