@@ -4,8 +4,8 @@
 package listplan
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -16,6 +16,7 @@ import (
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/strictjson"
 )
 
 // Limits of list requests.
@@ -127,7 +128,12 @@ func FromQuery(q url.Values) (Params, field.ErrorList) {
 		case "filter":
 			items, err := decodeFilterArray([]byte(v))
 			if err != nil {
-				errs = append(errs, field.New(field.CodeType, path, err.Error()))
+				code := field.CodeType
+				var dup *strictjson.DuplicateError
+				if errors.As(err, &dup) {
+					code = field.CodeDuplicate
+				}
+				errs = append(errs, field.New(code, path, err.Error()))
 				continue
 			}
 			p.Filters = items
@@ -147,15 +153,16 @@ func FromQuery(q url.Values) (Params, field.ErrorList) {
 	return p, errs
 }
 
+// decodeFilterArray reads the filter parameter as strictly as a body: a filter item naming a member
+// twice ({"field":"name",…,"field":"email"}) is refused, not read as its last value.
 func decodeFilterArray(data []byte) ([]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("must be a JSON array of filter items")
+	v, err := strictjson.Decode(data)
+	var dup *strictjson.DuplicateError
+	if errors.As(err, &dup) {
+		return nil, fmt.Errorf("must name each member of a filter item once: %w", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("must be a single JSON array")
+	if err != nil {
+		return nil, fmt.Errorf("must be a JSON array of filter items")
 	}
 	items, ok := v.([]any)
 	if !ok {

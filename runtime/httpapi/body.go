@@ -2,14 +2,14 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/strictjson"
 )
 
 // MaxBody is the largest request body accepted (1 MiB).
@@ -43,20 +43,13 @@ func readBody(r *http.Request) ([]byte, error) {
 	return data, nil
 }
 
-// DecodeObject decodes a JSON object strictly: exactly one object, numbers kept exact, no duplicate
-// member names, valid UTF-8. It is what every body and filter parameter goes through.
+// DecodeObject decodes a JSON object strictly (engine/strictjson): exactly one object, numbers kept
+// exact, no member named twice anywhere in it (*strictjson.DuplicateError), valid UTF-8. It is what
+// every body goes through.
 func DecodeObject(data []byte) (map[string]any, error) {
-	if !utf8.Valid(data) {
-		return nil, errors.New("the body is not valid UTF-8")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec, 0)
+	v, err := strictjson.Decode(data)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("the body must hold a single JSON object")
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -65,63 +58,11 @@ func DecodeObject(data []byte) (map[string]any, error) {
 	return obj, nil
 }
 
-// maxDepth bounds nesting so that a hostile body cannot exhaust the stack.
-const maxDepth = 32
-
-func decodeValue(dec *json.Decoder, depth int) (any, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("the body nests deeper than %d levels", maxDepth)
+// malformedBody is the 400 of a body DecodeObject refused; a member named twice is named in details.
+func malformedBody(err error) *Error {
+	var dup *strictjson.DuplicateError
+	if errors.As(err, &dup) {
+		return invalidRequest("Malformed body: "+err.Error()+"; send each member once.", fieldErr(string(field.CodeDuplicate), dup.Path, "appears more than once"))
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, malformed(err)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, malformed(err)
-				}
-				key := kt.(string)
-				if _, dup := obj[key]; dup {
-					return nil, fmt.Errorf("member %q appears more than once", key)
-				}
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				obj[key] = v
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, malformed(err)
-			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, malformed(err)
-			}
-			return arr, nil
-		}
-		return nil, errors.New("malformed JSON")
-	}
-	return tok, nil
-}
-
-func malformed(err error) error {
-	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("the body is empty or ends early; send a JSON object")
-	}
-	return fmt.Errorf("malformed JSON: %v", err)
+	return apiError(400, "invalid_request", "Malformed body: "+err.Error()+".")
 }

@@ -624,7 +624,7 @@ func requiredObject(r *http.Request) (map[string]any, error) {
 	}
 	obj, err := DecodeObject(data)
 	if err != nil {
-		return nil, apiError(400, "invalid_request", "Malformed body: "+err.Error()+".")
+		return nil, malformedBody(err)
 	}
 	return obj, nil
 }
@@ -639,7 +639,7 @@ func optionalObject(r *http.Request) (map[string]any, error) {
 	}
 	obj, err := DecodeObject(data)
 	if err != nil {
-		return nil, apiError(400, "invalid_request", "Malformed body: "+err.Error()+".")
+		return nil, malformedBody(err)
 	}
 	return obj, nil
 }
