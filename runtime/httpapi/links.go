@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -45,6 +46,12 @@ func (h *Handler) listLinks(res *model.Resource) bunrouter.HandlerFunc {
 			return err
 		}
 		page, err := h.svc.ListLinks(req.Context(), actorOf(req.Context()), res, assoc, req.Param("id"), params)
+		var bad field.ErrorList
+		if errors.As(err, &bad) {
+			// A cursor this list did not issue (another record, workspace or member): a malformed
+			// parameter, 400 like a record list's, not the 422 of refused values.
+			return invalidRequest("", bad)
+		}
 		if err != nil {
 			return err
 		}

@@ -2,133 +2,434 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/sample"
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// For every resource and every operation, a key of workspace B never reaches a record of workspace A.
+// TestIsolationMatrix is the cross-tenant BOLA matrix (OWASP API1): a key of workspace B against every
+// id workspace A has, on every route the router serves. See runIsolationMatrix.
 func TestIsolationMatrix(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			e := servertest.Start(t, b, servertest.Options{})
-			be := e.Server.Backend()
-			ctx := context.Background()
-			_, _, keyB := e.NewWorkspace("enterprise", "admin", "write")
-			gen := sample.New(11)
-			ids := map[string][]string{"entity_members": {e.Member}}
-			refs := func(res string) []string { return ids[res] }
-			seen := map[string]map[string]any{}
-			gen.SetLookup(func(_, id string) map[string]any { return seen[id] })
-			modelA, err := be.Directory.CreateModel(ctx, e.Workspace, "Vendors", nil)
-			if err != nil {
-				t.Fatal(err)
+			runIsolationMatrix(t, servertest.Start(t, b, servertest.Options{}))
+		})
+	}
+}
+
+// tenant is one workspace of the isolation tests and what it holds.
+type tenant struct {
+	ws, member, key string
+	model           string              // a data model of the workspace
+	ids             map[string][]string // record ids by resource; [1] is archived where the resource archives
+	gen             *sample.Generator
+	seen            map[string]map[string]any
+}
+
+// refs names the active records of res (the first) for the sample generator.
+func (tn *tenant) refs(res string) []string {
+	if ids := tn.ids[res]; len(ids) > 1 {
+		return ids[:1]
+	}
+	return tn.ids[res]
+}
+
+// newTenant creates a workspace (enterprise: the matrix outruns smaller plans' per-minute limits) with
+// two records of every resource (imports for read-only ones), the second archived where it can be, and
+// a data model with modelFields.
+func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[string]auth.ModelField) *tenant {
+	t.Helper()
+	be := e.Server.Backend()
+	ctx := context.Background()
+	tn := &tenant{ids: map[string][]string{}, gen: sample.New(seed), seen: map[string]map[string]any{}}
+	tn.ws, tn.member, tn.key = e.NewWorkspace("enterprise", "admin", "write")
+	tn.ids["entity_members"] = []string{tn.member}
+	tn.gen.SetLookup(func(_, id string) map[string]any { return tn.seen[id] })
+	var err error
+	if tn.model, err = be.Directory.CreateModel(ctx, tn.ws, "Vendors", modelFields); err != nil {
+		t.Fatal(err)
+	}
+	actor := records.Actor{Workspace: tn.ws, Member: tn.member}
+	for _, r := range resourceOrder(be.Catalog) {
+		if r.Name == "entity_members" {
+			continue
+		}
+		q := ""
+		if r.ModelScoped {
+			q = "?model_id=" + tn.model
+		}
+		if r.ReadOnly() {
+			for i := 0; i < 2; i++ {
+				if _, err := be.Records.Import(ctx, actor, r, "", []map[string]any{tn.gen.Body(r, tn.refs, time.Now())}); err != nil {
+					t.Fatal(err)
+				}
 			}
-			for _, r := range resourceOrder(be.Catalog) {
-				q, sep := "", "?"
+			for _, rec := range e.DoKey(tn.key, "GET", "/v1/"+r.Name, nil).List() {
+				tn.ids[r.Name] = append(tn.ids[r.Name], rec["id"].(string))
+				tn.seen[rec["id"].(string)] = rec
+			}
+			continue
+		}
+		for i := 0; i < 2; i++ {
+			res := e.DoKey(tn.key, "POST", "/v1/"+r.Name+q, tn.gen.Body(r, tn.refs, time.Now()))
+			e.Expect(res, 201, "")
+			id := res.Data()["id"].(string)
+			tn.ids[r.Name] = append(tn.ids[r.Name], id)
+			tn.seen[id] = res.Data()
+		}
+	}
+	for _, r := range be.Catalog.Resources {
+		if r.Ops.Has(model.OpArchive) {
+			q := ""
+			if r.ModelScoped {
+				q = "?model_id=" + tn.model
+			}
+			e.Expect(e.DoKey(tn.key, "DELETE", "/v1/"+r.Name+"/"+tn.ids[r.Name][1]+q, nil), 200, "")
+		}
+	}
+	return tn
+}
+
+// matrixCounts is what runIsolationMatrix sent.
+type matrixCounts struct {
+	Requests int         // B's requests in the matrix
+	ByStatus map[int]int // B's requests by answer status
+	Snapshot int         // A's requests per snapshot
+}
+
+// runIsolationMatrix drives a key of workspace B against workspace A's ids on e. Every route comes from
+// the router's own tables: route.Table's item routes (get, update, archive, restore, with and without
+// the operation allowed), list and query (filters by A's ids, on id and on every reference field; A's
+// cursors; A's custom field filter keys; A's model ids), create and update with reference fields,
+// custom reference fields and association attributes pointing at A's records, the association routes
+// with A's record as source, as target and as both, A's association cursors, and the catalog routes.
+//
+// Pass: every answer is the expected refusal (404 for ids in paths, 422 naming the field for ids in
+// bodies, 400 for A's cursors and filter keys, 405 where the resource takes no writes) or an empty
+// 200; no answer holds anything of A's that B did not send itself (ids, workspace, member, model,
+// custom field ids, marker values); and everything of A's, read through A's key before and after, is
+// unchanged.
+func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
+	t.Helper()
+	be := e.Server.Backend()
+	cat := be.Catalog
+	ctx := context.Background()
+	const marker = "A-SECRET-MARKER"
+	A := newTenant(t, e, 11, map[string]auth.ModelField{"a_secret_code": {Type: "string"}})
+	B := newTenant(t, e, 12, map[string]auth.ModelField{"partner": {Type: "reference", Target: "companies"}})
+
+	// A's custom field (its value is a marker), B's custom reference field.
+	aField, err := be.Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_secret_tier", Type: "text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := be.Custom.Create(ctx, B.ws, customfields.Def{Resource: "companies", Key: "b_partner", Type: "reference", Target: "companies"}); err != nil {
+		t.Fatal(err)
+	}
+	e.Expect(e.DoKey(A.key, "PATCH", "/v1/companies/"+A.ids["companies"][0], map[string]any{"cf__a_secret_tier": marker}), 200, "")
+	e.Expect(e.DoKey(A.key, "POST", "/v1/data_model_records?model_id="+A.model, map[string]any{"name": "A model record", "cf__a_secret_code": marker}), 201, "")
+	var aModelFilterKey string
+	for _, f := range e.DoKey(A.key, "GET", "/v1/resources/data_model_records?model_id="+A.model, nil).Data()["custom_fields"].([]any) {
+		aModelFilterKey, _ = f.(map[string]any)["filter_key"].(string)
+	}
+	if aModelFilterKey == "" {
+		t.Fatal("A's model field has no filter key")
+	}
+
+	// A's links: every association of every writable resource, from A's record to A's record; deals.contacts
+	// twice so that its list has a second page.
+	for _, r := range cat.Resources {
+		if !r.Ops.Has(model.OpUpdate) {
+			continue
+		}
+		for _, as := range r.Associations {
+			path := "/v1/" + r.Name + "/" + A.ids[r.Name][0] + "/" + as.Name + "/" + A.ids[as.Target][0]
+			e.Expect(e.DoKey(A.key, "PUT", path, A.gen.Body(as.Attrs, A.refs, time.Now())), 200, "")
+		}
+	}
+	e.Expect(e.DoKey(A.key, "PUT", "/v1/deals/"+A.ids["deals"][0]+"/contacts/"+A.ids["contacts"][1], nil), 200, "")
+	linkCursor, _ := e.DoKey(A.key, "GET", "/v1/deals/"+A.ids["deals"][0]+"/contacts?cursor=start&page_size=1", nil).Body["meta"].(map[string]any)["next_cursor"].(string)
+	if linkCursor == "" {
+		t.Fatal("A's association list has no second page")
+	}
+
+	// A's list cursors, one per resource where A has two records.
+	aQuery := func(r *model.Resource) string {
+		if r.ModelScoped {
+			return "model_id=" + A.model + "&"
+		}
+		return ""
+	}
+	cursors := map[string]string{}
+	for _, r := range cat.Resources {
+		res := e.DoKey(A.key, "GET", "/v1/"+r.Name+"?"+aQuery(r)+"include_archived=true&cursor=start&page_size=1", nil)
+		if c, ok := res.Body["meta"].(map[string]any)["next_cursor"].(string); ok {
+			cursors[r.Name] = c
+		}
+	}
+
+	// Everything of A's that must never reach B (unless B sent it itself).
+	secrets := []string{A.ws, A.member, A.model, aField.ID, marker, strings.TrimPrefix(aModelFilterKey, "cfv:")}
+	for _, ids := range A.ids {
+		secrets = append(secrets, ids...)
+	}
+
+	snapshot := func() (map[string]any, int) {
+		snap, n := map[string]any{}, 0
+		get := func(path string) {
+			n++
+			res := e.DoKey(A.key, "GET", path, nil)
+			e.Expect(res, 200, "")
+			snap[path] = res.Body["data"]
+		}
+		for _, r := range cat.Resources {
+			get("/v1/" + r.Name + "?" + aQuery(r) + "include_archived=true&page_size=100")
+			for _, as := range r.Associations {
+				for _, id := range A.ids[r.Name] {
+					get("/v1/" + r.Name + "/" + id + "/" + as.Name + "?page_size=100")
+				}
+			}
+		}
+		get("/v1/resources/companies")
+		get("/v1/resources/data_model_records?model_id=" + A.model)
+		return snap, n
+	}
+	before, snapN := snapshot()
+
+	counts := matrixCounts{ByStatus: map[int]int{}, Snapshot: snapN}
+	// do sends one request with B's key and checks the answer.
+	do := func(t *testing.T, method, path string, body any, status int, code string) *servertest.Response {
+		t.Helper()
+		counts.Requests++
+		res := e.DoKey(B.key, method, path, body)
+		counts.ByStatus[res.Status]++
+		if res.Status != status || (code != "" && res.Code() != code) {
+			t.Errorf("B %s %s: got %d %s, want %d %s: %.300s", method, path, res.Status, res.Code(), status, code, res.Raw)
+		}
+		sent, _ := json.Marshal(body)
+		sent = append(sent, path...)
+		for _, s := range secrets {
+			if strings.Contains(string(res.Raw), s) && !strings.Contains(string(sent), s) {
+				t.Errorf("B %s %s: the answer holds %s of workspace A: %.300s", method, path, s, res.Raw)
+			}
+		}
+		return res
+	}
+	empty := func(t *testing.T, method, path string, body any) {
+		t.Helper()
+		if l := do(t, method, path, body, 200, "").List(); len(l) != 0 {
+			t.Errorf("B %s %s: %d records", method, path, len(l))
+		}
+	}
+	names := func(res *servertest.Response) string {
+		d, _ := res.Body["error"].(map[string]any)["details"].(map[string]any)
+		data, _ := json.Marshal(d["errors"])
+		return string(data)
+	}
+	refused := func(t *testing.T, method, path string, body any, key string) {
+		t.Helper()
+		if res := do(t, method, path, body, 422, "validation_failed"); !strings.Contains(names(res), `"`+key+`"`) {
+			t.Errorf("B %s %s: 422 does not name %s: %s", method, path, key, res.Raw)
+		}
+	}
+	filterOf := func(items ...map[string]any) string {
+		data, _ := json.Marshal(items)
+		return url.QueryEscape(string(data))
+	}
+	inA := func(field string, ids []string) map[string]any {
+		return map[string]any{"field": field, "op": "in", "value": ids}
+	}
+
+	for _, r := range cat.Resources {
+		t.Run(r.Name, func(t *testing.T) {
+			base := "/v1/" + r.Name
+			bq, aq := "", ""
+			if r.ModelScoped {
+				bq, aq = "model_id="+B.model, "model_id="+A.model
+			}
+			join := func(q ...string) string {
+				var parts []string
+				for _, s := range q {
+					if s != "" {
+						parts = append(parts, s)
+					}
+				}
+				if len(parts) == 0 {
+					return ""
+				}
+				return "?" + strings.Join(parts, "&")
+			}
+			now := time.Now()
+
+			// Item routes, from the route table: every operation on an id, allowed or not.
+			for _, id := range A.ids[r.Name] {
+				for _, op := range []model.Operation{model.OpGet, model.OpUpdate, model.OpArchive, model.OpRestore} {
+					method, shape := route.Where(op)
+					path := strings.Replace(route.Pattern(r.Name, shape), ":id", id, 1)
+					var body any
+					switch op {
+					case model.OpUpdate:
+						body = B.gen.Body(r, B.refs, now)
+					case model.OpArchive:
+						body = map[string]any{"reason": "B was here"}
+					}
+					for _, q := range []string{bq, aq} {
+						if !r.Ops.Has(op) {
+							do(t, method, path+join(q), body, 405, "method_not_allowed")
+						} else {
+							do(t, method, path+join(q), body, 404, "not_found")
+						}
+						if !r.ModelScoped {
+							break
+						}
+					}
+				}
+			}
+
+			// Lists and queries: A's ids as filters on id and on every reference field.
+			filters := []map[string]any{inA("id", A.ids[r.Name])}
+			for _, f := range r.FilterFields() {
+				if f.Type == model.Reference && !f.Custom {
+					filters = append(filters, inA(f.Key, A.ids[f.Target]))
+				}
+			}
+			for _, f := range filters {
+				empty(t, "GET", base+join(bq, "include_archived=true", "page_size=100", "filter="+filterOf(f)), nil)
+				q := map[string]any{"include_archived": true, "page_size": 100, "filters": []any{f}}
 				if r.ModelScoped {
-					q, sep = "?model_id="+modelA, "?model_id="+modelA+"&"
+					q["model_id"] = B.model
 				}
-				var id string
-				if r.ReadOnly() {
-					if r.Name != "entity_members" {
-						if _, err := be.Records.Import(ctx, adminActor(e), r, "", []map[string]any{gen.Body(r, refs, time.Now())}); err != nil {
-							t.Fatal(err)
-						}
-					}
-					first := e.Do("GET", "/v1/"+r.Name+"?page_size=1", nil).List()[0]
-					id = first["id"].(string)
-					seen[id] = first
-				} else {
-					res := e.Do("POST", "/v1/"+r.Name+q, gen.Body(r, refs, time.Now()))
-					e.Expect(res, 201, "")
-					id = res.Data()["id"].(string)
-					seen[id] = res.Data()
+				empty(t, "POST", base+"/query", q)
+			}
+			// An unfiltered list holds only B's records.
+			for _, rec := range do(t, "GET", base+join(bq, "include_archived=true", "page_size=100"), nil, 200, "").List() {
+				if !contains(B.ids[r.Name], rec["id"].(string)) {
+					t.Errorf("B lists %s %v, not one of its own", r.Name, rec["id"])
 				}
-				ids[r.Name] = append(ids[r.Name], id)
-				t.Run(r.Name, func(t *testing.T) {
-					base := "/v1/" + r.Name
-					notFound := func(status int) bool { return status == 404 || (r.ModelScoped && status == 404) }
-					for _, c := range []struct {
-						op     model.Operation
-						method string
-						path   string
-						body   any
-					}{
-						{model.OpGet, "GET", base + "/" + id + q, nil},
-						{model.OpUpdate, "PATCH", base + "/" + id + q, map[string]any{}},
-						{model.OpArchive, "DELETE", base + "/" + id + q, nil},
-						{model.OpRestore, "POST", base + "/" + id + "/restore" + q, nil},
-					} {
-						if !r.Ops.Has(c.op) {
-							continue
-						}
-						res := e.DoKey(keyB, c.method, c.path, c.body)
-						if !notFound(res.Status) {
-							t.Errorf("B %s %s: %d %s", c.method, c.path, res.Status, res.Raw)
+			}
+			// A's cursors.
+			if c, ok := cursors[r.Name]; ok {
+				do(t, "GET", base+join(bq, "include_archived=true", "page_size=1", "cursor="+url.QueryEscape(c)), nil, 400, "invalid_request")
+				q := map[string]any{"include_archived": true, "page_size": 1, "cursor": c}
+				if r.ModelScoped {
+					q["model_id"] = B.model
+				}
+				do(t, "POST", base+"/query", q, 400, "invalid_request")
+			}
+			// A's model id.
+			if r.ModelScoped {
+				do(t, "GET", base+join(aq), nil, 404, "not_found")
+				do(t, "POST", base+"/query", map[string]any{"model_id": A.model}, 404, "not_found")
+				do(t, "POST", base+join(aq), map[string]any{"name": "B in A's model"}, 404, "not_found")
+				do(t, "POST", base, map[string]any{"model_id": A.model, "name": "B in A's model"}, 404, "not_found")
+				do(t, "GET", "/v1/resources/"+r.Name+join(aq), nil, 404, "not_found")
+				// A's model field filter key, on B's model.
+				do(t, "GET", base+join(bq, "filter="+filterOf(map[string]any{"field": aModelFilterKey, "op": "eq", "value": marker})), nil, 400, "invalid_request")
+				// B's model reference field pointing at A's company.
+				refused(t, "POST", base+join(bq), map[string]any{"name": "B", "cf__partner": A.ids["companies"][0]}, "custom_fields.partner")
+			}
+			// B's catalog of the resource shows nothing of A's.
+			do(t, "GET", "/v1/resources/"+r.Name+join(bq), nil, 200, "")
+
+			// Reference fields in bodies pointing at A's records: create and update.
+			if r.Ops.Has(model.OpCreate) {
+				for _, f := range r.Declared() {
+					if f.Type != model.Reference || !f.Writable() {
+						continue
+					}
+					for _, target := range A.ids[f.Target] {
+						body := B.gen.Body(r, B.refs, now)
+						body[f.Key] = target
+						refused(t, "POST", base+join(bq), body, f.Key)
+						refused(t, "PATCH", base+"/"+B.ids[r.Name][0]+join(bq), map[string]any{f.Key: target}, f.Key)
+						break
+					}
+				}
+			}
+
+			// Associations: A's record as source, as target and as both; attributes pointing at A's records.
+			for _, as := range r.Associations {
+				for _, id := range A.ids[r.Name] {
+					do(t, "GET", base+"/"+id+"/"+as.Name, nil, 404, "not_found")
+				}
+				for _, l := range do(t, "GET", base+"/"+B.ids[r.Name][0]+"/"+as.Name+"?page_size=100", nil, 200, "").List() {
+					if !contains(B.ids[as.Target], l["id"].(string)) {
+						t.Errorf("B's %s.%s lists %v", r.Name, as.Name, l["id"])
+					}
+				}
+				pairs := [][2]string{
+					{A.ids[r.Name][0], B.ids[as.Target][0]},
+					{B.ids[r.Name][0], A.ids[as.Target][0]},
+					{A.ids[r.Name][0], A.ids[as.Target][0]},
+				}
+				for _, p := range pairs {
+					path := base + "/" + p[0] + "/" + as.Name + "/" + p[1]
+					for _, m := range []string{"PUT", "DELETE"} {
+						if r.Ops.Has(model.OpUpdate) {
+							do(t, m, path, nil, 404, "not_found")
+						} else {
+							do(t, m, path, nil, 405, "method_not_allowed")
 						}
 					}
-					for _, path := range []string{base + sep + "include_archived=true&filter=" + idFilter(id), base + sep + "include_archived=true&page_size=100"} {
-						res := e.DoKey(keyB, "GET", path, nil)
-						leaked := false
-						for _, rec := range res.List() {
-							for _, a := range ids[r.Name] {
-								leaked = leaked || rec["id"] == a
-							}
-						}
-						if leaked {
-							t.Errorf("B lists A's %s: %s", r.Name, res.Raw)
-						} else if res.Status != 200 && !notFound(res.Status) {
-							t.Errorf("B list %s: %d", path, res.Status)
-						}
+				}
+				if !r.Ops.Has(model.OpUpdate) {
+					continue
+				}
+				for _, f := range as.Attrs.Declared() {
+					if f.Type == model.Reference && f.Writable() {
+						body := B.gen.Body(as.Attrs, B.refs, now)
+						body[f.Key] = A.ids[f.Target][0]
+						refused(t, "PUT", base+"/"+B.ids[r.Name][0]+"/"+as.Name+"/"+B.ids[as.Target][0], body, f.Key)
 					}
-					query := map[string]any{"include_archived": true, "filters": []any{map[string]any{"field": "id", "op": "eq", "value": id}}}
-					if r.ModelScoped {
-						query["model_id"] = modelA
-					}
-					if res := e.DoKey(keyB, "POST", base+"/query", query); res.Status == 200 && len(res.List()) != 0 {
-						t.Errorf("B queries A's %s: %s", r.Name, res.Raw)
-					}
-					// Nor through associations: B cannot list, put or delete links of A's record.
-					for _, as := range r.Associations {
-						other := ids[as.Target]
-						target := "0190a6d4-0000-7000-8000-000000000001"
-						if len(other) > 0 {
-							target = other[0]
-						}
-						res := e.DoKey(keyB, "GET", base+"/"+id+"/"+as.Name, nil)
-						if res.Status != 404 {
-							t.Errorf("B lists %s.%s of A's record: %d %s", r.Name, as.Name, res.Status, res.Raw)
-						}
-						for _, m := range []string{"PUT", "DELETE"} {
-							if res := e.DoKey(keyB, m, base+"/"+id+"/"+as.Name+"/"+target, nil); res.Status != 404 && res.Status != 405 {
-								t.Errorf("B %s %s.%s of A's record: %d %s", m, r.Name, as.Name, res.Status, res.Raw)
-							}
-						}
-					}
-					// B cannot point its own records at A's.
-					if r.ModelScoped || r.ReadOnly() {
-						return
-					}
-					for _, other := range be.Catalog.Resources {
-						if other.ReadOnly() || other.ModelScoped {
-							continue
-						}
-						for _, f := range other.Declared() {
-							if f.Type == model.Reference && f.Target == r.Name && f.Writable() {
-								body := gen.Body(other, nil, time.Now())
-								body[f.Key] = id
-								res := e.DoKey(keyB, "POST", "/v1/"+other.Name, body)
-								e.Expect(res, 422, "validation_failed")
-							}
-						}
-					}
-				})
+				}
 			}
 		})
 	}
+
+	// Custom fields: A's filter key and write key on B's companies; B's reference field at A's company.
+	cf := func(op string, v any) string {
+		return filterOf(map[string]any{"field": aField.FilterKey(), "op": op, "value": v})
+	}
+	do(t, "GET", "/v1/companies?filter="+cf("eq", marker), nil, 400, "invalid_request")
+	do(t, "GET", "/v1/companies?filter="+cf("is_not_empty", nil), nil, 400, "invalid_request")
+	do(t, "POST", "/v1/companies/query", map[string]any{"filters": []any{map[string]any{"field": aField.FilterKey(), "op": "eq", "value": marker}}}, 400, "invalid_request")
+	do(t, "GET", "/v1/companies?sort="+aField.FilterKey(), nil, 400, "invalid_request")
+	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__a_secret_tier": "x"}, "custom_fields.a_secret_tier")
+	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__b_partner": A.ids["companies"][0]}, "custom_fields.b_partner")
+	refused(t, "PATCH", "/v1/companies/"+B.ids["companies"][0], map[string]any{"custom_fields": map[string]any{"b_partner": A.ids["companies"][0]}}, "custom_fields.b_partner")
+	// A's association cursor on B's own record.
+	do(t, "GET", "/v1/deals/"+B.ids["deals"][0]+"/contacts?cursor="+url.QueryEscape(linkCursor), nil, 400, "invalid_request")
+	// Discovery.
+	do(t, "GET", "/v1/me", nil, 200, "")
+	do(t, "GET", "/v1/resources", nil, 200, "")
+
+	after, _ := snapshot()
+	for path, v := range before {
+		if !reflect.DeepEqual(v, after[path]) {
+			b1, _ := json.Marshal(v)
+			b2, _ := json.Marshal(after[path])
+			t.Errorf("A's %s changed:\nbefore %.400s\nafter  %.400s", path, b1, b2)
+		}
+	}
+	var statuses []string
+	for s, n := range counts.ByStatus {
+		statuses = append(statuses, fmt.Sprintf("%d×%d", n, s))
+	}
+	sort.Strings(statuses)
+	t.Logf("BOLA matrix: %d requests with B's key (%s); A's snapshot: %d requests, before and after", counts.Requests, strings.Join(statuses, " "), counts.Snapshot)
+	return counts
 }
