@@ -309,7 +309,7 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 		}
 	}
 	for _, ip := range o.AllowIPs {
-		if _, err := parseCIDR(ip); err != nil {
+		if _, err := ParseCIDR(ip); err != nil {
 			return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}

@@ -325,6 +325,9 @@ func baseURL(r *http.Request) string {
 // authed checks the bearer key and puts the principal in the request context.
 func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 	return func(w http.ResponseWriter, req bunrouter.Request) error {
+		if len(req.Header.Values("Authorization")) > 1 {
+			return apiError(401, "invalid_api_key", "Send exactly one Authorization header.")
+		}
 		authz := req.Header.Get("Authorization")
 		if authz == "" {
 			return apiError(401, "invalid_api_key", "The Authorization header is missing; send Authorization: Bearer <API_KEY>.")
@@ -342,7 +345,10 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		}
 		if len(p.Key.AllowIPs) > 0 {
 			addr, ok := clientIP(req.Request, h.proxies)
-			if !ok || !p.Key.AllowsIP(addr) {
+			if !ok {
+				return apiError(403, "ip_not_allowed", "This key has an IP allowlist and the client address cannot be told: X-Forwarded-For holds an entry that is not an IP address.")
+			}
+			if !p.Key.AllowsIP(addr) {
 				return apiError(403, "ip_not_allowed", "This key may not be used from "+addr.String()+".")
 			}
 		}
