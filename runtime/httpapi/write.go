@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/uptrace/bunrouter"
 
@@ -30,6 +31,10 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// releaseGrace is how long past the request's deadline the release of a failed write's
+// Idempotency-Key may hold its answer.
+const releaseGrace = 250 * time.Millisecond
 
 // write runs a record write. Without an Idempotency-Key it simply runs. With one, the key is claimed
 // first; a repeat of a completed request replays its response; the response of a new request is stored
@@ -76,8 +81,17 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model
 	}
 	if _, err := run(a); err != nil {
 		// Nothing was written: free the key so that a corrected retry runs. The release must not be
-		// skipped because the request's context ended.
-		if rerr := h.idem.Release(context.WithoutCancel(ctx), claim); rerr != nil {
+		// skipped because the request's context ended, nor hold the answer more than releaseGrace past
+		// the request's deadline when the database does not answer; a claim left behind then ends
+		// with its lease.
+		until := time.Now().Add(releaseGrace)
+		if d, ok := ctx.Deadline(); ok && d.After(until) {
+			until = d
+		}
+		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
+		rerr := h.idem.Release(rctx, claim)
+		cancel()
+		if rerr != nil {
 			h.log.Warn("release idempotency key", "err", rerr)
 		}
 		if errors.Is(err, idempotency.ErrLost) {

@@ -82,6 +82,17 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > ConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
+	closeOnFatal := cfg.ConnConfig.OnPgError
+	cfg.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {
+		// A session that may not write (25006) is talking to a standby, or to a primary that was
+		// demoted (failover): it never recovers. Closing it (false) keeps it out of the pool, so the
+		// next connection reaches whatever server now takes writes, instead of every later write on
+		// this pooled session failing until a restart.
+		if e.Code == "25006" {
+			return false
+		}
+		return closeOnFatal == nil || closeOnFatal(c, e)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
@@ -264,7 +275,8 @@ func mapPG(err error) error {
 			return fmt.Errorf("%w: %w", ErrConflict, err)
 		case pgErr.Code[:2] == "22": // data exception: out of range, invalid text representation, ...
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
-		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57":
+		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57",
+			pgErr.Code == "25006": // read_only_sql_transaction: a standby, or a primary being failed over
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err

@@ -1,7 +1,6 @@
 package servertest
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -15,12 +14,13 @@ type Proxy struct {
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
+	faults faults // latency and black hole (faults.go)
 }
 
 // NewProxy starts a proxy on a free loopback port forwarding to target (host:port).
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	p := &Proxy{target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{target: target, conns: map[net.Conn]struct{}{}, faults: faults{cut: make(chan struct{})}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -28,6 +28,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	p.addr = ln.Addr().String()
 	p.serve(ln)
 	t.Cleanup(p.Stop)
+	t.Cleanup(p.Heal) // unblock forwarders held by a black hole
 	return p
 }
 
@@ -63,9 +64,10 @@ func (p *Proxy) pipe(c net.Conn) {
 		return
 	}
 	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+	cut := p.faults.cut
 	p.mu.Unlock()
-	go func() { io.Copy(up, c); up.Close() }()
-	io.Copy(c, up)
+	go func() { p.forward(up, c, ToServer, cut); up.Close() }()
+	p.forward(c, up, ToClient, cut)
 	c.Close()
 }
 
@@ -81,6 +83,7 @@ func (p *Proxy) Stop() {
 		c.Close()
 		delete(p.conns, c)
 	}
+	p.faults.stopped()
 }
 
 // Start accepts connections again on the same address.
