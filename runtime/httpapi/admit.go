@@ -39,10 +39,24 @@ func seconds(d time.Duration) string {
 	return strconv.FormatInt(int64(math.Ceil(d.Seconds())), 10)
 }
 
+// SetClock makes admission read the time from now: which month a request counts in, when the quota
+// resets, and the in-process rate limiter's time (Redis's rate limiter keeps Redis's clock). For tests
+// of month boundaries; safe to call while serving.
+func (h *Handler) SetClock(now func() time.Time) { h.clock.Store(&now) }
+
+func (h *Handler) now() time.Time {
+	if c := h.clock.Load(); c != nil {
+		return (*c)()
+	}
+	return time.Now()
+}
+
 // admit applies the rate limits and the monthly quota to an authenticated request, setting the
-// X-RateLimit-* and X-Quota-* headers. A refused request consumes neither.
+// X-RateLimit-* and X-Quota-* headers. A request refused by a rate limit consumes nothing (no window,
+// no quota); one refused by the quota has passed the rate limits and counts against them, but not
+// against the quota.
 func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Principal) (context.Context, error) {
-	now := time.Now()
+	now := h.now()
 	hdr := w.Header()
 	d, err := h.limiter.Allow(ctx, now, windows(p))
 	if err != nil {

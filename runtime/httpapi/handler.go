@@ -71,6 +71,7 @@ type Handler struct {
 	metrics   *metrics.Metrics
 	ready     func(ctx context.Context) []Check
 	draining  atomic.Bool
+	clock     atomic.Pointer[func() time.Time] // admission's clock (SetClock); nil: time.Now
 	router    *bunrouter.Router
 }
 

@@ -22,11 +22,12 @@ type Window struct {
 // Decision is the outcome of a check.
 type Decision struct {
 	Allowed bool
-	// The tightest window (least remaining): what the X-RateLimit-* headers report. Limit is 0 when no
-	// window applies.
+	// The window the X-RateLimit-* headers report. Allowed: the tightest window (least remaining).
+	// Refused: the refusing window that admits again last, with Remaining 0 and Reset = RetryAfter. Limit
+	// is 0 when no window applies.
 	Limit     int64
 	Remaining int64
-	Reset     time.Duration // until the tightest window is fully replenished
+	Reset     time.Duration // allowed: until the window is fully replenished; refused: RetryAfter
 	// RetryAfter is how long a refused request should wait.
 	RetryAfter time.Duration
 }
@@ -55,22 +56,28 @@ func gcra(w Window, tat int64, now int64) (allowed bool, newTAT int64, remaining
 	return true, newTAT, remaining, time.Duration(newTAT - now), 0
 }
 
-// combine applies GCRA to every window: allowed only if all allow; reports the tightest window.
+// combine applies GCRA to every window: allowed only if all allow. An allowed request reports the
+// tightest window; a refused one the refusing window that admits again last, so that Retry-After and
+// X-RateLimit-Reset name the same moment and the limit that sets it.
 func combine(windows []Window, tats []int64, now int64) (Decision, []int64) {
 	d := Decision{Allowed: true, Remaining: -1}
 	next := make([]int64, len(windows))
+	var retryLimit int64
 	for i, w := range windows {
 		ok, nt, rem, reset, retry := gcra(w, tats[i], now)
 		next[i] = nt
 		if !ok {
 			d.Allowed = false
-			if retry > d.RetryAfter {
-				d.RetryAfter = retry
+			if retry > d.RetryAfter || retryLimit == 0 {
+				d.RetryAfter, retryLimit = retry, w.Limit
 			}
 		}
 		if d.Remaining < 0 || rem < d.Remaining || (rem == d.Remaining && reset > d.Reset) {
 			d.Limit, d.Remaining, d.Reset = w.Limit, rem, reset
 		}
+	}
+	if !d.Allowed {
+		d.Limit, d.Remaining, d.Reset = retryLimit, 0, d.RetryAfter
 	}
 	if d.Remaining < 0 {
 		d.Remaining = 0

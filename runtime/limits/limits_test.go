@@ -47,9 +47,10 @@ func TestLocalHeadersAndRecovery(t *testing.T) {
 			t.Fatalf("request %d: %+v, want remaining %d of 3", i, d, want)
 		}
 	}
+	// A refusal reports the window that refused, with Reset = RetryAfter: when it admits again.
 	d, _ := l.Allow(context.Background(), now, w)
-	if d.Allowed || d.RetryAfter != 20*time.Second || d.Reset != time.Minute {
-		t.Fatalf("refusal: %+v (want retry after 20s, reset 60s)", d)
+	if d.Allowed || d.RetryAfter != 20*time.Second || d.Reset != 20*time.Second || d.Limit != 3 || d.Remaining != 0 {
+		t.Fatalf("refusal: %+v (want limit 3, remaining 0, retry after and reset 20s)", d)
 	}
 	// A refusal consumes nothing from the hour window.
 	d, _ = l.Allow(context.Background(), now.Add(20*time.Second), w)

@@ -2,22 +2,56 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/workspace-records/records/runtime/store"
 )
 
 // Quota counts each workspace's requests per calendar month (UTC) durably in the database. Counting is
 // batched: a server adds its pending requests to the stored total once per Flush (every second in
-// recordsd, and at shutdown) and learns other servers' usage at the same time. The worst-case overshoot of
-// a monthly quota is therefore what the other servers accept in one flush interval; a crash loses at most
-// the pending count of that interval.
+// recordsd, and at shutdown) and learns other servers' usage at the same time. A crash loses at most the
+// pending count of that interval.
+//
+// Without Redis (NewQuota) admission is judged from that count: exact on one server; with several, the
+// worst-case overshoot of a monthly quota is what the other servers accept in two flush intervals.
+//
+// With Redis (NewRedisQuota) admission is exact across servers: the month's count is also kept in Redis,
+// where one script per request adds the request only while the count is under the limit (quotaScript;
+// a refused request adds nothing), and the database count is kept as before, for persistence. The two
+// meet in three places:
+//
+//   - A month's counter that is missing in Redis (its first request of the month, or Redis lost its
+//     data) is seeded by the server that finds it with the database total plus that server's unflushed
+//     count, so a Redis restart does not reset the month.
+//   - When Redis fails, requests are judged from this server's view (the database total at its last
+//     flush plus what it accepted since, or the last Redis count plus what it accepted without Redis,
+//     whichever is higher), as without Redis, and the outage is logged once. When Redis answers again,
+//     what the server accepted meanwhile is added to the counter, if the counter is still the one it
+//     knew (its epoch, a random tag set when the counter is seeded): exact.
+//   - When that cannot be decided (the counter was seeded again meanwhile, or the server had never seen
+//     it), the server instead raises the counter to the database total after its next flush (never
+//     lowering it): nothing is counted twice, and what is missing is at most what the servers accepted
+//     in one flush interval.
 type Quota struct {
 	st  store.Store
 	mu  sync.Mutex
 	use map[quotaKey]*usage
+
+	// With Redis.
+	rdb     redis.UniversalClient
+	prefix  string
+	Timeout time.Duration // of one Redis call (default 100 ms)
+	Retry   time.Duration // how often a failing Redis is pinged until it answers again (default 1 s)
+	br      breaker
+	// flushMu is held by Flush and while a Redis counter is seeded, so that a seed sees every count of
+	// this server exactly once: in the database total or in pending, not in both.
+	flushMu sync.Mutex
 }
 
 type quotaKey struct {
@@ -29,10 +63,27 @@ type usage struct {
 	stored  int64 // the database total when last read or written
 	pending int64 // accepted here since
 	loaded  bool
+	// With Redis.
+	seen  int64  // the count Redis last answered
+	epoch string // the counter's epoch Redis last answered
+	local int64  // accepted here without Redis, not yet added to the counter of epoch
+	raise bool   // raise the counter to the database total after the next flush
 }
 
 // NewQuota returns a quota counter over st.
 func NewQuota(st store.Store) *Quota { return &Quota{st: st, use: map[quotaKey]*usage{}} }
+
+// NewRedisQuota returns a quota counter over st that admits through Redis (keys prefix+workspace+":"+month).
+func NewRedisQuota(st store.Store, client redis.UniversalClient, prefix string, log *slog.Logger) *Quota {
+	q := NewQuota(st)
+	q.rdb, q.prefix, q.Timeout, q.Retry = client, prefix, 100*time.Millisecond, defaultRetry
+	q.br = breaker{what: "monthly quota", fallback: "judging from the database count", log: log, client: client, timeout: q.Timeout}
+	return q
+}
+
+// Fallbacks is how many requests were judged from the database count because Redis failed or was not
+// asked (0 without Redis).
+func (q *Quota) Fallbacks() uint64 { return q.br.fallbacks() }
 
 // Period returns the quota period (YYYY-MM, UTC) of t and how long until it ends.
 func Period(t time.Time) (string, time.Duration) {
@@ -46,12 +97,44 @@ func Period(t time.Time) (string, time.Duration) {
 func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now time.Time) (used int64, allowed bool, err error) {
 	period, _ := Period(now)
 	k := quotaKey{workspace, period}
+	u := q.entry(k)
+	if q.rdb != nil {
+		if !q.br.try() {
+			q.br.fellBack()
+		} else {
+			used, allowed, err := q.takeRedis(ctx, k, u, limit, now)
+			var re *redisError
+			if !errors.As(err, &re) {
+				if err == nil {
+					q.br.ok()
+				}
+				return used, allowed, err
+			}
+			if ctx.Err() != nil {
+				return 0, false, fmt.Errorf("count quota usage: %w", ctx.Err())
+			}
+			q.br.failed(re.err, q.Retry)
+		}
+	}
+	return q.takeLocal(ctx, k, u, limit)
+}
+
+func (q *Quota) entry(k quotaKey) *usage {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	u := q.use[k]
 	if u == nil {
 		u = &usage{}
 		q.use[k] = u
 	}
+	return u
+}
+
+// takeLocal judges from this server's view: the database total at the last flush plus what it accepted
+// since, or (with Redis) the last count Redis answered plus what it accepted without Redis since,
+// whichever is higher.
+func (q *Quota) takeLocal(ctx context.Context, k quotaKey, u *usage, limit *int64) (int64, bool, error) {
+	q.mu.Lock()
 	loaded := u.loaded
 	q.mu.Unlock()
 	if !loaded {
@@ -67,11 +150,14 @@ func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now ti
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	total := u.stored + u.pending
+	total := max(u.stored+u.pending, u.seen+u.local)
 	if limit != nil && total >= *limit {
 		return total, false, nil
 	}
 	u.pending++
+	if q.rdb != nil {
+		u.local++
+	}
 	return total + 1, true, nil
 }
 
@@ -81,7 +167,7 @@ func (q *Quota) Used(workspace string, now time.Time) int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if u := q.use[quotaKey{workspace, period}]; u != nil {
-		return u.stored + u.pending
+		return max(u.stored+u.pending, u.seen+u.local)
 	}
 	return 0
 }
@@ -101,6 +187,8 @@ func (q *Quota) read(ctx context.Context, k quotaKey) (int64, error) {
 // Flush adds pending counts to the stored totals and refreshes every known total, so usage accepted by
 // other servers is seen. Entries of past months are dropped once flushed.
 func (q *Quota) Flush(ctx context.Context, now time.Time) error {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
 	current, _ := Period(now)
 	q.mu.Lock()
 	type item struct {
@@ -113,6 +201,7 @@ func (q *Quota) Flush(ctx context.Context, now time.Time) error {
 	}
 	q.mu.Unlock()
 	d := q.st.Dialect()
+	totals := make(map[quotaKey]int64, len(items))
 	for _, it := range items {
 		var total int64
 		var err error
@@ -132,6 +221,7 @@ ON CONFLICT (workspace_id, period) DO UPDATE SET count = usage_counters.count + 
 		if err != nil {
 			return fmt.Errorf("flush quota usage: %w", err)
 		}
+		totals[it.k] = total
 		q.mu.Lock()
 		if u := q.use[it.k]; u != nil {
 			u.pending -= it.pending
@@ -141,6 +231,9 @@ ON CONFLICT (workspace_id, period) DO UPDATE SET count = usage_counters.count + 
 			}
 		}
 		q.mu.Unlock()
+	}
+	if q.rdb != nil {
+		q.reconcile(ctx, totals, now)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,13 +11,13 @@ import (
 
 // gcraScript applies GCRA to every window of a request atomically, on Redis's clock (so servers with
 // skewed clocks agree). Times are microseconds, which Lua's doubles hold exactly. It consumes the windows
-// only when all of them allow the request, and returns {allowed, limit, remaining, reset_us, retry_us}
-// of the tightest window.
+// only when all of them allow the request, and returns {allowed, limit, remaining, reset_us, retry_us}:
+// of the tightest window when allowed, of the refusing window that frees last when refused (as combine).
 var gcraScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local allowed = 1
-local best_rem, best_limit, best_reset, retry = -1, 0, 0, 0
+local best_rem, best_limit, best_reset, retry, retry_limit = -1, 0, 0, 0, 0
 local tats = {}
 for i = 1, #KEYS do
   local limit = tonumber(ARGV[2*i-1])
@@ -31,7 +30,7 @@ for i = 1, #KEYS do
   if new - now > period then
     allowed = 0
     local r = tat + interval - period - now
-    if r > retry then retry = r end
+    if r > retry or retry_limit == 0 then retry, retry_limit = r, limit end
     rem, reset = 0, tat - now
   else
     rem = math.floor((period - (new - now)) / interval)
@@ -47,6 +46,9 @@ if allowed == 1 then
     redis.call('SET', KEYS[i], string.format('%.0f', tats[i]), 'PX', math.ceil(tonumber(ARGV[2*i]) / 1000) + 1000)
   end
 end
+if allowed == 0 then
+  best_limit, best_rem, best_reset = retry_limit, 0, retry
+end
 if best_rem < 0 then best_rem = 0 end
 return {allowed, best_limit, best_rem, math.ceil(best_reset), math.ceil(retry)}
 `)
@@ -54,25 +56,35 @@ return {allowed, best_limit, best_rem, math.ceil(best_reset), math.ceil(retry)}
 // Redis is a Limiter shared by every server using the same Redis. When Redis does not answer within
 // Timeout, a request is judged by the server's own in-process limiter instead (fail open to per-server
 // limits, so an outage of Redis never stops the API; each server then enforces the full limit on its
-// own), and the outage is logged once per minute.
+// own). After three failures in a row the server stops asking Redis and pings it every Retry in the
+// background until it answers, so a Redis that no longer answers costs the timeout only to the requests
+// already waiting for it. The outage is logged once (at most once a minute), and so is the recovery.
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
 	fallback *Local
-	log      *slog.Logger
 	Timeout  time.Duration
-	lastWarn atomic.Int64
+	Retry    time.Duration
+	br       breaker
 }
 
 // NewRedis returns a limiter over client, namespacing keys with prefix.
 func NewRedis(client redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
-	return &Redis{client: client, prefix: prefix, fallback: NewLocal(), log: log, Timeout: 100 * time.Millisecond}
+	return &Redis{client: client, prefix: prefix, fallback: NewLocal(), Timeout: 100 * time.Millisecond, Retry: defaultRetry,
+		br: breaker{what: "rate limiter", fallback: "using per-server limits", log: log, client: client, timeout: 100 * time.Millisecond}}
 }
+
+// Fallbacks is how many requests this limiter judged in process because Redis failed or was not asked.
+func (r *Redis) Fallbacks() uint64 { return r.br.fallbacks() }
 
 // Allow implements Limiter.
 func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Decision, error) {
 	if len(windows) == 0 {
 		return Decision{Allowed: true}, nil
+	}
+	if !r.br.try() {
+		r.br.fellBack()
+		return r.fallback.Allow(ctx, now, windows)
 	}
 	keys := make([]string, len(windows))
 	args := make([]any, 0, 2*len(windows))
@@ -87,9 +99,12 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		if err == nil {
 			err = fmt.Errorf("unexpected reply %v", res)
 		}
-		r.warn(err)
+		if ctx.Err() == nil { // a caller that went away says nothing about Redis
+			r.br.failed(err, r.Retry)
+		}
 		return r.fallback.Allow(ctx, now, windows)
 	}
+	r.br.ok()
 	return Decision{
 		Allowed:    res[0] == 1,
 		Limit:      res[1],
@@ -99,18 +114,14 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 	}, nil
 }
 
-func (r *Redis) warn(err error) {
-	now := time.Now().Unix()
-	if last := r.lastWarn.Load(); now-last >= 60 && r.lastWarn.CompareAndSwap(last, now) {
-		r.log.Warn("rate limiter: Redis unavailable, using per-server limits", "err", err)
-	}
-}
-
-// ParseRedisURL opens a client for a redis:// URL.
+// ParseRedisURL opens a client for a redis:// URL. The client honours context deadlines (go-redis
+// otherwise waits for its 3 s read timeout, so a Redis that stops answering would hold every request
+// for up to 3 s instead of the limiter's Timeout).
 func ParseRedisURL(url string) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
 	}
+	opt.ContextTimeoutEnabled = true
 	return redis.NewClient(opt), nil
 }

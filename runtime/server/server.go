@@ -253,7 +253,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		redis.SetLogger(redisLog{log})
 		limiter = limits.NewRedis(rdb, "records:rl:", log)
-		log.Info("rate limits shared through Redis", "addr", rdb.Options().Addr)
+		log.Info("rate limits and the monthly quota shared through Redis", "addr", rdb.Options().Addr)
 	}
 	if _, ok := store.Stats(b.Store); ok {
 		m.Register(metrics.PoolCollector(func() metrics.Pool {
@@ -262,6 +262,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}))
 	}
 	quota := limits.NewQuota(b.Store)
+	if rdb != nil {
+		quota = limits.NewRedisQuota(b.Store, rdb, "records:quota:", log)
+	}
 	idem := idempotency.New(b.Store, nil)
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,

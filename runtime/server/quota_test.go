@@ -1,0 +1,427 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/limits"
+	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// sharedRedis is RECORDS_TEST_REDIS (default redis://127.0.0.1:6379/0). Every test names its keys by
+// new workspace ids or a random prefix, so tests never share a counter. Without Redis the test is
+// skipped, except with CI=true, where it fails.
+func sharedRedis(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("RECORDS_TEST_REDIS")
+	if url == "" {
+		url = "redis://127.0.0.1:6379/0"
+	}
+	c, err := limits.ParseRedisURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Redis is required when CI=true: %v", err)
+		}
+		t.Skipf("Redis not reachable: %v", err)
+	}
+	return url
+}
+
+func redisClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	c, err := limits.ParseRedisURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// quotaModes are the two ways a server counts the monthly quota: in the database alone (no --redis) and
+// admitted through Redis.
+var quotaModes = []string{"database", "redis"}
+
+func startQuotaEnv(t *testing.T, b servertest.Backend, mode string, opts servertest.Options) *servertest.Env {
+	if mode == "redis" && opts.Redis == "" {
+		opts.Redis = sharedRedis(t)
+	}
+	return servertest.Start(t, b, opts)
+}
+
+// storedUsage reads usage_counters for workspace and period.
+func storedUsage(t testing.TB, st store.Store, workspace, period string) int64 {
+	t.Helper()
+	var n int64
+	_, err := store.QueryOne(context.Background(), st, st.Dialect().Bind("SELECT count FROM usage_counters WHERE workspace_id = ? AND period = ?", workspace, period), func(row []any) error {
+		n = store.Int(row[0])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// R7: a monthly quota of Q with 5Q concurrent requests on one server admits exactly Q, in the database
+// mode (one server is exact) and through Redis; the admitted requests see X-Quota-Remaining Q-1 … 0,
+// each once; the refusals are 429 quota_exceeded with X-Quota-Remaining 0 and Retry-After =
+// X-Quota-Reset = the seconds to the next 1st of the month, 00:00 UTC.
+func TestQuotaExactUnderConcurrency(t *testing.T) {
+	for _, b := range servertest.Backends {
+		for _, mode := range quotaModes {
+			t.Run(string(b)+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				e := startQuotaEnv(t, b, mode, servertest.Options{})
+				const q = 20
+				setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
+				var mu sync.Mutex
+				var remaining []int
+				codes := map[string]int{}
+				var wg sync.WaitGroup
+				for range 5 * q {
+					wg.Go(func() {
+						sent := time.Now()
+						res := e.Do("GET", "/v1/tags?page_size=1", nil)
+						done := time.Now()
+						mu.Lock()
+						defer mu.Unlock()
+						codes[strconv.Itoa(res.Status)+" "+res.Code()]++
+						if res.Status == 200 {
+							r, _ := strconv.Atoi(res.Header.Get("X-Quota-Remaining"))
+							remaining = append(remaining, r)
+						} else {
+							checkQuotaRefusal(t, res.Header, q, sent, done)
+						}
+					})
+				}
+				wg.Wait()
+				if codes["200 "] != q || codes["429 quota_exceeded"] != 4*q {
+					t.Errorf("answers %v, want %d × 200 and %d × 429 quota_exceeded", codes, q, 4*q)
+				}
+				slices.Sort(remaining)
+				for i, r := range remaining {
+					if r != i {
+						t.Errorf("X-Quota-Remaining of the admitted requests %v, want 0 … %d once each", remaining, q-1)
+						break
+					}
+				}
+				t.Logf("quota %d, %d concurrent requests: %v", q, 5*q, codes)
+			})
+		}
+	}
+}
+
+// checkQuotaRefusal asserts a 429 quota_exceeded's headers: X-Quota-Limit q, X-Quota-Remaining 0, and
+// Retry-After equal to X-Quota-Reset, the whole seconds to the next month (UTC) from a moment between
+// sent and done.
+func checkQuotaRefusal(t testing.TB, h interface{ Get(string) string }, q int, sent, done time.Time) {
+	t.Helper()
+	if h.Get("X-Quota-Limit") != strconv.Itoa(q) || h.Get("X-Quota-Remaining") != "0" {
+		t.Errorf("refusal: X-Quota-Limit %q X-Quota-Remaining %q, want %d and 0", h.Get("X-Quota-Limit"), h.Get("X-Quota-Remaining"), q)
+	}
+	ra, err1 := strconv.Atoi(h.Get("Retry-After"))
+	reset, err2 := strconv.Atoi(h.Get("X-Quota-Reset"))
+	_, most := limits.Period(sent)
+	_, least := limits.Period(done)
+	if err1 != nil || err2 != nil || ra != reset || reset < int(least.Seconds()) || reset > int(most.Seconds())+1 {
+		t.Errorf("refusal: Retry-After %q X-Quota-Reset %q, want both the seconds to the next month, UTC (%d … %d)",
+			h.Get("Retry-After"), h.Get("X-Quota-Reset"), int(least.Seconds()), int(most.Seconds())+1)
+	}
+}
+
+// R7 across servers, at the counting layer: three quota counters over one database and one Redis (three
+// servers) admit exactly Q of 5Q concurrent requests, each answer's usage is distinct, refusals add
+// nothing, and once flushed the database holds Q as well. The same three counters without Redis, before
+// they flush, admit Q each: the overshoot the database mode documents.
+func TestQuotaExactAcrossServers(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			st := e.Server.Backend().Store
+			client := redisClient(t, sharedRedis(t))
+			prefix := "records-test:" + randomHex(6) + ":"
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			const q = 60
+			now := time.Now()
+			period, _ := limits.Period(now)
+			run := func(ws string, counters []*limits.Quota) (admitted int, used []int64) {
+				var mu sync.Mutex
+				var wg sync.WaitGroup
+				for i := range 5 * q {
+					wg.Go(func() {
+						u, ok, err := counters[i%len(counters)].Take(context.Background(), ws, n(q), now)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						defer mu.Unlock()
+						if ok {
+							admitted++
+							used = append(used, u)
+						}
+					})
+				}
+				wg.Wait()
+				for _, c := range counters {
+					if err := c.Flush(context.Background(), now); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return admitted, used
+			}
+
+			shared := []*limits.Quota{limits.NewRedisQuota(st, client, prefix, log), limits.NewRedisQuota(st, client, prefix, log), limits.NewRedisQuota(st, client, prefix, log)}
+			ws := e.Workspace
+			admitted, used := run(ws, shared)
+			slices.Sort(used)
+			if admitted != q || len(used) != q || used[0] != 1 || used[q-1] != q || len(slices.Compact(used)) != q {
+				t.Errorf("through Redis: %d admitted with usages %v, want exactly %d with usages 1 … %d", admitted, used, q, q)
+			}
+			if got := storedUsage(t, st, ws, period); got != q {
+				t.Errorf("usage_counters holds %d, want %d", got, q)
+			}
+			if got, err := client.HGet(context.Background(), prefix+ws+":"+period, "n").Int64(); err != nil || got != q {
+				t.Errorf("the Redis counter holds %d (%v), want %d: refusals must add nothing", got, err, q)
+			}
+
+			alone := []*limits.Quota{limits.NewQuota(st), limits.NewQuota(st), limits.NewQuota(st)}
+			other, _, _ := e.NewWorkspace("growth", "admin", "read")
+			admitted, _ = run(other, alone)
+			if admitted != 3*q {
+				t.Errorf("without Redis, three unflushed counters admitted %d, want %d (each judges from its own count)", admitted, 3*q)
+			}
+			t.Logf("quota %d, %d concurrent requests over three counters: %d admitted through Redis, %d without it", q, 5*q, q, admitted)
+		})
+	}
+}
+
+// R7 rollover, with the clock of admission set: a request at 23:59:59.5 on January 31 (UTC) counts in
+// January even where local time is already February 1 (the clock is read in UTC+14); the quota resets
+// at February 1, 00:00 UTC; X-Quota-Reset counts the seconds to the next 1st of the month, 00:00 UTC.
+func TestQuotaMonthRolloverUTC(t *testing.T) {
+	for _, b := range servertest.Backends {
+		for _, mode := range quotaModes {
+			t.Run(string(b)+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				e := startQuotaEnv(t, b, mode, servertest.Options{})
+				const q = 3
+				setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
+				kiritimati := time.FixedZone("UTC+14", 14*3600)
+				var clock atomic.Pointer[time.Time]
+				set := func(s string) {
+					at, err := time.Parse(time.RFC3339Nano, s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					at = at.In(kiritimati)
+					clock.Store(&at)
+				}
+				set("2031-01-31T23:59:59.5Z")
+				e.Server.Handler().(*httpapi.Handler).SetClock(func() time.Time { return *clock.Load() })
+
+				for i := 1; i <= q; i++ {
+					res := e.Do("GET", "/v1/me", nil)
+					e.Expect(res, 200, "")
+					if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-i) {
+						t.Errorf("January request %d: X-Quota-Remaining %q, want %d", i, got, q-i)
+					}
+					if got := res.Header.Get("X-Quota-Reset"); got != "1" {
+						t.Errorf("January request %d: X-Quota-Reset %q, want 1 (0.5 s to February, rounded up)", i, got)
+					}
+				}
+				res := e.Do("GET", "/v1/me", nil)
+				e.Expect(res, 429, "quota_exceeded")
+				if res.Header.Get("Retry-After") != "1" || res.Header.Get("X-Quota-Reset") != "1" || res.Header.Get("X-Quota-Remaining") != "0" {
+					t.Errorf("refusal at 23:59:59.5: Retry-After %q X-Quota-Reset %q X-Quota-Remaining %q, want 1, 1, 0",
+						res.Header.Get("Retry-After"), res.Header.Get("X-Quota-Reset"), res.Header.Get("X-Quota-Remaining"))
+				}
+
+				set("2031-02-01T00:00:00.25Z")
+				res = e.Do("GET", "/v1/me", nil)
+				e.Expect(res, 200, "")
+				// February 2031 has 28 days: 28 × 86400 s less 0.25 s, rounded up.
+				if res.Header.Get("X-Quota-Remaining") != strconv.Itoa(q-1) || res.Header.Get("X-Quota-Reset") != "2419200" {
+					t.Errorf("first February request: X-Quota-Remaining %q X-Quota-Reset %q, want %d and 2419200",
+						res.Header.Get("X-Quota-Remaining"), res.Header.Get("X-Quota-Reset"), q-1)
+				}
+				quota, _ := res.Data()["quota"].(map[string]any)
+				if fmt.Sprint(quota["used"]) != "1" || fmt.Sprint(quota["reset"]) != "2419200" {
+					t.Errorf("GET /v1/me quota in February: %v, want used 1, reset 2419200", quota)
+				}
+				if mode == "redis" {
+					c := redisClient(t, e.Config.Redis)
+					jan := "records:quota:" + e.Workspace + ":2031-01"
+					n, err := c.HGet(context.Background(), jan, "n").Int64()
+					exp, err2 := c.ExpireTime(context.Background(), jan).Result()
+					want := time.Date(2031, 2, 2, 0, 0, 0, 0, time.UTC).Unix()
+					if err != nil || err2 != nil || n != q || int64(exp.Seconds()) != want {
+						t.Errorf("January's Redis counter: n %d (%v), expires at %v (%v); want %d, expiring at %d (a day after the month)", n, err, exp, err2, q, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// syncBuffer collects a server's log lines while it writes them.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) count(s string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), s)
+}
+
+// R8 on one server: its private Redis is paused (it answers nothing and keeps its data) and later killed
+// (its data is lost) and started again, while requests keep coming. Every answer is a 200 or the
+// quota's 429, never a 5xx; the quota stays exact throughout (one server judges exactly from its own
+// count while Redis is away), and the Redis counter is exact again after each return: after the pause
+// it gets what was accepted meanwhile, after the restart it is seeded from the database and this
+// server's count. Each of the limiter and the quota logs the outage once and the recovery once.
+func TestQuotaRedisOutage(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			rs := servertest.NewRedisServer(t)
+			logs := &syncBuffer{}
+			e := servertest.Start(t, b, servertest.Options{Redis: rs.URL(), Log: logs})
+			const q = 100
+			setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
+			c := rs.Client()
+			defer c.Close()
+			period, _ := limits.Period(time.Now())
+			key := "records:quota:" + e.Workspace + ":" + period
+			accepted := 0
+			var slow []time.Duration
+			send := func(k int) {
+				t.Helper()
+				for range k {
+					t0 := time.Now()
+					res := e.Do("GET", "/v1/me", nil)
+					slow = append(slow, time.Since(t0))
+					e.Expect(res, 200, "")
+					accepted++
+					if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-accepted) {
+						t.Errorf("request %d: X-Quota-Remaining %q, want %d", accepted, got, q-accepted)
+					}
+				}
+			}
+			counter := func() int64 {
+				n, _ := c.HGet(context.Background(), key, "n").Int64()
+				return n
+			}
+
+			// recovered sends a request every 50 ms until the Redis counter holds every accepted request,
+			// and returns how long that took from back.
+			recovered := func(back time.Time, what string) time.Duration {
+				t.Helper()
+				for {
+					send(1)
+					if counter() == int64(accepted) {
+						return time.Since(back)
+					}
+					if time.Since(back) > 5*time.Second {
+						t.Fatalf("%s: the Redis counter holds %d 5 s after Redis returned, want the %d accepted", what, counter(), accepted)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+
+			send(10)
+			if got := counter(); got != 10 {
+				t.Fatalf("Redis counter %d after 10 requests, want 10", got)
+			}
+			const pause = 1500 * time.Millisecond
+			rs.Pause(pause)
+			back := time.Now().Add(pause)
+			slow = slow[:0]
+			send(5)
+			duringPause := slices.Clone(slow)
+			time.Sleep(time.Until(back))
+			afterPause := recovered(back, "after the pause")
+
+			rs.Kill()
+			send(5)
+			rs.Start()
+			afterRestart := recovered(time.Now(), "after Redis restarted empty")
+			for accepted < q {
+				send(1)
+			}
+			res := e.Do("GET", "/v1/me", nil)
+			e.Expect(res, 429, "quota_exceeded")
+			if got := counter(); got != q {
+				t.Errorf("Redis counter %d at the end, want %d", got, q)
+			}
+			for _, what := range []string{"monthly quota", "rate limiter"} {
+				if n := logs.count(what + ": Redis unavailable"); n != 1 {
+					t.Errorf("%q: %d outage lines, want 1", what, n)
+				}
+				if n := logs.count(what + ": Redis available again"); n != 1 {
+					t.Errorf("%q: %d recovery lines, want 1", what, n)
+				}
+			}
+			// While Redis is paused the first requests wait for its timeouts (100 ms each for the rate
+			// limiter and the quota), then the breakers open and requests no longer wait; without
+			// ContextTimeoutEnabled they waited for the whole pause.
+			if slowest := slices.Max(duringPause); slowest > time.Second {
+				t.Errorf("slowest request while Redis was paused: %v, want the limiter timeouts (well under 1 s)", slowest)
+			}
+			for what, d := range map[string]time.Duration{"pause": afterPause, "restart": afterRestart} {
+				if d > 2*time.Second+500*time.Millisecond {
+					t.Errorf("the Redis counter was exact %v after the %s ended, want within about 2 s", d, what)
+				}
+			}
+			t.Logf("quota %d through a %v pause and a kill and restart of Redis: exact; requests while paused %v; counter exact again %v after the pause, %v after the restart",
+				q, pause, roundAll(duringPause), afterPause.Round(time.Millisecond), afterRestart.Round(time.Millisecond))
+		})
+	}
+}
+
+func roundAll(ds []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(time.Millisecond)
+	}
+	return out
+}
