@@ -6,6 +6,7 @@
 // docs/benchmarks.md.
 //
 //	go run ./tools/bench [-backend postgres|sqlite|both] [-rows 1000000] [-duration 4s] [-out FILE]
+//	go run ./tools/bench soak [-duration 10m] [-warmup 1m] [-out FILE]   (soak.go)
 //
 // It needs the binaries `make build plugins` makes (bin/recordsd, bin/recordsctl, plugins/bin) and, for
 // PostgreSQL, a server at -postgres (default RECORDS_TEST_POSTGRES or postgres://postgres@127.0.0.1:5432/postgres)
@@ -46,6 +47,21 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "floor" {
 		if err := runFloor(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "soak" {
+		o, err := parseSoakFlags(os.Args[2:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench soak:", err)
+			os.Exit(2)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = runSoak(ctx, o)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench soak:", err)
 			os.Exit(1)
 		}
 		return

@@ -57,8 +57,8 @@ type proc struct {
 	ready time.Duration
 }
 
-// startRecordsd starts recordsd on dsn and waits until it answers GET /v1.
-func startRecordsd(ctx context.Context, o options, dsn, secret string) (*proc, error) {
+// startRecordsd starts recordsd on dsn (with extra flags) and waits until it answers GET /v1.
+func startRecordsd(ctx context.Context, o options, dsn, secret string, extra ...string) (*proc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -67,8 +67,9 @@ func startRecordsd(ctx context.Context, o options, dsn, secret string) (*proc, e
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.bin+"/recordsd", "serve", "--addr", addr, "--db", dsn, "--definitions", o.defs,
-		"--plugins", o.plugins, "--debug-addr", debug)
+	args := append([]string{"serve", "--addr", addr, "--db", dsn, "--definitions", o.defs,
+		"--plugins", o.plugins, "--debug-addr", debug}, extra...)
+	cmd := exec.Command(o.bin+"/recordsd", args...)
 	cmd.Env = append(os.Environ(), "RECORDS_CURSOR_SECRET="+secret)
 	p := &proc{cmd: cmd, addr: addr, debug: debug, log: &syncBuffer{}}
 	cmd.Stderr = p.log
