@@ -22,6 +22,7 @@ run: build plugins
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus).
 test:
 	$(GO) test -count=1 -timeout 10m ./...
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -run '^TestUnscoped' ./runtime/server/
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
@@ -97,15 +98,60 @@ bench-quick: build plugins
 cluster-test:
 	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./tests/cluster/
 
+# The crash test (tests/crash), long form: one recordsd killed with SIGKILL at 200 random moments over
+# PostgreSQL (20 over SQLite) while six clients send idempotent creates, updates and archives; every
+# request left without an answer is retried with its Idempotency-Key, abandoned claims wait for their
+# real lease (60 s). The short form (20 + 4 kill points, leases ended in the database) runs in make test.
+.PHONY: crash-test
+crash-test:
+	CRASH_LONG=1 $(GO) test -count=1 -timeout 30m -v -run '^TestCrash$$' ./tests/crash/
+
+# The database fault tests (runtime/server TestDatabaseFaults, research note D1-D4), long form:
+# PostgreSQL stopped, black-holed, crashed and slowed for 30 s each (the short form: 1.5-3 s, in
+# make test) under twice the clients. About 3 minutes.
+.PHONY: faults-test
+faults-test:
+	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/
+
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./runtime/server/
 
-# Explore new inputs for the parsers (not part of make test).
+# Explore new inputs for every parser of untrusted input, FUZZTIME each (not part of make test, which
+# runs each target over its seed corpus). FUZZFLAGS bounds the minimisation of each new input (a
+# definition takes ~10 ms to load; Go's default minute each would leave no time to fuzz); add
+# -parallel N to use fewer cores. A failing input is written to the package's testdata/fuzz/FuzzX/:
+# commit it with the fix, and it stays a seed.
+FUZZFLAGS ?= -fuzzminimizetime 100x
 fuzz:
-	$(GO) test ./engine/listplan -run '^$$' -fuzz FuzzParseFilters -fuzztime $(FUZZTIME)
-	$(GO) test ./engine/listplan -run '^$$' -fuzz FuzzDecodeCursor -fuzztime $(FUZZTIME)
-	$(GO) test ./runtime/httpapi -run '^$$' -fuzz FuzzDecodeObject -fuzztime $(FUZZTIME)
+	$(GO) test ./engine/listplan -run '^$$' -fuzz FuzzParseFilters -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/listplan -run '^$$' -fuzz FuzzDecodeCursor -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/httpapi -run '^$$' -fuzz FuzzDecodeObject -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/listplan -run '^$$' -fuzz '^FuzzFromQuery$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/listplan -run '^$$' -fuzz '^FuzzFromBody$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/listplan -run '^$$' -fuzz '^FuzzCursorRoundTrip$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/strictjson -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/schema -run '^$$' -fuzz '^FuzzValidate$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./engine/model -run '^$$' -fuzz '^FuzzDefinition$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/idempotency -run '^$$' -fuzz '^FuzzValidKey$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/idempotency -run '^$$' -fuzz '^FuzzFingerprint$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/httpapi -run '^$$' -fuzz '^FuzzClientIP$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+
+# The soak (tools/bench soak, docs/benchmarks.md): recordsd on PostgreSQL with Redis under SOAK_DURATION
+# of mixed traffic from several clients after a one-minute warm-up — reads, creates and updates,
+# idempotent retries, bursts against a 60/min key — then every acknowledged write checked in the
+# database and memory and goroutines checked flat; exit 1 on any failure. About 12 minutes.
+# soak-quick is the same for 30 s after a 10 s warm-up (about a minute).
+SOAK_DURATION ?= 10m
+SOAK_ARGS     ?=
+.PHONY: soak soak-quick
+soak: build plugins
+	$(GO) run ./tools/bench soak -duration $(SOAK_DURATION) -warmup 1m $(SOAK_ARGS)
+
+soak-quick: build plugins
+	$(GO) run ./tools/bench soak -duration 30s -warmup 10s -burst-every 5s $(SOAK_ARGS)
 
 clean:
 	rm -rf plugins/bin

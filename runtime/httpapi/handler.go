@@ -410,7 +410,10 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 	if err := p.Authorize(r, false); err != nil {
 		return err
 	}
-	q := req.URL.Query()
+	q, err := queryOf(req.Request)
+	if err != nil {
+		return err
+	}
 	for k := range q {
 		if k != "model_id" {
 			return invalidRequest("", fieldErr("unknown_field", k, "is not a parameter of this endpoint"))
@@ -461,7 +464,10 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 			return err
 		}
 		a := actorOf(ctx)
-		query := req.URL.Query()
+		query, err := queryOf(req.Request)
+		if err != nil {
+			return err
+		}
 		switch rt.Op {
 		case model.OpList:
 			params, errs := listplan.FromQuery(query)

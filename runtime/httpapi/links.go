@@ -72,7 +72,10 @@ func (h *Handler) listLinks(res *model.Resource) bunrouter.HandlerFunc {
 func linkParams(req bunrouter.Request) (records.LinkParams, error) {
 	p := records.LinkParams{Page: 1, PageSize: listplan.DefaultSize}
 	var errs field.ErrorList
-	q := req.URL.Query()
+	q, err := queryOf(req.Request)
+	if err != nil {
+		return p, err
+	}
 	for k, vals := range q {
 		if len(vals) != 1 {
 			errs = append(errs, field.New(field.CodeInvalid, field.NewPath(k), "must be given once"))
@@ -125,7 +128,7 @@ func (h *Handler) changeLink(res *model.Resource, put bool) bunrouter.HandlerFun
 		if !model.IsUUID(targetID) {
 			return invalidRequest("", fieldErr("invalid_format", "target_id", "must be a UUID"))
 		}
-		if len(req.URL.Query()) > 0 {
+		if req.URL.RawQuery != "" {
 			return invalidRequest("Association writes take no query parameters.", nil)
 		}
 		body, err := optionalObject(req.Request)
