@@ -30,17 +30,22 @@ func (s *Service) beforeHooks(ctx context.Context, q store.Querier, a Actor, r *
 		}
 	}
 	set := map[string]any{}
+	// What the plugins say back must not repeat what the caller may not read (see withheld).
+	hidden := &withheld{}
+	if a.Role != nil {
+		hidden.addRecord(a.Policy(r), stored, false)
+	}
 	for _, name := range r.Hooks {
 		if !s.hooks.Handles(name, r.Name) {
 			continue
 		}
 		call := &sdk.Call{Workspace: a.Workspace, Member: a.Member, Resource: r.Name, Operation: op, RequestID: a.RequestID, Stored: stored, Changes: shown}
-		res, err := s.hooks.Before(ctx, name, call, &hookReader{s: s, q: q, workspace: a.Workspace})
+		res, err := s.hooks.Before(ctx, name, call, &hookReader{s: s, q: q, workspace: a.Workspace, actor: a, hidden: hidden})
 		if err != nil {
 			return nil, err
 		}
 		if res.Conflict != "" {
-			return nil, &ConflictError{Message: res.Conflict}
+			return nil, &ConflictError{Message: hidden.scrub(res.Conflict)}
 		}
 		if len(res.Errors) > 0 {
 			errs := make(field.ErrorList, len(res.Errors))
@@ -49,7 +54,7 @@ func (s *Service) beforeHooks(ctx context.Context, q store.Querier, a Actor, r *
 				if code == "" {
 					code = field.CodeInvalid
 				}
-				errs[i] = &field.Error{Code: code, Field: e.Field, Message: e.Message}
+				errs[i] = &field.Error{Code: code, Field: e.Field, Message: hidden.scrub(e.Message)}
 			}
 			sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 			return nil, errs
@@ -99,11 +104,34 @@ func (s *Service) afterHooks(a Actor, r *model.Resource, op string, changes map[
 }
 
 // hookReader serves a plugin's lookups from the write's transaction, in its workspace, unrestricted
-// by the caller's role (rules see what they need; what they return is only their decision).
+// by the caller's role (rules see what they need; what they return is only their decision). What the
+// caller's role would not show of each record read is collected in hidden.
 type hookReader struct {
 	s         *Service
 	q         store.Querier
 	workspace string
+	actor     Actor
+	hidden    *withheld
+}
+
+// withhold collects what the caller may not read of recs, records of r the plugin read.
+func (h *hookReader) withhold(ctx context.Context, r *model.Resource, recs ...map[string]any) error {
+	if h.actor.Role == nil || len(recs) == 0 {
+		return nil
+	}
+	pol := h.actor.Policy(r)
+	ids := make([]string, len(recs))
+	for i, rec := range recs {
+		ids[i], _ = rec["id"].(string)
+	}
+	visible, err := h.s.visibleIDs(ctx, h.q, r, pol, h.workspace, ids)
+	if err != nil {
+		return err
+	}
+	for i, rec := range recs {
+		h.hidden.addRecord(pol, rec, !visible[ids[i]])
+	}
+	return nil
 }
 
 func (h *hookReader) Get(ctx context.Context, resource, id string) (map[string]any, bool, error) {
@@ -119,6 +147,9 @@ func (h *hookReader) Get(ctx context.Context, resource, id string) (map[string]a
 		return nil, false, nil
 	}
 	if err != nil {
+		return nil, false, err
+	}
+	if err := h.withhold(ctx, r, rec); err != nil {
 		return nil, false, err
 	}
 	return rec, true, nil
@@ -157,6 +188,9 @@ func (h *hookReader) List(ctx context.Context, resource string, filters []sdk.Fi
 	more := len(out) > plan.Limit
 	if more {
 		out = out[:plan.Limit]
+	}
+	if err := h.withhold(ctx, r, out...); err != nil {
+		return nil, false, err
 	}
 	return out, more, nil
 }
