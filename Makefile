@@ -113,6 +113,13 @@ crash-test:
 faults-test:
 	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/
 
+# R1–R10 of the reliability note over three recordsd replicas, one PostgreSQL and a private redis-server
+# (tests/cluster TestClusterLimits), long form: 200 requests/s through a 60 s pause and a 60 s kill of
+# Redis, 10 clients honouring Retry-After for 20 s. About 3 minutes. The short form runs in make test.
+.PHONY: limits-test
+limits-test:
+	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestClusterLimits$$' ./tests/cluster/
+
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./runtime/server/

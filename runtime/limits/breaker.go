@@ -10,44 +10,45 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// breaker tracks whether Redis answers. After openAfter failures in a row it opens: requests are judged
-// locally at once, without asking Redis, and a background probe pings Redis every retry interval until
-// it answers, which closes the breaker again. So when Redis stops answering (a black hole rather than a
-// refused connection) only the requests already waiting pay the timeout, not every request of the
-// outage; a single slow answer does not open it, so a hiccup costs only that request's exactness. It
-// logs once when Redis is lost (at most once a minute) and once when it is back.
+// breaker tracks whether Redis answers, for the parts that use it (the rate limiter and the quota share
+// one when they share a client: Redis.NewQuota). A failed call opens it: requests are then judged
+// locally at once, without asking Redis, and a background probe pings Redis every retry until it
+// answers, which closes it again. So when Redis stops answering (a black hole rather than a refused
+// connection) only the requests already waiting pay the timeout, and a single slow answer costs at most
+// one retry interval of local judgement. It logs once when Redis is lost (at most once a minute) and
+// once when it is back.
 type breaker struct {
 	what     string // which part falls back, for the log
 	fallback string // what it does instead, for the log
 	log      *slog.Logger
 	client   redis.UniversalClient // pinged by the probe
 	timeout  time.Duration         // of a probe's ping
-	fails    atomic.Int32          // failures in a row
-	probing  atomic.Bool
+	retry    time.Duration         // between probes
+	open     atomic.Bool
 	down     atomic.Bool  // the outage was logged and the recovery not yet
 	lastWarn atomic.Int64 // unix seconds of the last outage line
 	falls    atomic.Uint64
 }
 
-const (
-	// defaultRetry is how often an open breaker's probe pings Redis.
-	defaultRetry = time.Second
-	// openAfter is how many failures in a row open the breaker.
-	openAfter = 3
-)
+// defaultRetry is how often an open breaker's probe pings Redis.
+const defaultRetry = 200 * time.Millisecond
+
+func newBreaker(client redis.UniversalClient, log *slog.Logger, what, fallback string) *breaker {
+	return &breaker{what: what, fallback: fallback, log: log, client: client, timeout: DefaultRedisTimeout, retry: defaultRetry}
+}
 
 // try reports whether Redis should be asked now; when not, the caller falls back (and counts it with
 // fellBack).
-func (b *breaker) try() bool { return b.fails.Load() < openAfter }
+func (b *breaker) try() bool { return !b.open.Load() }
 
 // fellBack counts a request judged locally without asking Redis.
 func (b *breaker) fellBack() { b.falls.Add(1) }
 
-// failed records a failed call, whose request then falls back.
-func (b *breaker) failed(err error, retry time.Duration) {
+// failed records a failed call, whose request then falls back, and opens the breaker.
+func (b *breaker) failed(err error) {
 	b.falls.Add(1)
-	if b.fails.Add(1) >= openAfter && b.probing.CompareAndSwap(false, true) {
-		go b.probe(retry)
+	if b.open.CompareAndSwap(false, true) {
+		go b.probe()
 	}
 	now := time.Now().Unix()
 	if last := b.lastWarn.Load(); !b.down.Load() && now-last >= 60 && b.lastWarn.CompareAndSwap(last, now) {
@@ -57,18 +58,18 @@ func (b *breaker) failed(err error, retry time.Duration) {
 }
 
 // probe pings Redis every retry until it answers (then closes the breaker) or the client is closed.
-func (b *breaker) probe(retry time.Duration) {
+func (b *breaker) probe() {
 	for {
-		time.Sleep(retry)
+		time.Sleep(b.retry)
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 		err := b.client.Ping(ctx).Err()
 		cancel()
-		if err == nil || errors.Is(err, redis.ErrClosed) {
-			// Done before closing, so that a failure right after starts a new probe.
-			b.probing.Store(false)
-			if err == nil {
-				b.ok()
-			}
+		if errors.Is(err, redis.ErrClosed) {
+			return
+		}
+		if err == nil {
+			b.open.Store(false)
+			b.ok()
 			return
 		}
 	}
@@ -76,9 +77,6 @@ func (b *breaker) probe(retry time.Duration) {
 
 // ok records a successful call.
 func (b *breaker) ok() {
-	if b.fails.Load() != 0 {
-		b.fails.Store(0)
-	}
 	if b.down.Load() && b.down.CompareAndSwap(true, false) {
 		b.log.Info(b.what + ": Redis available again")
 	}

@@ -46,9 +46,8 @@ type Quota struct {
 	// With Redis.
 	rdb     redis.UniversalClient
 	prefix  string
-	Timeout time.Duration // of one Redis call (default 100 ms)
-	Retry   time.Duration // how often a failing Redis is pinged until it answers again (default 1 s)
-	br      breaker
+	Timeout time.Duration // of one Redis call (DefaultRedisTimeout)
+	br      *breaker
 	// flushMu is held by Flush and while a Redis counter is seeded, so that a seed sees every count of
 	// this server exactly once: in the database total or in pending, not in both.
 	flushMu sync.Mutex
@@ -76,14 +75,19 @@ func NewQuota(st store.Store) *Quota { return &Quota{st: st, use: map[quotaKey]*
 // NewRedisQuota returns a quota counter over st that admits through Redis (keys prefix+workspace+":"+month).
 func NewRedisQuota(st store.Store, client redis.UniversalClient, prefix string, log *slog.Logger) *Quota {
 	q := NewQuota(st)
-	q.rdb, q.prefix, q.Timeout, q.Retry = client, prefix, 100*time.Millisecond, defaultRetry
-	q.br = breaker{what: "monthly quota", fallback: "judging from the database count", log: log, client: client, timeout: q.Timeout}
+	q.rdb, q.prefix, q.Timeout = client, prefix, DefaultRedisTimeout
+	q.br = newBreaker(client, log, "monthly quota", "judging from the database count")
 	return q
 }
 
 // Fallbacks is how many requests were judged from the database count because Redis failed or was not
-// asked (0 without Redis).
-func (q *Quota) Fallbacks() uint64 { return q.br.fallbacks() }
+// asked (0 without Redis; shared with the rate limiter's count when made by Redis.NewQuota).
+func (q *Quota) Fallbacks() uint64 {
+	if q.br == nil {
+		return 0
+	}
+	return q.br.fallbacks()
+}
 
 // Period returns the quota period (YYYY-MM, UTC) of t and how long until it ends.
 func Period(t time.Time) (string, time.Duration) {
@@ -113,7 +117,7 @@ func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now ti
 			if ctx.Err() != nil {
 				return 0, false, fmt.Errorf("count quota usage: %w", ctx.Err())
 			}
-			q.br.failed(re.err, q.Retry)
+			q.br.failed(re.err)
 		}
 	}
 	return q.takeLocal(ctx, k, u, limit)

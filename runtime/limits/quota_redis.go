@@ -241,7 +241,7 @@ func (q *Quota) reconcile(ctx context.Context, totals map[quotaKey]int64, now ti
 			}
 			q.mu.Unlock()
 			if ctx.Err() == nil {
-				q.br.failed(err, q.Retry)
+				q.br.failed(err)
 			}
 			return
 		}

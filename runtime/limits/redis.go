@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // gcraScript applies GCRA to every window of a request atomically, on Redis's clock (so servers with
@@ -53,25 +55,40 @@ if best_rem < 0 then best_rem = 0 end
 return {allowed, best_limit, best_rem, math.ceil(best_reset), math.ceil(retry)}
 `)
 
-// Redis is a Limiter shared by every server using the same Redis. When Redis does not answer within
-// Timeout, a request is judged by the server's own in-process limiter instead (fail open to per-server
-// limits, so an outage of Redis never stops the API; each server then enforces the full limit on its
-// own). After three failures in a row the server stops asking Redis and pings it every Retry in the
-// background until it answers, so a Redis that no longer answers costs the timeout only to the requests
+// DefaultRedisTimeout bounds one call to Redis by the limiter and the quota. It is not tighter because a
+// busy server's own scheduling counts against it: at 100 ms, a burst of 200 requests on a loaded
+// two-core machine made a replica fall back now and then, and every fallback costs exactness; while
+// Redis does not answer at all, only the requests already waiting pay it (see breaker).
+const DefaultRedisTimeout = 250 * time.Millisecond
+
+// Redis is a Limiter shared by every server using the same Redis. When Redis fails or does not answer
+// within Timeout, a request is judged by the server's own in-process limiter instead (fail open to
+// per-server limits, so an outage of Redis never stops the API; each server then enforces the full
+// limit on its own). After a failure the server stops asking Redis and pings it in the background every
+// 200 ms until it answers, so a Redis that no longer answers costs the timeout only to the requests
 // already waiting for it. The outage is logged once (at most once a minute), and so is the recovery.
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
 	fallback *Local
 	Timeout  time.Duration
-	Retry    time.Duration
-	br       breaker
+	br       *breaker
 }
 
 // NewRedis returns a limiter over client, namespacing keys with prefix.
 func NewRedis(client redis.UniversalClient, prefix string, log *slog.Logger) *Redis {
-	return &Redis{client: client, prefix: prefix, fallback: NewLocal(), Timeout: 100 * time.Millisecond, Retry: defaultRetry,
-		br: breaker{what: "rate limiter", fallback: "using per-server limits", log: log, client: client, timeout: 100 * time.Millisecond}}
+	return &Redis{client: client, prefix: prefix, fallback: NewLocal(), Timeout: DefaultRedisTimeout,
+		br: newBreaker(client, log, "rate limiter", "using per-server limits")}
+}
+
+// NewQuota returns a quota counter over st that admits through this limiter's Redis (as NewRedisQuota)
+// and shares its judgement of whether Redis answers: when the rate limiter finds Redis gone, the quota
+// does not wait for it too. Call it before the limiter is used.
+func (r *Redis) NewQuota(st store.Store, prefix string) *Quota {
+	r.br.what, r.br.fallback = "rate limiter and monthly quota", "using per-server limits and the database's quota count"
+	q := NewRedisQuota(st, r.client, prefix, r.br.log)
+	q.br = r.br
+	return q
 }
 
 // Fallbacks is how many requests this limiter judged in process because Redis failed or was not asked.
@@ -100,7 +117,7 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 			err = fmt.Errorf("unexpected reply %v", res)
 		}
 		if ctx.Err() == nil { // a caller that went away says nothing about Redis
-			r.br.failed(err, r.Retry)
+			r.br.failed(err)
 		}
 		return r.fallback.Allow(ctx, now, windows)
 	}

@@ -318,7 +318,7 @@ func (b *syncBuffer) count(s string) int {
 // quota's 429, never a 5xx; the quota stays exact throughout (one server judges exactly from its own
 // count while Redis is away), and the Redis counter is exact again after each return: after the pause
 // it gets what was accepted meanwhile, after the restart it is seeded from the database and this
-// server's count. Each of the limiter and the quota logs the outage once and the recovery once.
+// server's count. The outage is logged once and the recovery once.
 func TestQuotaRedisOutage(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -393,17 +393,14 @@ func TestQuotaRedisOutage(t *testing.T) {
 			if got := counter(); got != q {
 				t.Errorf("Redis counter %d at the end, want %d", got, q)
 			}
-			for _, what := range []string{"monthly quota", "rate limiter"} {
-				if n := logs.count(what + ": Redis unavailable"); n != 1 {
-					t.Errorf("%q: %d outage lines, want 1", what, n)
-				}
-				if n := logs.count(what + ": Redis available again"); n != 1 {
-					t.Errorf("%q: %d recovery lines, want 1", what, n)
+			for _, line := range []string{"rate limiter and monthly quota: Redis unavailable", "rate limiter and monthly quota: Redis available again"} {
+				if n := logs.count(line); n != 1 {
+					t.Errorf("%d log lines %q, want 1 (at most one a minute)", n, line)
 				}
 			}
-			// While Redis is paused the first requests wait for its timeouts (100 ms each for the rate
-			// limiter and the quota), then the breakers open and requests no longer wait; without
-			// ContextTimeoutEnabled they waited for the whole pause.
+			// While Redis is paused the first request waits for the rate limiter's timeout (250 ms), then
+			// the limiter and the quota judge locally until a background ping finds Redis again; without
+			// ContextTimeoutEnabled requests waited for the whole pause.
 			if slowest := slices.Max(duringPause); slowest > time.Second {
 				t.Errorf("slowest request while Redis was paused: %v, want the limiter timeouts (well under 1 s)", slowest)
 			}
@@ -424,4 +421,97 @@ func roundAll(ds []time.Duration) []time.Duration {
 		out[i] = d.Round(time.Millisecond)
 	}
 	return out
+}
+
+// R9, what counts against the rate limits and the quota (README, Rate limits):
+//   - not counted: requests refused before admission (401 for an unknown key, 403 ip_not_allowed), a
+//     request refused by a rate limit (nothing of the quota, nothing of its other windows), and a
+//     request refused by the quota (nothing of the quota);
+//   - counted against both: every admitted request, whatever its answer: 400, 404, 413, 422, a 201 and
+//     its idempotent replay.
+//
+// Each counted answer carries X-RateLimit-Remaining and X-Quota-Remaining one lower than the previous
+// one; the next admitted request after an uncounted one shows nothing was taken.
+func TestLimitsAccounting(t *testing.T) {
+	for _, b := range servertest.Backends {
+		for _, mode := range quotaModes {
+			t.Run(string(b)+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				e := startQuotaEnv(t, b, mode, servertest.Options{})
+				// The key's hour window is the tightest and refills one request per 36 s: its remaining
+				// count drops by exactly one per counted request.
+				const q, perHour = 100, 100
+				setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q), KeyPerHour: n(perHour)})
+				used := 0
+				counted := func(res *servertest.Response, status int, code, what string) {
+					t.Helper()
+					e.Expect(res, status, code)
+					used++
+					if got, want := res.Header.Get("X-Quota-Remaining"), strconv.Itoa(q-used); got != want {
+						t.Errorf("%s: X-Quota-Remaining %q, want %s: it must count against the quota", what, got, want)
+					}
+					if got, want := res.Header.Get("X-RateLimit-Remaining"), strconv.Itoa(perHour-used); got != want {
+						t.Errorf("%s: X-RateLimit-Remaining %q, want %s: it must count against the rate limit", what, got, want)
+					}
+				}
+				counted(e.Do("GET", "/v1/me", nil), 200, "", "GET /v1/me")
+
+				e.Expect(e.DoKey("wsk_"+strings.Repeat("0", 64), "GET", "/v1/me", nil), 401, "invalid_api_key")
+				fenced := e.NewKey(e.Member, auth.KeyOptions{Access: "read", AllowIPs: []string{"10.0.0.0/8"}})
+				e.Expect(e.DoKey(fenced, "GET", "/v1/me", nil), 403, "ip_not_allowed")
+				counted(e.Do("GET", "/v1/me", nil), 200, "", "after a 401 and a 403 ip_not_allowed")
+
+				counted(e.Do("GET", "/v1/tags?page_size=0", nil), 400, "invalid_request", "400")
+				counted(e.Do("GET", "/v1/tags/00000000-0000-4000-8000-000000000000", nil), 404, "not_found", "404")
+				counted(e.Do("POST", "/v1/companies", bytes.Repeat([]byte(" "), httpapi.MaxBody+1)), 413, "payload_too_large", "413")
+				counted(e.Do("POST", "/v1/companies", map[string]any{"name": "Accounting", "no_such_field": 1}), 422, "validation_failed", "422")
+				body := map[string]any{"name": "Accounting " + randomHex(4)}
+				counted(e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-"+randomHex(4)+"-1"), 201, "", "201")
+				first := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-replay")
+				counted(first, 201, "", "201 with a key")
+				replay := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-replay")
+				counted(replay, 201, "", "idempotent replay")
+				if replay.Header.Get("Idempotent-Replayed") != "true" {
+					t.Errorf("the repeat was not a replay: %v", replay.Header)
+				}
+
+				// A request refused by a rate limit takes nothing of the quota (another key of the
+				// workspace shows its usage; that it takes nothing of the request's other windows is
+				// TestLocalHeadersAndRecovery's and TestClusterLimits/R3's).
+				ws2, member2, key2 := e.NewWorkspace("growth", "admin", "read")
+				setLimits(t, e, ws2, auth.Limits{MonthlyQuota: n(q), KeyPerMinute: n(2)})
+				for range 2 {
+					e.Expect(e.DoKey(key2, "GET", "/v1/me", nil), 200, "")
+				}
+				for range 3 {
+					res := e.DoKey(key2, "GET", "/v1/me", nil)
+					e.Expect(res, 429, "rate_limited")
+					if res.Header.Get("X-RateLimit-Limit") != "2" || res.Header.Get("X-Quota-Remaining") != "" {
+						t.Errorf("rate-limited: X-RateLimit-Limit %q X-Quota-Remaining %q, want 2 and none (the quota was not reached)", res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-Quota-Remaining"))
+					}
+				}
+				res := e.DoKey(e.NewKey(member2, auth.KeyOptions{Access: "read"}), "GET", "/v1/me", nil)
+				e.Expect(res, 200, "")
+				if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-3) {
+					t.Errorf("after 2 admitted, 3 rate-limited and 1 admitted: X-Quota-Remaining %q, want %d", got, q-3)
+				}
+
+				// A request refused by the quota takes nothing of it.
+				ws3, _, key3 := e.NewWorkspace("growth", "admin", "read")
+				setLimits(t, e, ws3, auth.Limits{MonthlyQuota: n(2)})
+				for range 2 {
+					e.Expect(e.DoKey(key3, "GET", "/v1/me", nil), 200, "")
+				}
+				for range 3 {
+					e.Expect(e.DoKey(key3, "GET", "/v1/me", nil), 429, "quota_exceeded")
+				}
+				setLimits(t, e, ws3, auth.Limits{MonthlyQuota: n(3)})
+				res = e.DoKey(key3, "GET", "/v1/me", nil)
+				e.Expect(res, 200, "")
+				if quota, _ := res.Data()["quota"].(map[string]any); fmt.Sprint(quota["used"]) != "3" || res.Header.Get("X-Quota-Remaining") != "0" {
+					t.Errorf("after 2 admitted, 3 refused by the quota and the quota raised to 3: %v (X-Quota-Remaining %q), want used 3, remaining 0", quota, res.Header.Get("X-Quota-Remaining"))
+				}
+			})
+		}
+	}
 }

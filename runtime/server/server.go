@@ -245,6 +245,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	var limiter limits.Limiter = limits.NewLocal()
+	quota := limits.NewQuota(b.Store)
 	var rdb *redis.Client
 	if cfg.Redis != "" {
 		if rdb, err = limits.ParseRedisURL(cfg.Redis); err != nil {
@@ -252,7 +253,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return nil, err
 		}
 		redis.SetLogger(redisLog{log})
-		limiter = limits.NewRedis(rdb, "records:rl:", log)
+		rl := limits.NewRedis(rdb, "records:rl:", log)
+		limiter, quota = rl, rl.NewQuota(b.Store, "records:quota:")
 		log.Info("rate limits and the monthly quota shared through Redis", "addr", rdb.Options().Addr)
 	}
 	if _, ok := store.Stats(b.Store); ok {
@@ -260,10 +262,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			s, _ := store.Stats(b.Store)
 			return metrics.Pool(s)
 		}))
-	}
-	quota := limits.NewQuota(b.Store)
-	if rdb != nil {
-		quota = limits.NewRedisQuota(b.Store, rdb, "records:quota:", log)
 	}
 	idem := idempotency.New(b.Store, nil)
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
