@@ -24,8 +24,12 @@ type cursorPayload struct {
 
 const macLen = 16
 
-// MaxCursorLen bounds the cursor text a caller may send.
-const MaxCursorLen = 4096
+// MaxCursorLen bounds the cursor text a caller may send. It must hold every cursor this server issues:
+// the longest sort value a record can hold is a sortable text of 500 characters (project_tasks.title),
+// which JSON may escape to six bytes each (control characters, U+2028, & < >) — 3,000 bytes, 4,130
+// characters of cursor — refused by the 4,096 this used to be. 16 KiB holds sortable text of 2,000
+// characters in the worst case.
+const MaxCursorLen = 16384
 
 // ErrCursor is returned for any cursor that is not one this server issued for the same query.
 var ErrCursor = errors.New("is not a valid cursor for this query; start again with cursor=start and keep sort, order, search, filters, join and include_archived unchanged")

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 
 // paramCodes are the codes list parameter errors may carry (API details.errors[].code).
 var paramCodes = map[field.Code]bool{
-	field.CodeRequired: true, field.CodeUnknown: true, field.CodeType: true, field.CodeTooLong: true,
+	field.CodeRequired: true, field.CodeUnknown: true, field.CodeType: true, field.CodeTooLong: true, field.CodeDuplicate: true,
 	field.CodeOption: true, field.CodeRange: true, field.CodeConflicting: true, field.CodeInvalid: true,
 }
 
@@ -136,26 +137,42 @@ func FuzzFromBody(f *testing.F) {
 	})
 }
 
-// FuzzCursorRoundTrip: for every sortable field of deals, in both orders, any value the field can hold
-// encoded in a cursor decodes to the same position, and the cursor is refused by the other order.
+// FuzzCursorRoundTrip: for every sortable field of every shipped resource, in both orders, any value a
+// record can hold (model.Canonical and model.Check accept it) encoded in a cursor decodes to the same
+// position, and the cursor is refused by the other order.
 func FuzzCursorRoundTrip(f *testing.F) {
-	for _, s := range []string{`"Acme"`, `12.50`, `-0.000001`, `1e20`, `"2026-02-28"`, `"2026-01-31T09:30:00.123456789+02:00"`,
-		`7`, `null`, `true`, `"0190A6D4-0000-7000-8000-000000000001"`, `["a","b"]`, `""`, `"\u2028"`} {
-		f.Add(uint8(0), false, s)
-		f.Add(uint8(3), true, s)
-	}
 	cat := modeltest.Shipped(f)
-	deals, _ := cat.Resource("deals")
-	var sortable []*model.Field
-	for _, fl := range deals.Fields {
-		if fl.Sortable {
-			sortable = append(sortable, fl)
+	type sortKey struct {
+		res *model.Resource
+		f   *model.Field
+	}
+	var keys []sortKey
+	title := -1
+	for _, r := range cat.Resources {
+		for _, fl := range r.Fields {
+			if fl.Sortable {
+				if r.Name == "project_tasks" && fl.Key == "title" {
+					title = len(keys)
+				}
+				keys = append(keys, sortKey{r, fl})
+			}
 		}
 	}
-	f.Fuzz(func(t *testing.T, which uint8, desc bool, value string) {
-		fl := sortable[int(which)%len(sortable)]
+	for _, s := range []string{`"Acme"`, `12.50`, `-0.000001`, `1e20`, `"2026-02-28"`, `"2026-01-31T09:30:00.123456789+02:00"`,
+		`7`, `null`, `true`, `"0190A6D4-0000-7000-8000-000000000001"`, `["a","b"]`, `""`, `"\u2028"`} {
+		for i := 0; i < len(keys); i += 7 {
+			f.Add(uint16(i), i%2 == 0, s)
+		}
+	}
+	// The longest sortable text, in the characters JSON escapes to six bytes each: its cursor is the
+	// longest any record can produce (it was refused by the server that issued it at 4,096 characters).
+	f.Add(uint16(title), false, `"`+strings.Repeat(`&`, 500)+`"`)
+	f.Add(uint16(title), true, `"`+strings.Repeat(`\u0001`, 500)+`"`)
+	f.Fuzz(func(t *testing.T, which uint16, desc bool, value string) {
+		k := keys[int(which)%len(keys)]
+		fl := k.f
 		order := map[bool]string{true: "desc", false: "asc"}
-		plan, errs := listplan.Build(deals, listplan.Params{Sort: fl.Key, Order: order[desc]}, listplan.Scope{Workspace: "w", Secret: secret})
+		plan, errs := listplan.Build(k.res, listplan.Params{Sort: fl.Key, Order: order[desc]}, listplan.Scope{Workspace: "w", Secret: secret})
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
@@ -168,7 +185,7 @@ func FuzzCursorRoundTrip(f *testing.F) {
 		}
 		if raw != nil {
 			cv, err := model.Canonical(fl, raw)
-			if err != nil {
+			if err != nil || model.Check(fl, cv) != nil {
 				return
 			}
 			key = cv
@@ -177,17 +194,17 @@ func FuzzCursorRoundTrip(f *testing.F) {
 		c := listplan.EncodeCursor(secret, plan, pos)
 		got, err := listplan.DecodeCursor(secret, c, plan)
 		if err != nil {
-			t.Fatalf("%s %s: cursor of %#v refused: %v", fl.Key, order[desc], key, err)
+			t.Fatalf("%s.%s %s: cursor (%d characters) of %#v refused: %v", k.res.Name, fl.Key, order[desc], len(c), key, err)
 		}
 		if got.ID != pos.ID || !sameKey(got.Key, pos.Key) {
-			t.Fatalf("%s %s: cursor of %#v decoded to %#v", fl.Key, order[desc], pos, got)
+			t.Fatalf("%s.%s %s: cursor of %#v decoded to %#v", k.res.Name, fl.Key, order[desc], pos, got)
 		}
-		other, errs := listplan.Build(deals, listplan.Params{Sort: fl.Key, Order: order[!desc]}, listplan.Scope{Workspace: "w", Secret: secret})
+		other, errs := listplan.Build(k.res, listplan.Params{Sort: fl.Key, Order: order[!desc]}, listplan.Scope{Workspace: "w", Secret: secret})
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
 		if _, err := listplan.DecodeCursor(secret, c, other); err == nil {
-			t.Fatalf("%s: a cursor of order %s was accepted for order %s", fl.Key, order[desc], order[!desc])
+			t.Fatalf("%s.%s: a cursor of order %s was accepted for order %s", k.res.Name, fl.Key, order[desc], order[!desc])
 		}
 	})
 }
