@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/workspace-records/records/runtime/store"
@@ -73,12 +74,17 @@ type Claim struct {
 	APIKey string
 	Key    string
 	token  string
+	until  time.Time // end of the lease: past it, a retry takes the claim over anyway
 }
 
 // Keys stores idempotency keys.
 type Keys struct {
 	st  store.Store
 	now func() time.Time
+
+	mu       sync.Mutex
+	pending  []*Claim // claims whose release failed, retried in the background
+	retrying bool     // a goroutine is retrying pending
 }
 
 // New returns the key store over st.
@@ -100,7 +106,7 @@ func token() string {
 func (k *Keys) Claim(ctx context.Context, workspace, apiKey, key, fingerprint string) (*Claim, *Response, error) {
 	d := k.st.Dialect()
 	now := k.now().UTC()
-	c := &Claim{APIKey: apiKey, Key: key, token: token()}
+	c := &Claim{APIKey: apiKey, Key: key, token: token(), until: now.Add(Lease)}
 	var replay *Response
 	insert := d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at)
 VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now)
@@ -191,13 +197,79 @@ WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hd
 	return nil
 }
 
-// Release frees the key of a request that failed, so that a retry runs anew.
+// Release frees the key of a request that failed, so that a retry runs anew. Call it only once the
+// write's transaction has ended without committing.
+//
+// When the release itself fails (the database went away during the request), it is retried in the
+// background until it succeeds or the claim's lease ends, so that a retry after the database returns
+// runs at once instead of waiting out the lease. A late release is safe: it deletes the claim only while
+// it is still this request's running claim, and a write whose commit did reach the database has marked
+// it completed in that same transaction.
 func (k *Keys) Release(ctx context.Context, c *Claim) error {
+	if err := k.release(ctx, c); err != nil {
+		k.releaseLater(c)
+		return err
+	}
+	return nil
+}
+
+func (k *Keys) release(ctx context.Context, c *Claim) error {
 	_, err := k.st.Exec(ctx, k.st.Dialect().Bind("DELETE FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ? AND token = ? AND status = 'running'", c.APIKey, c.Key, c.token))
 	if err != nil {
 		return fmt.Errorf("release idempotency key: %w", err)
 	}
 	return nil
+}
+
+// maxPending bounds the releases retried in the background; past it, claims end with their lease.
+const maxPending = 10000
+
+// releaseLater queues c for a background release and starts the retrying goroutine if none runs.
+func (k *Keys) releaseLater(c *Claim) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.pending) >= maxPending {
+		return
+	}
+	k.pending = append(k.pending, c)
+	if !k.retrying {
+		k.retrying = true
+		go k.retryReleases()
+	}
+}
+
+// retryReleases retries the pending releases with a backoff from 100 ms to 1 s, dropping each once it
+// succeeds or its lease has ended, and returns when none is left.
+func (k *Keys) retryReleases() {
+	wait := 100 * time.Millisecond
+	for {
+		time.Sleep(wait)
+		wait = min(2*wait, time.Second)
+		k.mu.Lock()
+		batch := k.pending
+		k.pending = nil
+		k.mu.Unlock()
+		var left []*Claim
+		for _, c := range batch {
+			if !k.now().UTC().Before(c.until) {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			err := k.release(ctx, c)
+			cancel()
+			if err != nil {
+				left = append(left, c)
+			}
+		}
+		k.mu.Lock()
+		k.pending = append(k.pending, left...)
+		if len(k.pending) == 0 {
+			k.retrying = false
+			k.mu.Unlock()
+			return
+		}
+		k.mu.Unlock()
+	}
 }
 
 // Cleanup deletes keys older than the retention period and returns how many.

@@ -1,0 +1,659 @@
+package crash_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+var long = flag.Bool("crash.long", os.Getenv("CRASH_LONG") == "1", "run the long form: 200 kill points on PostgreSQL, 20 on SQLite, real lease waits (also CRASH_LONG=1)")
+
+// scale is how much one run does.
+type scale struct {
+	kills              int           // SIGKILLs
+	workers            int           // concurrent clients
+	minDelay, maxDelay time.Duration // random time the process serves before each kill
+	realLease          bool          // wait for abandoned claims' leases instead of ending them in the database
+}
+
+func scaleFor(b servertest.Backend) scale {
+	s := scale{kills: 20, workers: 4, minDelay: 20 * time.Millisecond, maxDelay: 300 * time.Millisecond}
+	if b == servertest.SQLite {
+		s.kills = 4
+	}
+	if *long {
+		s.kills, s.realLease, s.workers = 200, true, 6
+		if b == servertest.SQLite {
+			s.kills = 20
+		}
+	}
+	return s
+}
+
+// TestCrash kills recordsd with SIGKILL at random moments while clients stream idempotent creates,
+// updates and archives, restarts it, retries every request that had no definitive answer with its
+// Idempotency-Key until it has one, and then checks the database: every acknowledged write is there
+// exactly once, every retried request had exactly one effect, nothing is duplicated.
+func TestCrash(t *testing.T) {
+	for _, b := range []servertest.Backend{servertest.Postgres, servertest.SQLite} {
+		t.Run(string(b), func(t *testing.T) { crashRun(t, b, scaleFor(b)) })
+	}
+}
+
+// op is one write of a chain, sent with its own Idempotency-Key until it has a definitive answer.
+type op struct {
+	kind string // create, update or archive
+	n    int    // the update's number: it sets employee_count n and description "update n"
+	key  string
+	body map[string]any
+
+	attempts    int // requests sent
+	unanswered  int // attempts that got no HTTP answer (the process died, or was not up yet)
+	unavailable int // 503 answers
+	inUse       int // 409 idempotency_key_in_use answers: a claim left by a killed process
+	leasesEnded int // abandoned claims whose lease the test ended (short form)
+	inUseSince  time.Time
+	takeover    time.Duration // from the first 409 to the answer, once the lease let a retry through
+
+	status   int // the definitive answer
+	replayed bool
+	data     map[string]any
+	failed   bool
+}
+
+// chain is one record's life: a create, one to three updates, and an archive for every other chain.
+type chain struct {
+	worker, n int
+	name      string
+	id        string // from the create's answer
+	ops       []*op
+	next      int
+	wake      time.Time // a parked chain (long form) retries no earlier
+}
+
+type crash struct {
+	t        *testing.T
+	b        servertest.Backend
+	sc       scale
+	db       string
+	st       store.Store // the test's own connection to the database, for lease ends and checks
+	ws, key  string
+	keyID    string
+	runID    string
+	proc     *process
+	client   *http.Client
+	contract *servertest.Contract
+	stop     chan struct{} // closed: workers start no new chain
+
+	mu     sync.Mutex
+	chains []*chain
+
+	inflight atomic.Int64
+	aborted  atomic.Bool // the test failed: workers give up at once
+	sent     atomic.Int64
+	statuses sync.Map // status -> *atomic.Int64
+}
+
+func crashRun(t *testing.T, b servertest.Backend, sc scale) {
+	start := time.Now()
+	c := &crash{t: t, b: b, sc: sc, db: servertest.DatabaseURL(t, b), runID: randomHex(3), stop: make(chan struct{})}
+	c.proc = &process{addr: freeAddr(t), log: &syncBuffer{}}
+	c.proc.args = []string{"serve", "--addr", c.proc.addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t), "--log-level", "warn"}
+	t.Cleanup(func() {
+		if c.proc.running() {
+			c.proc.signal(syscall.SIGTERM)
+		}
+		if t.Failed() {
+			t.Logf("recordsd log:\n%s", c.proc.log.tail())
+		}
+	})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * sc.workers
+	// Longer than the server's request deadline (10 s): an attempt without an answer means the process
+	// died, never that the client gave up on a request still running.
+	c.client = &http.Client{Timeout: 30 * time.Second, Transport: tr}
+	t.Cleanup(tr.CloseIdleConnections)
+
+	// recordsd migrates the new database as it starts; the workspace, its member and key are made with
+	// recordsctl meanwhile.
+	if err := c.proc.start(); err != nil {
+		t.Fatal(err)
+	}
+	c.ws = ctl(t, c.db, "workspace", "create", "--name", "Crash "+c.runID, "--plan", "growth")["id"].(string)
+	ctl(t, c.db, "workspace", "set-limits", c.ws, "--key-per-minute", "100000000", "--key-per-hour", "100000000", "--workspace-per-minute", "100000000")
+	member := ctl(t, c.db, "member", "create", "--workspace", c.ws, "--email", "crash@crash.example", "--role", "admin")["id"].(string)
+	k := ctl(t, c.db, "key", "create", "--member", member, "--access", "write", "--expires-in", "30d")
+	c.keyID, c.key = k["id"].(string), k["secret"].(string)
+	st, err := store.Open(context.Background(), c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.st = st
+	t.Cleanup(func() { st.Close() })
+	c.loadContract()
+	setup := time.Since(start)
+	start = time.Now()
+
+	var wg sync.WaitGroup
+	for w := range sc.workers {
+		wg.Go(func() { c.worker(w) })
+	}
+	// Let the clients get going, then kill at random moments.
+	time.Sleep(200 * time.Millisecond)
+	var restarts []time.Duration
+	midRequest, inflightAtKill, orphans := 0, 0, 0
+	for range sc.kills {
+		time.Sleep(sc.minDelay + time.Duration(mrand.Int64N(int64(sc.maxDelay-sc.minDelay))))
+		plugins := c.proc.children()
+		n := c.inflight.Load()
+		c.proc.signal(syscall.SIGKILL)
+		if n > 0 {
+			midRequest++
+			inflightAtKill += int(n)
+		}
+		for _, pr := range plugins {
+			for deadline := time.Now().Add(5 * time.Second); !gone(pr) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !gone(pr) {
+				orphans++
+			}
+		}
+		t0 := time.Now()
+		err := c.proc.start()
+		if err != nil && c.proc.cmd.ProcessState != nil && !c.proc.cmd.ProcessState.Exited() {
+			// Killed by a signal this test did not send (on a shared machine a stale pid of another
+			// test's process can be ours now): one more start, and say so.
+			t.Logf("recordsd was killed while starting: %v; starting it again", err)
+			err = c.proc.start()
+		}
+		if err != nil {
+			c.aborted.Store(true)
+			close(c.stop)
+			wg.Wait()
+			t.Fatalf("restart: %v", err)
+		}
+		restarts = append(restarts, time.Since(t0))
+	}
+	killing := time.Since(start)
+	close(c.stop)
+	wg.Wait()
+	if orphans > 0 {
+		t.Errorf("%d plugin processes outlived their killed recordsd by 5 s", orphans)
+	}
+	records, dup := c.check()
+	if b == servertest.SQLite {
+		c.integrity()
+	}
+	c.report(setup, killing, time.Since(start), restarts, midRequest, inflightAtKill, records, dup)
+	if code := c.proc.signal(syscall.SIGTERM); code != 0 {
+		t.Errorf("recordsd exited %d after SIGTERM, want 0", code)
+	}
+}
+
+func (c *crash) loadContract() {
+	res, err := c.client.Get(c.proc.url() + "/v1/openapi.json")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	doc, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	doc = bytes.Replace(doc, []byte(`"url":"`+c.proc.url()+`"`), []byte(`"url":"http://server.test"`), 1)
+	if c.contract, err = servertest.ContractFor(doc); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// worker runs chains one after another until the test stops it; in the long form a chain that waits for
+// an abandoned claim's lease is parked and resumed later, so that the load goes on meanwhile.
+func (c *crash) worker(w int) {
+	var parked []*chain
+	for n := 0; ; {
+		var ch *chain
+		now := time.Now()
+		for i, p := range parked {
+			if !now.Before(p.wake) {
+				ch = p
+				parked = slices.Delete(parked, i, i+1)
+				break
+			}
+		}
+		if ch == nil {
+			select {
+			case <-c.stop:
+				if len(parked) == 0 {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+				continue
+			default:
+			}
+			ch = c.newChain(w, n)
+			n++
+		}
+		if c.runChain(ch) {
+			parked = append(parked, ch)
+		}
+	}
+}
+
+func (c *crash) newChain(w, n int) *chain {
+	ch := &chain{worker: w, n: n, name: fmt.Sprintf("Crash %s w%d-%d", c.runID, w, n)}
+	key := func(j int) string { return fmt.Sprintf("crash-%s-w%d-%d-%d", c.runID, w, n, j) }
+	ch.ops = append(ch.ops, &op{kind: "create", key: key(0), body: map[string]any{"name": ch.name, "employee_count": 0, "industry": "software"}})
+	for j := 1; j <= 1+mrand.IntN(3); j++ {
+		ch.ops = append(ch.ops, &op{kind: "update", n: j, key: key(j), body: map[string]any{"employee_count": j, "description": fmt.Sprintf("update %d", j)}})
+	}
+	if n%2 == 1 {
+		ch.ops = append(ch.ops, &op{kind: "archive", key: key(len(ch.ops)), body: map[string]any{"reason": "chain done"}})
+	}
+	c.mu.Lock()
+	c.chains = append(c.chains, ch)
+	c.mu.Unlock()
+	return ch
+}
+
+// runChain sends the chain's operations in order, each until it has a definitive answer. It returns
+// true when the chain must wait for a lease (long form).
+func (c *crash) runChain(ch *chain) (parked bool) {
+	for ch.next < len(ch.ops) {
+		o := ch.ops[ch.next]
+		if c.runOp(ch, o) {
+			ch.wake = time.Now().Add(2 * time.Second)
+			return true
+		}
+		if o.failed {
+			return false
+		}
+		if o.kind == "create" {
+			ch.id, _ = o.data["id"].(string)
+		}
+		ch.next++
+	}
+	return false
+}
+
+// deadline bounds how long one operation may go without a definitive answer.
+func (c *crash) deadline() time.Duration {
+	if c.sc.realLease {
+		return idempotency.Lease + time.Minute
+	}
+	return time.Minute
+}
+
+// runOp sends o until it has a definitive answer; it returns true when o is parked behind a lease.
+func (c *crash) runOp(ch *chain, o *op) (parked bool) {
+	method, path, want := "POST", "/v1/companies", 201
+	switch o.kind {
+	case "update":
+		method, path, want = "PATCH", "/v1/companies/"+ch.id, 200
+	case "archive":
+		method, path, want = "DELETE", "/v1/companies/"+ch.id, 200
+	}
+	first := time.Now()
+	for {
+		if c.aborted.Load() {
+			o.failed = true
+			return false
+		}
+		if time.Since(first) > c.deadline() {
+			c.t.Errorf("%s %s: no definitive answer within %v (%d attempts)", o.kind, o.key, c.deadline(), o.attempts)
+			o.failed = true
+			return false
+		}
+		status, hdr, body, err := c.send(method, path, o)
+		switch {
+		case err != nil:
+			o.unanswered++
+			time.Sleep(20 * time.Millisecond)
+		case status == 503:
+			o.unavailable++
+			time.Sleep(50 * time.Millisecond)
+		case status == 409 && errCode(body) == "idempotency_key_in_use":
+			o.inUse++
+			if o.unanswered == 0 && o.unavailable == 0 {
+				c.t.Errorf("%s %s: 409 idempotency_key_in_use though no earlier attempt was left without an answer", o.kind, o.key)
+			}
+			if o.inUseSince.IsZero() {
+				o.inUseSince = time.Now()
+			}
+			if c.sc.realLease {
+				return true
+			}
+			// The process that claimed the key is dead (every earlier attempt went unanswered); end
+			// its lease, as the passing of idempotency.Lease would. (A retry that took the claim over
+			// may itself be killed and leave a new claim: each 409 ends the lease again.)
+			c.endLease(o)
+			time.Sleep(10 * time.Millisecond)
+		case status == want:
+			o.status, o.replayed, o.data = status, hdr.Get("Idempotent-Replayed") == "true", dataOf(body)
+			if !o.inUseSince.IsZero() {
+				o.takeover = time.Since(o.inUseSince)
+			}
+			c.checkAnswer(ch, o)
+			return false
+		default:
+			c.t.Errorf("%s %s: %d %.300s", o.kind, o.key, status, body)
+			o.failed = true
+			return false
+		}
+	}
+}
+
+// send makes one attempt; err is a transport failure (no HTTP answer).
+func (c *crash) send(method, path string, o *op) (int, http.Header, []byte, error) {
+	data, _ := json.Marshal(o.body)
+	req, err := http.NewRequest(method, c.proc.url()+path, bytes.NewReader(data))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Idempotency-Key", o.key)
+	o.attempts++
+	c.sent.Add(1)
+	c.inflight.Add(1)
+	defer c.inflight.Add(-1)
+	res, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	c.count(res.StatusCode)
+	c.checkEnvelope(req, data, res, body)
+	return res.StatusCode, res.Header, body, nil
+}
+
+func (c *crash) count(status int) {
+	v, _ := c.statuses.LoadOrStore(status, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+}
+
+// checkEnvelope applies the rules every answer keeps: X-Request-Id, the error envelope on errors, no
+// 5xx but 503 service_unavailable with Retry-After, and the OpenAPI document.
+func (c *crash) checkEnvelope(req *http.Request, sent []byte, res *http.Response, body []byte) {
+	where := fmt.Sprintf("%s %s (%s): %d", req.Method, req.URL.Path, req.Header.Get("Idempotency-Key"), res.StatusCode)
+	if res.Header.Get("X-Request-Id") == "" {
+		c.t.Errorf("%s: no X-Request-Id", where)
+	}
+	if res.StatusCode >= 500 && (res.StatusCode != 503 || errCode(body) != "service_unavailable" || res.Header.Get("Retry-After") == "") {
+		c.t.Errorf("%s: %.300s", where, body)
+	}
+	if res.StatusCode >= 400 {
+		var env struct {
+			Error struct {
+				Code      string `json:"code"`
+				RequestID string `json:"request_id"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil || env.Error.Code == "" || env.Error.RequestID != res.Header.Get("X-Request-Id") {
+			c.t.Errorf("%s: not the error envelope: %.300s", where, body)
+		}
+	}
+	if _, problems := c.contract.CheckResponse(req, res, body); len(problems) > 0 {
+		c.t.Errorf("%s: breaks the OpenAPI document: %v", where, problems)
+	}
+}
+
+// checkAnswer checks a definitive answer against its request: a create names the record, an update
+// shows its own values (a replay shows the first execution's), an archive shows the record archived.
+func (c *crash) checkAnswer(ch *chain, o *op) {
+	d := o.data
+	switch o.kind {
+	case "create":
+		if d["name"] != ch.name || d["id"] == nil {
+			c.t.Errorf("create %s answered %v", o.key, d)
+		}
+	case "update":
+		if d["id"] != ch.id || fmt.Sprint(d["employee_count"]) != fmt.Sprint(o.n) || d["description"] != fmt.Sprintf("update %d", o.n) {
+			c.t.Errorf("update %s (n=%d) answered %v", o.key, o.n, d)
+		}
+	case "archive":
+		if d["id"] != ch.id || d["archived"] != true {
+			c.t.Errorf("archive %s answered %v", o.key, d)
+		}
+	}
+}
+
+// endLease ends the lease of o's claim in the database (the short form's stand-in for waiting it out).
+func (c *crash) endLease(o *op) {
+	n, err := c.st.Exec(context.Background(), c.st.Dialect().Bind("UPDATE idempotency_keys SET locked_until = ? WHERE api_key_id = ? AND idem_key = ? AND status = 'running'",
+		time.Now().UTC().Add(-time.Second), c.keyID, o.key))
+	if err != nil {
+		c.t.Errorf("end the lease of %s: %v", o.key, err)
+		return
+	}
+	o.leasesEnded += int(n)
+}
+
+// stored is one record as the database holds it.
+type stored struct {
+	id, description string
+	employees       int64
+	archived        bool
+	audit           map[string]int // action -> rows
+}
+
+// check compares the database with the chains and returns how many records it found and how many of
+// them were duplicates.
+func (c *crash) check() (records, dup int) {
+	t := c.t
+	ctx := store.WithWorkspace(context.Background(), c.ws)
+	d := c.st.Dialect()
+	byName := map[string][]*stored{}
+	byID := map[string]*stored{}
+	err := c.st.Query(ctx, d.Bind("SELECT id, name, employee_count, description, archived FROM rec_companies WHERE workspace_id = ? AND name LIKE ?", c.ws, "Crash "+c.runID+" %"), func(row []any) error {
+		s := &stored{id: store.UUIDText(row[0]), employees: store.Int(row[2]), description: store.Text(row[3]), archived: store.Bool(row[4]), audit: map[string]int{}}
+		name := store.Text(row[1])
+		byName[name] = append(byName[name], s)
+		byID[s.id] = s
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.st.Query(ctx, d.Bind("SELECT record_id, action, count(*) FROM audit_log WHERE workspace_id = ? AND resource = 'companies' GROUP BY record_id, action", c.ws), func(row []any) error {
+		if s := byID[store.UUIDText(row[0])]; s != nil {
+			s.audit[store.Text(row[1])] += int(store.Int(row[2]))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{}
+	err = c.st.Query(ctx, d.Bind("SELECT idem_key, status FROM idempotency_keys WHERE api_key_id = ?", c.keyID), func(row []any) error {
+		keys[store.Text(row[0])] = store.Text(row[1])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := 0
+	for _, ch := range c.chains {
+		recs := byName[ch.name]
+		if len(recs) > 1 {
+			dup += len(recs) - 1
+			t.Errorf("%s stored %d times", ch.name, len(recs))
+		}
+		for _, o := range ch.ops {
+			ops++
+			if o.failed {
+				continue
+			}
+			if st := keys[o.key]; st != "completed" {
+				t.Errorf("%s %s: key status %q, want completed", o.kind, o.key, st)
+			}
+		}
+		if len(recs) != 1 || ch.ops[0].failed {
+			if len(recs) == 0 {
+				t.Errorf("%s: the create was acknowledged (%d) but is not stored", ch.name, ch.ops[0].status)
+			}
+			continue
+		}
+		s := recs[0]
+		if s.id != ch.id {
+			t.Errorf("%s: stored as %s, acknowledged as %s", ch.name, s.id, ch.id)
+		}
+		updates, archived := 0, false
+		for _, o := range ch.ops[1:] {
+			switch o.kind {
+			case "update":
+				updates++
+			case "archive":
+				archived = true
+			}
+		}
+		if want := fmt.Sprintf("update %d", updates); s.employees != int64(updates) || s.description != want {
+			t.Errorf("%s: employee_count %d, description %q; want the last update's %d, %q", ch.name, s.employees, s.description, updates, want)
+		}
+		if s.archived != archived {
+			t.Errorf("%s: archived %v, want %v", ch.name, s.archived, archived)
+		}
+		want := map[string]int{"create": 1, "update": updates}
+		if archived {
+			want["archive"] = 1
+		}
+		actions := []string{"create", "update", "archive", "restore"}
+		for action := range s.audit {
+			if !slices.Contains(actions, action) {
+				actions = append(actions, action)
+			}
+		}
+		for _, action := range actions {
+			if s.audit[action] != want[action] {
+				t.Errorf("%s: %d audit rows for %s, want %d", ch.name, s.audit[action], action, want[action])
+			}
+		}
+	}
+	if len(byID) != len(c.chains) {
+		t.Errorf("%d records for %d creates", len(byID), len(c.chains))
+	}
+	running := 0
+	for _, st := range keys {
+		if st != "completed" {
+			running++
+		}
+	}
+	if running > 0 || len(keys) != ops {
+		t.Errorf("%d keys stored (%d not completed) for %d operations", len(keys), running, ops)
+	}
+	if dup > 0 {
+		t.Errorf("%d duplicate records", dup)
+	}
+	return len(byID), dup
+}
+
+// integrity runs SQLite's own consistency check on the file the killed processes wrote.
+func (c *crash) integrity() {
+	var res []string
+	if err := c.st.Query(context.Background(), c.st.Dialect().Bind("PRAGMA integrity_check"), func(row []any) error {
+		res = append(res, store.Text(row[0]))
+		return nil
+	}); err != nil {
+		c.t.Fatal(err)
+	}
+	if len(res) != 1 || res[0] != "ok" {
+		c.t.Errorf("SQLite integrity_check after the kills: %v", res)
+	}
+}
+
+// report logs what the run did, for docs/reliability.md.
+func (c *crash) report(setup, killing, total time.Duration, restarts []time.Duration, midRequest, inflightAtKill, records, dup int) {
+	var ops, firstTry, unanswered, replayedAfter, ranAfter, abandoned, unavailable int
+	var takeovers []time.Duration
+	kinds := map[string]int{}
+	for _, ch := range c.chains {
+		for _, o := range ch.ops {
+			if o.status == 0 {
+				continue
+			}
+			ops++
+			kinds[o.kind]++
+			unavailable += o.unavailable
+			switch {
+			case o.unanswered == 0 && o.unavailable == 0 && o.inUse == 0:
+				firstTry++
+			case o.replayed:
+				replayedAfter++
+			default:
+				ranAfter++
+			}
+			if o.unanswered > 0 {
+				unanswered++
+			}
+			if o.inUse > 0 {
+				abandoned++
+				takeovers = append(takeovers, o.takeover)
+			}
+		}
+	}
+	slices.Sort(restarts)
+	slices.Sort(takeovers)
+	statuses := map[int]int64{}
+	c.statuses.Range(func(k, v any) bool { statuses[k.(int)] = v.(*atomic.Int64).Load(); return true })
+	how := "ended in the database"
+	if c.sc.realLease {
+		how = "waited out (idempotency.Lease)"
+	}
+	c.t.Logf("%s: set up in %v; %d SIGKILLs in %v (%d landed with requests in flight, %d requests in flight in all); restart to serving p50 %v, max %v",
+		c.b, setup.Round(time.Millisecond), c.sc.kills, killing.Round(time.Millisecond), midRequest, inflightAtKill, pct(restarts, 50), pct(restarts, 100))
+	c.t.Logf("%s: %d chains, %d operations (%v) with %d requests from %d clients in %v; answers by status %v",
+		c.b, len(c.chains), ops, kinds, c.sent.Load(), c.sc.workers, total.Round(time.Millisecond), statuses)
+	c.t.Logf("%s: %d answered on the first attempt; %d lost an answer to a kill: %d had committed (the retry replayed them), %d had not (the retry ran them once); %d behind an abandoned claim (lease %s; takeover after p50 %v, max %v); %d 503 answers",
+		c.b, firstTry, unanswered, replayedAfter, ranAfter, abandoned, how, pct(takeovers, 50), pct(takeovers, 100), unavailable)
+	c.t.Logf("%s: database: %d records for %d creates, %d duplicates", c.b, records, kinds["create"], dup)
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[(len(sorted)-1)*p/100].Round(time.Millisecond)
+}
+
+func errCode(body []byte) string {
+	var env struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal(body, &env)
+	return env.Error.Code
+}
+
+func dataOf(body []byte) map[string]any {
+	var doc struct {
+		Data map[string]any `json:"data"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	_ = dec.Decode(&doc)
+	return doc.Data
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
