@@ -106,14 +106,6 @@ cluster-test:
 crash-test:
 	CRASH_LONG=1 $(GO) test -count=1 -timeout 30m -v -run '^TestCrash$$' ./tests/crash/
 
-# The crash test (tests/crash), long form: one recordsd killed with SIGKILL at 200 random moments over
-# PostgreSQL (20 over SQLite) while six clients send idempotent creates, updates and archives; every
-# request left without an answer is retried with its Idempotency-Key, abandoned claims wait for their
-# real lease (60 s). The short form (20 + 4 kill points, leases ended in the database) runs in make test.
-.PHONY: crash-test
-crash-test:
-	CRASH_LONG=1 $(GO) test -count=1 -timeout 30m -v -run '^TestCrash$$' ./tests/crash/
-
 # The database fault tests (runtime/server TestDatabaseFaults, research note D1-D4), long form:
 # PostgreSQL stopped, black-holed, crashed and slowed for 30 s each (the short form: 1.5-3 s, in
 # make test) under twice the clients. About 3 minutes.
