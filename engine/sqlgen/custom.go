@@ -80,11 +80,11 @@ type CustomRow struct {
 func (d Dialect) DeleteCustomValues(workspace, recordID string, fieldIDs []string) Stmt {
 	a := &args{d: d}
 	ph := make([]string, len(fieldIDs))
-	w, r := a.add(workspace), a.add(recordID)
+	w, r := a.scope(`"workspace_id"`, workspace), a.add(recordID)
 	for i, id := range fieldIDs {
 		ph[i] = a.add(id)
 	}
-	return Stmt{SQL: fmt.Sprintf(`DELETE FROM "custom_values" WHERE "workspace_id" = %s AND "record_id" = %s AND "field_id" IN (%s)`, w, r, strings.Join(ph, ", ")), Args: a.vals}
+	return Stmt{SQL: fmt.Sprintf(`DELETE FROM "custom_values" WHERE %s AND "record_id" = %s AND "field_id" IN (%s)`, w, r, strings.Join(ph, ", ")), Args: a.vals}
 }
 
 // InsertCustomValues writes side-table rows (of one record or of many: the bulk path) in one statement.
@@ -101,11 +101,11 @@ func (d Dialect) customFilter(f listplan.Filter, workspace string, a *args) stri
 	fld := f.Field
 	// having binds its arguments when called: callers build the text in argument order.
 	having := func(cond func() string) string {
-		return fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s AND %s)`,
-			Quote("id"), a.add(workspace), a.add(fld.Column), cond())
+		return fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE %s AND "field_id" = %s AND %s)`,
+			Quote("id"), a.scope(`"workspace_id"`, workspace), a.add(fld.Column), cond())
 	}
 	present := func() string {
-		return fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s)`, Quote("id"), a.add(workspace), a.add(fld.Column))
+		return fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE %s AND "field_id" = %s)`, Quote("id"), a.scope(`"workspace_id"`, workspace), a.add(fld.Column))
 	}
 	text := func(v any) func() string { return func() string { return `"t" = ` + a.add(CustomText(v)) } }
 	numeric := fld.Type == model.Integer || fld.Type == model.Decimal
@@ -178,8 +178,8 @@ func (d Dialect) longCustomFilter(f listplan.Filter, workspace string, a *args, 
 	}
 	// Arguments are added in the order they appear in the text (SQLite binds ? by position).
 	prefixed := func(values []any) string {
-		cond := fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s AND "t" IN (`,
-			Quote("id"), a.add(workspace), a.add(fld.Column))
+		cond := fmt.Sprintf(`%s IN (SELECT "record_id" FROM "custom_values" WHERE %s AND "field_id" = %s AND "t" IN (`,
+			Quote("id"), a.scope(`"workspace_id"`, workspace), a.add(fld.Column))
 		pre := make([]string, len(values))
 		for i, v := range values {
 			pre[i] = a.add(CustomIndexText(CustomText(v)))
@@ -248,8 +248,8 @@ func (d Dialect) customBand(plan *listplan.Plan, workspace string, a *args, empt
 	if empty {
 		kind = "LEFT"
 	}
-	from := fmt.Sprintf(`%s %s JOIN (SELECT "record_id" AS "_cv_id", %s AS "_cv_key" FROM "custom_values" WHERE "workspace_id" = %s AND "field_id" = %s) AS "_cv" ON "_cv"."_cv_id" = %s."id"`,
-		table, kind, keyCol, a.add(workspace), a.add(f.Column), table)
+	from := fmt.Sprintf(`%s %s JOIN (SELECT "record_id" AS "_cv_id", %s AS "_cv_key" FROM "custom_values" WHERE %s AND "field_id" = %s) AS "_cv" ON "_cv"."_cv_id" = %s."id"`,
+		table, kind, keyCol, a.scope(`"workspace_id"`, workspace), a.add(f.Column), table)
 	where := d.where(plan, workspace, a)
 	var order string
 	if empty {

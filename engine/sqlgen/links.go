@@ -34,8 +34,8 @@ func (d Dialect) ListLinks(l Link, afterTime time.Time, afterID string, limit, o
 	a := &args{d: d}
 	from, other := l.cols()
 	q := fmt.Sprintf(`SELECT l.%s, l."attributes", l."created_at", l."updated_at" FROM "associations" l JOIN %s o ON o."workspace_id" = l."workspace_id" AND o."id" = l.%s
-WHERE l."workspace_id" = %s AND l."owner_resource" = %s AND l."name" = %s AND l.%s = %s`,
-		Quote(other), Quote(l.Other.Table), Quote(other), a.add(l.Workspace), a.add(l.Resource), a.add(l.Name), Quote(from), a.add(l.FromID))
+WHERE %s AND l."owner_resource" = %s AND l."name" = %s AND l.%s = %s`,
+		Quote(other), Quote(l.Other.Table), Quote(other), a.scope(`l."workspace_id"`, l.Workspace), a.add(l.Resource), a.add(l.Name), Quote(from), a.add(l.FromID))
 	if rule := d.rule(l.OtherPolicy, l.Workspace, a, "o."); rule != "" {
 		q += " AND " + rule
 	}
@@ -55,8 +55,8 @@ func (d Dialect) linkKey(l Link, otherID string, a *args) string {
 	if !l.FromOwner {
 		owner, target = otherID, l.FromID
 	}
-	return fmt.Sprintf(`"workspace_id" = %s AND "owner_resource" = %s AND "name" = %s AND "owner_id" = %s AND "target_id" = %s`,
-		a.add(l.Workspace), a.add(l.Resource), a.add(l.Name), a.add(owner), a.add(target))
+	return fmt.Sprintf(`%s AND "owner_resource" = %s AND "name" = %s AND "owner_id" = %s AND "target_id" = %s`,
+		a.scope(`"workspace_id"`, l.Workspace), a.add(l.Resource), a.add(l.Name), a.add(owner), a.add(target))
 }
 
 // GetLink selects (attributes, created_at, updated_at) of one link.

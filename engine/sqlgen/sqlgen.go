@@ -354,7 +354,7 @@ type Key struct {
 }
 
 func (d Dialect) whereKey(r *model.Resource, k Key, a *args) string {
-	w := Quote("workspace_id") + " = " + a.add(k.Workspace)
+	w := a.scope(Quote("workspace_id"), k.Workspace)
 	if r.ModelScoped {
 		w += " AND " + Quote("model_id") + " = " + a.add(k.ModelID)
 	}
@@ -376,8 +376,8 @@ func (d Dialect) rule(p *access.Policy, workspace string, a *args, alias string)
 	if p.Rule == access.Owned || p.Department == "" {
 		return own
 	}
-	return fmt.Sprintf("(%s OR %s IN (SELECT %s FROM %s WHERE %s = %s AND %s = %s))", own, owner,
-		Quote("id"), Quote("members"), Quote("workspace_id"), a.add(workspace), Quote("department_id"), a.add(p.Department))
+	return fmt.Sprintf("(%s OR %s IN (SELECT %s FROM %s WHERE %s AND %s = %s))", own, owner,
+		Quote("id"), Quote("members"), a.scope(Quote("workspace_id"), workspace), Quote("department_id"), a.add(p.Department))
 }
 
 // Get reads one record.
@@ -449,11 +449,11 @@ func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
 func (d Dialect) ExistingIDs(r *model.Resource, workspace string, ids []string) Stmt {
 	a := &args{d: d}
 	ph := make([]string, len(ids))
-	w := a.add(workspace)
+	w := a.scope(Quote("workspace_id"), workspace)
 	for i, id := range ids {
 		ph[i] = a.add(id)
 	}
-	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s AND %s IN (%s)", Quote("id"), Quote(r.Table), Quote("workspace_id"), w, Quote("id"), strings.Join(ph, ", "))
+	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s AND %s IN (%s)", Quote("id"), Quote(r.Table), w, Quote("id"), strings.Join(ph, ", "))
 	return Stmt{SQL: sql, Args: a.vals}
 }
 
@@ -526,7 +526,7 @@ func (d Dialect) List(plan *listplan.Plan, workspace string) []Stmt {
 // where renders the scope, archived flag, filters and search of plan.
 func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 	r := plan.Resource
-	parts := []string{Quote("workspace_id") + " = " + a.add(workspace)}
+	parts := []string{a.scope(Quote("workspace_id"), workspace)}
 	if r.ModelScoped {
 		parts = append(parts, Quote("model_id")+" = "+a.add(plan.ModelID))
 	}

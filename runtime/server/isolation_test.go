@@ -79,15 +79,18 @@ func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[str
 				}
 			}
 			for _, rec := range e.DoKey(tn.key, "GET", "/v1/"+r.Name, nil).List() {
-				tn.ids[r.Name] = append(tn.ids[r.Name], rec["id"].(string))
-				tn.seen[rec["id"].(string)] = rec
+				id := fmt.Sprint(rec["id"])
+				tn.ids[r.Name] = append(tn.ids[r.Name], id)
+				tn.seen[id] = rec
 			}
 			continue
 		}
 		for i := 0; i < 2; i++ {
 			res := e.DoKey(tn.key, "POST", "/v1/"+r.Name+q, tn.gen.Body(r, tn.refs, time.Now()))
-			e.Expect(res, 201, "")
-			id := res.Data()["id"].(string)
+			id, ok := res.Data()["id"].(string)
+			if res.Status != 201 || !ok {
+				t.Fatalf("create %s: %d %.300s", r.Name, res.Status, res.Raw)
+			}
 			tn.ids[r.Name] = append(tn.ids[r.Name], id)
 			tn.seen[id] = res.Data()
 		}
@@ -143,7 +146,8 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	e.Expect(e.DoKey(A.key, "PATCH", "/v1/companies/"+A.ids["companies"][0], map[string]any{"cf__a_secret_tier": marker}), 200, "")
 	e.Expect(e.DoKey(A.key, "POST", "/v1/data_model_records?model_id="+A.model, map[string]any{"name": "A model record", "cf__a_secret_code": marker}), 201, "")
 	var aModelFilterKey string
-	for _, f := range e.DoKey(A.key, "GET", "/v1/resources/data_model_records?model_id="+A.model, nil).Data()["custom_fields"].([]any) {
+	fields, _ := e.DoKey(A.key, "GET", "/v1/resources/data_model_records?model_id="+A.model, nil).Data()["custom_fields"].([]any)
+	for _, f := range fields {
 		aModelFilterKey, _ = f.(map[string]any)["filter_key"].(string)
 	}
 	if aModelFilterKey == "" {
@@ -162,7 +166,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		}
 	}
 	e.Expect(e.DoKey(A.key, "PUT", "/v1/deals/"+A.ids["deals"][0]+"/contacts/"+A.ids["contacts"][1], nil), 200, "")
-	linkCursor, _ := e.DoKey(A.key, "GET", "/v1/deals/"+A.ids["deals"][0]+"/contacts?cursor=start&page_size=1", nil).Body["meta"].(map[string]any)["next_cursor"].(string)
+	linkCursor := nextCursor(e.DoKey(A.key, "GET", "/v1/deals/"+A.ids["deals"][0]+"/contacts?cursor=start&page_size=1", nil))
 	if linkCursor == "" {
 		t.Fatal("A's association list has no second page")
 	}
@@ -177,7 +181,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	cursors := map[string]string{}
 	for _, r := range cat.Resources {
 		res := e.DoKey(A.key, "GET", "/v1/"+r.Name+"?"+aQuery(r)+"include_archived=true&cursor=start&page_size=1", nil)
-		if c, ok := res.Body["meta"].(map[string]any)["next_cursor"].(string); ok {
+		if c := nextCursor(res); c != "" {
 			cursors[r.Name] = c
 		}
 	}
@@ -236,7 +240,8 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		}
 	}
 	names := func(res *servertest.Response) string {
-		d, _ := res.Body["error"].(map[string]any)["details"].(map[string]any)
+		env, _ := res.Body["error"].(map[string]any)
+		d, _ := env["details"].(map[string]any)
 		data, _ := json.Marshal(d["errors"])
 		return string(data)
 	}
@@ -317,7 +322,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			}
 			// An unfiltered list holds only B's records.
 			for _, rec := range do(t, "GET", base+join(bq, "include_archived=true", "page_size=100"), nil, 200, "").List() {
-				if !contains(B.ids[r.Name], rec["id"].(string)) {
+				if !contains(B.ids[r.Name], fmt.Sprint(rec["id"])) {
 					t.Errorf("B lists %s %v, not one of its own", r.Name, rec["id"])
 				}
 			}
@@ -367,7 +372,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 					do(t, "GET", base+"/"+id+"/"+as.Name, nil, 404, "not_found")
 				}
 				for _, l := range do(t, "GET", base+"/"+B.ids[r.Name][0]+"/"+as.Name+"?page_size=100", nil, 200, "").List() {
-					if !contains(B.ids[as.Target], l["id"].(string)) {
+					if !contains(B.ids[as.Target], fmt.Sprint(l["id"])) {
 						t.Errorf("B's %s.%s lists %v", r.Name, as.Name, l["id"])
 					}
 				}
@@ -432,4 +437,11 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	sort.Strings(statuses)
 	t.Logf("BOLA matrix: %d requests with B's key (%s); A's snapshot: %d requests, before and after", counts.Requests, strings.Join(statuses, " "), counts.Snapshot)
 	return counts
+}
+
+// nextCursor returns a list answer's meta.next_cursor ("" when there is none).
+func nextCursor(res *servertest.Response) string {
+	meta, _ := res.Body["meta"].(map[string]any)
+	c, _ := meta["next_cursor"].(string)
+	return c
 }

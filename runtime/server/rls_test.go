@@ -2,51 +2,209 @@ package server_test
 
 import (
 	"context"
+	"errors"
+	"net/url"
+	"os"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// PostgreSQL refuses rows of other workspaces even to a statement that forgets the workspace predicate.
+// noRowSecurity lists the tables that carry workspace_id but no row-level security, and why. A new table
+// with a workspace_id column fails TestRowLevelSecurity until it gets the policy or a line here.
+var noRowSecurity = map[string]string{
+	"members":            "addressed by member id alone (recordsctl member …) and joined to authenticate a key, before any workspace is known",
+	"api_keys":           "looked up by secret hash to authenticate, before the workspace is known",
+	"workspace_roles":    "joined while authenticating a key, before the workspace is known",
+	"member_preferences": "joined by the key reminder job, which runs across workspaces",
+	"key_reminders":      "scanned by the key reminder job across workspaces",
+	"usage_counters":     "quota counters, read and flushed outside any request's workspace scope",
+	"idempotency_keys":   "keyed by API key; claimed before the request's workspace scope and swept across workspaces",
+	"custom_field_defs":  "addressed by definition id alone (recordsctl field …)",
+	"data_models":        "addressed by model id alone (recordsctl model …)",
+}
+
+// TestRowLevelSecurity checks T1 and T2 of the research note: every tenant table of the records has
+// row-level security enabled and forced, with one policy for all commands whose USING and WITH CHECK
+// read records.workspace_id; the role the server connects as is neither a superuser nor BYPASSRLS, nor
+// a member of such a role. It owns the tables (it runs the migrations), so FORCE is what puts it under
+// the policy. T3: a statement without the workspace setting, or with the setting cleared or garbage,
+// sees no row; an unfiltered update changes only the scoped workspace's rows. T6: a row cannot be
+// moved to, or written into, another workspace.
 func TestRowLevelSecurity(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.Postgres, servertest.Options{})
 	ctx := context.Background()
-	st := e.Server.Backend().Store
+	be := e.Server.Backend()
+	st := be.Store
 	wsB, _, keyB := e.NewWorkspace("growth", "admin", "write")
-	e.Do("POST", "/v1/companies", map[string]any{"name": "A1"})
-	e.Do("POST", "/v1/companies", map[string]any{"name": "A2"})
-	e.DoKey(keyB, "POST", "/v1/companies", map[string]any{"name": "B1"})
 
-	count := func(ctx context.Context) int {
-		n := 0
-		if err := st.Query(ctx, sqlgen.Stmt{SQL: `SELECT id FROM "rec_companies"`}, func([]any) error { n++; return nil }); err != nil {
-			t.Fatal(err)
+	// Rows of A in every kind of tenant table: records, a link, a custom value, audit entries.
+	company := e.Do("POST", "/v1/companies", map[string]any{"name": "A1"}).Data()["id"].(string)
+	contact := e.Do("POST", "/v1/contacts", map[string]any{"last_name": "Lee"}).Data()["id"].(string)
+	e.Expect(e.Do("PUT", "/v1/contacts/"+contact+"/companies/"+company, nil), 200, "")
+	if _, err := be.Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "text"}); err != nil {
+		t.Fatal(err)
+	}
+	e.Expect(e.Do("PATCH", "/v1/companies/"+company, map[string]any{"cf__tier": "gold"}), 200, "")
+	e.Expect(e.DoKey(keyB, "POST", "/v1/companies", map[string]any{"name": "B1"}), 201, "")
+
+	// T2: the app role.
+	var super, bypass bool
+	var elevated int64
+	query := func(ctx context.Context, sql string, fn func(row []any)) {
+		t.Helper()
+		if err := st.Query(ctx, sqlgen.Stmt{SQL: sql}, func(row []any) error { fn(row); return nil }); err != nil {
+			t.Fatalf("%s: %v", sql, err)
 		}
-		return n
 	}
-	if n := count(store.WithWorkspace(ctx, e.Workspace)); n != 2 {
-		t.Errorf("scoped to A, an unfiltered select sees %d rows, want 2", n)
+	query(ctx, "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user", func(row []any) { super, bypass = row[0].(bool), row[1].(bool) })
+	query(ctx, "SELECT count(*) FROM pg_roles r WHERE pg_has_role(current_user, r.oid, 'USAGE') AND (r.rolsuper OR r.rolbypassrls)", func(row []any) { elevated = row[0].(int64) })
+	if super || bypass || elevated != 0 {
+		t.Errorf("the server's role: superuser %v, BYPASSRLS %v, member of %d roles that are either", super, bypass, elevated)
 	}
-	if n := count(store.WithWorkspace(ctx, wsB)); n != 1 {
-		t.Errorf("scoped to B: %d rows, want 1", n)
+
+	// T1: the catalog.
+	want := map[string]bool{"associations": true, "audit_log": true, "custom_values": true}
+	for _, r := range be.Catalog.Resources {
+		want[r.Table] = true
 	}
-	if n := count(ctx); n != 0 {
-		t.Errorf("unscoped: %d rows, want 0", n)
+	type table struct {
+		enabled, forced, owned bool
+		policies               int
+		policy                 bool
 	}
-	err := st.Tx(store.WithWorkspace(ctx, e.Workspace), func(q store.Querier) error {
-		_, err := q.Exec(ctx, sqlgen.Stmt{SQL: `UPDATE "rec_companies" SET name = 'taken'`})
-		if err != nil {
+	tables := map[string]table{}
+	query(ctx, `SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, c.relowner = (SELECT oid FROM pg_roles WHERE rolname = current_user),
+  (SELECT count(*) FROM pg_policies p WHERE p.schemaname = n.nspname AND p.tablename = c.relname),
+  EXISTS (SELECT 1 FROM pg_policies p WHERE p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = '`+sqlgen.PolicyName+`'
+    AND p.permissive = 'PERMISSIVE' AND p.cmd = 'ALL' AND p.roles = '{public}'
+    AND p.qual LIKE '%records.workspace_id%' AND p.with_check LIKE '%records.workspace_id%')
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
+  AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'workspace_id' AND NOT a.attisdropped)`,
+		func(row []any) {
+			tables[row[0].(string)] = table{enabled: row[1].(bool), forced: row[2].(bool), owned: row[3].(bool), policies: int(row[4].(int64)), policy: row[5].(bool)}
+		})
+	owned := 0
+	for name, tb := range tables {
+		if tb.owned {
+			owned++
+		}
+		switch {
+		case want[name]:
+			if !tb.enabled || !tb.forced || tb.policies != 1 || !tb.policy {
+				t.Errorf("%s: row security enabled %v, forced %v, %d policies, workspace policy for all commands %v", name, tb.enabled, tb.forced, tb.policies, tb.policy)
+			}
+		case noRowSecurity[name] == "":
+			t.Errorf("%s has workspace_id but no row-level security and no reason in noRowSecurity", name)
+		}
+	}
+	for name := range want {
+		if _, ok := tables[name]; !ok {
+			t.Errorf("tenant table %s not found", name)
+		}
+	}
+
+	// T3: no setting, a cleared setting, a garbage setting: no rows (or an error), never rows.
+	scopedA, scopedB := store.WithWorkspace(ctx, e.Workspace), store.WithWorkspace(ctx, wsB)
+	for name := range want {
+		var a, b, none int64
+		count := "SELECT count(*) FROM " + sqlgen.Quote(name)
+		query(scopedA, count, func(row []any) { a = row[0].(int64) })
+		query(scopedB, count, func(row []any) { b = row[0].(int64) })
+		query(ctx, count, func(row []any) { none = row[0].(int64) })
+		if none != 0 {
+			t.Errorf("%s: %d rows without a workspace", name, none)
+		}
+		switch name {
+		case "rec_companies", "rec_contacts", "associations", "audit_log", "custom_values":
+			if a == 0 {
+				t.Errorf("%s: A sees none of its rows", name)
+			}
+		}
+		if name != "rec_companies" && name != "rec_entity_members" && name != "audit_log" && b != 0 {
+			t.Errorf("%s: B sees %d rows, has none", name, b)
+		}
+	}
+	conn, err := pgx.Connect(ctx, e.Config.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	countOn := func(setting string) (int64, error) {
+		var n int64
+		if _, err := conn.Exec(ctx, "SELECT set_config('records.workspace_id', $1, false)", setting); err != nil {
+			return 0, err
+		}
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM "rec_companies"`).Scan(&n)
+		return n, err
+	}
+	if n, err := countOn(e.Workspace); n != 1 || err != nil {
+		t.Errorf("session scoped to A: %d rows, %v", n, err)
+	}
+	if n, err := countOn(""); n != 0 || err != nil {
+		t.Errorf("session setting cleared: %d rows, %v", n, err)
+	}
+	var pgErr *pgconn.PgError
+	if n, err := countOn("not-a-uuid"); !errors.As(err, &pgErr) || pgErr.Code != "22P02" {
+		t.Errorf("garbage setting: %d rows, %v; want error 22P02", n, err)
+	}
+
+	// An unfiltered update scoped to A changes A's rows only.
+	if n, err := st.Exec(scopedA, sqlgen.Stmt{SQL: `UPDATE "rec_companies" SET name = name || ' (A)'`}); n != 1 || err != nil {
+		t.Errorf("unfiltered update scoped to A: %d rows, %v; want 1", n, err)
+	}
+
+	// T6: a row cannot be moved to, or written into, another workspace.
+	for _, sql := range []string{
+		`UPDATE "rec_companies" SET workspace_id = $1`,
+		`INSERT INTO "rec_companies" (workspace_id, id, name, created_at, updated_at) VALUES ($1, '0190a6d4-0000-7000-8000-000000000002', 'x', now(), now())`,
+		`INSERT INTO "associations" (workspace_id, owner_resource, name, owner_id, target_resource, target_id, attributes, created_at, updated_at) VALUES ($1, 'contacts', 'companies', '0190a6d4-0000-7000-8000-000000000002', 'companies', '0190a6d4-0000-7000-8000-000000000003', '{}', now(), now())`,
+	} {
+		err := st.Tx(scopedA, func(q store.Querier) error {
+			_, err := q.Exec(scopedA, sqlgen.Stmt{SQL: sql, Args: []any{wsB}})
 			return err
+		})
+		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+			t.Errorf("scoped to A, %.40s… into B: %v; want 42501 (row-level security)", sql, err)
 		}
-		_, err = q.Exec(ctx, sqlgen.Stmt{SQL: `INSERT INTO "rec_companies" (workspace_id, id, name, created_at, updated_at) VALUES ($1, '0190a6d4-0000-7000-8000-000000000001', 'x', now(), now())`, Args: []any{wsB}})
-		return err
-	})
-	if err == nil {
-		t.Fatal("inserting a row of B while scoped to A succeeded")
 	}
 	if l := e.DoKey(keyB, "GET", "/v1/companies", nil).List(); len(l) != 1 || l[0]["name"] != "B1" {
-		t.Errorf("B's companies after A's unfiltered update: %v", l)
+		t.Errorf("B's companies: %v", l)
 	}
+	t.Logf("row security: %d tenant tables enabled and forced with one policy; %d tables with workspace_id left out by reason; the app role owns %d of them, is not superuser or BYPASSRLS",
+		len(want), len(noRowSecurity), owned)
+}
+
+// superuser connects to e's PostgreSQL database as the administrator of RECORDS_TEST_POSTGRES, who
+// bypasses row-level security.
+func superuser(t *testing.T, e *servertest.Env) *pgx.Conn {
+	t.Helper()
+	admin := os.Getenv("RECORDS_TEST_POSTGRES")
+	if admin == "" {
+		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	cfg, err := pgx.ParseConfig(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(e.Config.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = strings.TrimPrefix(u.Path, "/")
+	conn, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
