@@ -56,7 +56,7 @@ type Config struct {
 	// PublicURL is the address clients reach the server at (scheme and host, no /v1), used as the
 	// OpenAPI document's server and in GET /v1's openapi_url. Empty: the address the caller used.
 	PublicURL string
-	// Redis, when set (redis://host:port/db), holds the rate-limit state shared by several servers.
+	// Redis, when set (redis://host:port/db), holds the rate-limit and quota state shared by several servers.
 	// Empty: each server limits in process.
 	Redis string
 	// MetricsAddr, when set, serves Prometheus metrics (GET /metrics) on this separate listen address.

@@ -153,8 +153,8 @@ func Settings() []Setting {
 		{
 			Name: "redis", Flag: "redis", Env: "RECORDS_REDIS", Key: "redis", Kind: KindString, Secrecy: SecretURL,
 			Commands: Recordsd, field: func(c *Config) any { return &c.Redis },
-			Help: "`redis://[:password@]host:6379/0` holding the rate-limit state several servers share. Empty: " +
-				"limits in process. A password in it is never logged.",
+			Help: "`redis://[:password@]host:6379/0` holding the rate-limit windows and monthly quota counters several " +
+				"servers share. Empty: limits in process, quota from the database. A password in it is never logged.",
 		},
 		{
 			Name: "cursor_secret", Env: "RECORDS_CURSOR_SECRET", Key: "cursor_secret", Kind: KindString, Secrecy: Secret,

@@ -27,7 +27,6 @@ type breaker struct {
 	open     atomic.Bool
 	down     atomic.Bool  // the outage was logged and the recovery not yet
 	lastWarn atomic.Int64 // unix seconds of the last outage line
-	falls    atomic.Uint64
 }
 
 // defaultRetry is how often an open breaker's probe pings Redis.
@@ -37,16 +36,11 @@ func newBreaker(client redis.UniversalClient, log *slog.Logger, what, fallback s
 	return &breaker{what: what, fallback: fallback, log: log, client: client, timeout: DefaultRedisTimeout, retry: defaultRetry}
 }
 
-// try reports whether Redis should be asked now; when not, the caller falls back (and counts it with
-// fellBack).
+// try reports whether Redis should be asked now; when not, the caller falls back.
 func (b *breaker) try() bool { return !b.open.Load() }
-
-// fellBack counts a request judged locally without asking Redis.
-func (b *breaker) fellBack() { b.falls.Add(1) }
 
 // failed records a failed call, whose request then falls back, and opens the breaker.
 func (b *breaker) failed(err error) {
-	b.falls.Add(1)
 	if b.open.CompareAndSwap(false, true) {
 		go b.probe()
 	}
@@ -81,6 +75,3 @@ func (b *breaker) ok() {
 		b.log.Info(b.what + ": Redis available again")
 	}
 }
-
-// fallbacks is how many requests were judged locally because Redis failed or was not asked.
-func (b *breaker) fallbacks() uint64 { return b.falls.Load() }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,6 +49,7 @@ type Quota struct {
 	prefix  string
 	Timeout time.Duration // of one Redis call (DefaultRedisTimeout)
 	br      *breaker
+	falls   atomic.Uint64
 	// flushMu is held by Flush and while a Redis counter is seeded, so that a seed sees every count of
 	// this server exactly once: in the database total or in pending, not in both.
 	flushMu sync.Mutex
@@ -81,13 +83,8 @@ func NewRedisQuota(st store.Store, client redis.UniversalClient, prefix string, 
 }
 
 // Fallbacks is how many requests were judged from the database count because Redis failed or was not
-// asked (0 without Redis; shared with the rate limiter's count when made by Redis.NewQuota).
-func (q *Quota) Fallbacks() uint64 {
-	if q.br == nil {
-		return 0
-	}
-	return q.br.fallbacks()
-}
+// asked (0 without Redis).
+func (q *Quota) Fallbacks() uint64 { return q.falls.Load() }
 
 // Period returns the quota period (YYYY-MM, UTC) of t and how long until it ends.
 func Period(t time.Time) (string, time.Duration) {
@@ -104,7 +101,7 @@ func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now ti
 	u := q.entry(k)
 	if q.rdb != nil {
 		if !q.br.try() {
-			q.br.fellBack()
+			q.falls.Add(1)
 		} else {
 			used, allowed, err := q.takeRedis(ctx, k, u, limit, now)
 			var re *redisError
@@ -118,6 +115,7 @@ func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now ti
 				return 0, false, fmt.Errorf("count quota usage: %w", ctx.Err())
 			}
 			q.br.failed(re.err)
+			q.falls.Add(1)
 		}
 	}
 	return q.takeLocal(ctx, k, u, limit)

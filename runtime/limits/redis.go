@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -73,6 +74,7 @@ type Redis struct {
 	fallback *Local
 	Timeout  time.Duration
 	br       *breaker
+	falls    atomic.Uint64
 }
 
 // NewRedis returns a limiter over client, namespacing keys with prefix.
@@ -92,7 +94,7 @@ func (r *Redis) NewQuota(st store.Store, prefix string) *Quota {
 }
 
 // Fallbacks is how many requests this limiter judged in process because Redis failed or was not asked.
-func (r *Redis) Fallbacks() uint64 { return r.br.fallbacks() }
+func (r *Redis) Fallbacks() uint64 { return r.falls.Load() }
 
 // Allow implements Limiter.
 func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Decision, error) {
@@ -100,7 +102,7 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		return Decision{Allowed: true}, nil
 	}
 	if !r.br.try() {
-		r.br.fellBack()
+		r.falls.Add(1)
 		return r.fallback.Allow(ctx, now, windows)
 	}
 	keys := make([]string, len(windows))
@@ -119,6 +121,7 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		if ctx.Err() == nil { // a caller that went away says nothing about Redis
 			r.br.failed(err)
 		}
+		r.falls.Add(1)
 		return r.fallback.Allow(ctx, now, windows)
 	}
 	r.br.ok()

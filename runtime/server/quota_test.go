@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/workspace-records/records/runtime/auth"
@@ -325,7 +326,7 @@ func TestQuotaRedisOutage(t *testing.T) {
 			t.Parallel()
 			rs := servertest.NewRedisServer(t)
 			logs := &syncBuffer{}
-			e := servertest.Start(t, b, servertest.Options{Redis: rs.URL(), Log: logs})
+			e := servertest.Start(t, b, servertest.Options{Redis: rs.URL(), Log: logs, Metrics: true})
 			const q = 100
 			setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
 			c := rs.Client()
@@ -393,6 +394,21 @@ func TestQuotaRedisOutage(t *testing.T) {
 			if got := counter(); got != q {
 				t.Errorf("Redis counter %d at the end, want %d", got, q)
 			}
+			gathered, err := e.Server.Metrics().Registry().Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fams := map[string]*dto.MetricFamily{}
+			for _, f := range gathered {
+				fams[f.GetName()] = f
+			}
+			falls := map[string]float64{}
+			for _, part := range []string{"rate_limits", "quota"} {
+				falls[part], _ = value(fams, "records_redis_fallbacks_total", map[string]string{"part": part})
+				if falls[part] < 1 {
+					t.Errorf("records_redis_fallbacks_total{part=%q} is %v after two outages, want at least 1", part, falls[part])
+				}
+			}
 			for _, line := range []string{"rate limiter and monthly quota: Redis unavailable", "rate limiter and monthly quota: Redis available again"} {
 				if n := logs.count(line); n != 1 {
 					t.Errorf("%d log lines %q, want 1 (at most one a minute)", n, line)
@@ -409,8 +425,8 @@ func TestQuotaRedisOutage(t *testing.T) {
 					t.Errorf("the Redis counter was exact %v after the %s ended, want within about 2 s", d, what)
 				}
 			}
-			t.Logf("quota %d through a %v pause and a kill and restart of Redis: exact; requests while paused %v; counter exact again %v after the pause, %v after the restart",
-				q, pause, roundAll(duringPause), afterPause.Round(time.Millisecond), afterRestart.Round(time.Millisecond))
+			t.Logf("quota %d through a %v pause and a kill and restart of Redis: exact; requests while paused %v; counter exact again %v after the pause, %v after the restart; fallbacks counted %v",
+				q, pause, roundAll(duringPause), afterPause.Round(time.Millisecond), afterRestart.Round(time.Millisecond), falls)
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/workspace-records/records/engine/catalog"
@@ -255,6 +256,12 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		redis.SetLogger(redisLog{log})
 		rl := limits.NewRedis(rdb, "records:rl:", log)
 		limiter, quota = rl, rl.NewQuota(b.Store, "records:quota:")
+		q := quota
+		for part, n := range map[string]func() uint64{"rate_limits": rl.Fallbacks, "quota": q.Fallbacks} {
+			m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "records_redis_fallbacks_total", ConstLabels: prometheus.Labels{"part": part},
+				Help: "Requests judged by this server alone (rate limits in process, quota from the database count) because Redis failed or was not asked."},
+				func() float64 { return float64(n()) }))
+		}
 		log.Info("rate limits and the monthly quota shared through Redis", "addr", rdb.Options().Addr)
 	}
 	if _, ok := store.Stats(b.Store); ok {
