@@ -1,0 +1,82 @@
+package cmd_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// TestKeyCreateCommand (K4, K13) runs `recordsctl key create` as an operator would: a key's lifetime
+// is at most one year (365 days) and always set (the default is 90 days, so no key is without
+// expiry); zero, negative, longer or unreadable lifetimes, unknown access modes, resources and
+// allowlist entries are refused with a message naming the problem, and create nothing. The secret is
+// printed once by key create and never again: key list holds neither it nor its hash.
+func TestKeyCreateCommand(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			c.run("migrate")
+			ws := c.run("workspace", "create", "--name", "Keys", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "ops@keys.example", "--role", "admin")["id"].(string)
+			create := func(extra ...string) []string {
+				return append([]string{"key", "create", "--member", member, "--access", "read"}, extra...)
+			}
+
+			for _, life := range []string{"366d", "8761h", "0", "-1h", "0d", "-5d", "1y", "abc", "", "90 d", "d"} {
+				msg := c.fail(create("--expires-in", life)...)
+				if !strings.Contains(msg, "expir") {
+					t.Errorf("--expires-in %q: the message does not say what is wrong: %s", life, msg)
+				}
+			}
+			for _, bad := range [][]string{
+				{"--allow-ip", "10.0.0.0/33"}, {"--allow-ip", "fe80::1%eth0"}, {"--allow-ip", "10.0.0.1-10.0.0.9"},
+				{"--resources", "companies,widgets"},
+			} {
+				c.fail(create(bad...)...)
+			}
+			c.fail("key", "create", "--member", member, "--access", "admin")
+			if keys := c.run("key", "list", "--workspace", ws)["data"].([]any); len(keys) != 0 {
+				t.Fatalf("refused key creations created %d keys", len(keys))
+			}
+
+			var secrets []string
+			for _, c2 := range []struct {
+				args []string
+				life time.Duration
+			}{
+				{create("--expires-in", "365d"), 365 * 24 * time.Hour},
+				{create("--expires-in", "8760h"), 365 * 24 * time.Hour},
+				{create("--expires-in", "1h"), time.Hour},
+				{create(), 90 * 24 * time.Hour}, // the default
+				{create("--allow-ip", "::ffff:10.0.0.0/104, 2001:db8::/32"), 90 * 24 * time.Hour},
+			} {
+				before := time.Now()
+				out := c.run(c2.args...)
+				secret, _ := out["secret"].(string)
+				secrets = append(secrets, secret)
+				exp, err := time.Parse(time.RFC3339, out["expires_at"].(string))
+				if err != nil {
+					t.Fatalf("%v: expires_at %v", c2.args, out["expires_at"])
+				}
+				if d := exp.Sub(before); d < c2.life-2*time.Second || d > c2.life+time.Minute {
+					t.Errorf("%v: expires %v from now, want %v", c2.args, d, c2.life)
+				}
+			}
+			listed := mustString(c.run("key", "list", "--workspace", ws))
+			for _, s := range secrets {
+				sum := sha256.Sum256([]byte(s))
+				if strings.Contains(listed, s[4:]) || strings.Contains(listed, hex.EncodeToString(sum[:])) {
+					t.Errorf("key list shows a secret or its hash: %s", listed)
+				}
+			}
+			if strings.Count(listed, `"hint"`) != len(secrets) || strings.Contains(listed, "secret") {
+				t.Errorf("key list: %s", listed)
+			}
+		})
+	}
+}
