@@ -146,7 +146,7 @@ fuzz:
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
 
-# The soak (tools/bench soak, docs/benchmarks.md): recordsd on PostgreSQL with Redis under SOAK_DURATION
+# The soak (tools/bench/soak.go): recordsd on PostgreSQL with Redis under SOAK_DURATION
 # of mixed traffic from several clients after a one-minute warm-up — reads, creates and updates,
 # idempotent retries, bursts against a 60/min key — then every acknowledged write checked in the
 # database and memory and goroutines checked flat; exit 1 on any failure. About 12 minutes.
