@@ -535,7 +535,7 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 	if _, err := s.customValues(ctx, a.Workspace, r, modelID, b.Custom, schema.Update, nil); err != nil {
 		return nil, err // refuse bad custom values before taking any lock
 	}
-	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
+	return s.change(ctx, a, r, modelID, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is archived; restore it before changing it"}
 		}
@@ -588,7 +588,7 @@ func (s *Service) Update(ctx context.Context, a Actor, r *model.Resource, modelI
 
 // Archive soft-deletes one record, keeping reason.
 func (s *Service) Archive(ctx context.Context, a Actor, r *model.Resource, modelID, id string, reason *string) (Record, error) {
-	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
+	return s.change(ctx, a, r, modelID, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is already archived"}
 		}
@@ -611,7 +611,7 @@ func (s *Service) Archive(ctx context.Context, a Actor, r *model.Resource, model
 
 // Restore brings an archived record back.
 func (s *Service) Restore(ctx context.Context, a Actor, r *model.Resource, modelID, id string) (Record, error) {
-	return s.change(ctx, a, r, modelID, id, func(q store.Querier, cur Record) (*edit, error) {
+	return s.change(ctx, a, r, modelID, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
@@ -634,8 +634,11 @@ type edit struct {
 }
 
 // change runs one locked read-modify-write of a record inside the actor's record rule: decide sees the
-// current record and returns the edit (nil: write nothing and return the record as it is).
-func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelID, id string, decide func(q store.Querier, cur Record) (*edit, error)) (Record, error) {
+// current record and returns the edit (nil: write nothing and return the record as it is). decide must
+// use the ctx it is given, in which the custom fields are pinned: reading them from the pool instead,
+// while holding the row lock, can wait for a connection that every other writer of the record holds
+// while it waits for that lock, until the request deadline.
+func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelID, id string, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) (Record, error) {
 	ctx = store.WithWorkspace(ctx, a.Workspace)
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
@@ -653,7 +656,7 @@ func (s *Service) change(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err != nil {
 			return err
 		}
-		e, err := decide(q, cur)
+		e, err := decide(ctx, q, cur)
 		if err != nil {
 			return err
 		}
