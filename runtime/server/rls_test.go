@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/customfields"
@@ -37,10 +38,11 @@ var noRowSecurity = map[string]string{
 // a member of such a role. It owns the tables (it runs the migrations), so FORCE is what puts it under
 // the policy. T3: a statement without the workspace setting, or with the setting cleared or garbage,
 // sees no row; an unfiltered update changes only the scoped workspace's rows. T6: a row cannot be
-// moved to, or written into, another workspace.
+// moved to, or written into, another workspace. T4 at the store: runStoreScopeLeak over the server's
+// pool of two connections.
 func TestRowLevelSecurity(t *testing.T) {
 	t.Parallel()
-	e := servertest.Start(t, servertest.Postgres, servertest.Options{})
+	e := startSmallPool(t)
 	ctx := context.Background()
 	be := e.Server.Backend()
 	st := be.Store
@@ -134,7 +136,11 @@ WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
 			t.Errorf("%s: B sees %d rows, has none", name, b)
 		}
 	}
-	conn, err := pgx.Connect(ctx, e.Config.DB)
+	pc, err := pgxpool.ParseConfig(e.Config.DB) // the URL holds pool settings pgx.Connect refuses
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, pc.ConnConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,6 +188,8 @@ WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
 	}
 	t.Logf("row security: %d tenant tables enabled and forced with one policy; %d tables with workspace_id left out by reason; the app role owns %d of them, is not superuser or BYPASSRLS",
 		len(want), len(noRowSecurity), owned)
+
+	runStoreScopeLeak(t, e, 1000)
 }
 
 // superuser connects to e's PostgreSQL database as the administrator of RECORDS_TEST_POSTGRES, who

@@ -33,57 +33,55 @@ func requireUnscoped(t *testing.T, e *servertest.Env) {
 	}
 }
 
-// TestUnscopedIsolationMatrix (T5) runs the whole BOLA matrix of TestIsolationMatrix on PostgreSQL with
-// the workspace predicate gone: B still cannot read, list, update, archive, restore, link or reference
-// A's rows. Then, as a control, row-level security is taken off one table (NO FORCE: the server's role
-// owns it): the same requests on that table stop being refused, so the matrix above passed because of
-// row-level security and would catch its loss.
-func TestUnscopedIsolationMatrix(t *testing.T) {
-	e := servertest.Start(t, servertest.Postgres, servertest.Options{})
+// TestUnscopedRowSecurity (T5) runs on PostgreSQL, over a pool of two connections, with the workspace
+// predicate gone:
+//   - matrix: the whole BOLA matrix of TestIsolationMatrix: B still cannot read, list, update, archive,
+//     restore, link or reference A's rows;
+//   - pool_leak: the interleaved two-workspace traffic of TestPoolWorkspaceLeak: each session's
+//     workspace setting alone keeps every answer to its own workspace;
+//   - control: row-level security is taken off one table (NO FORCE: the server's role owns it), and
+//     the same requests on that table stop being refused. So the checks above pass because of
+//     row-level security and would catch its loss.
+func TestUnscopedRowSecurity(t *testing.T) {
+	e := startSmallPool(t)
 	requireUnscoped(t, e)
-	runIsolationMatrix(t, e)
+	t.Run("matrix", func(t *testing.T) { runIsolationMatrix(t, e) })
+	t.Run("pool_leak", func(t *testing.T) { runPoolLeak(t, e, 1000) })
+	t.Run("control", func(t *testing.T) {
+		_, _, keyA := e.NewWorkspace("enterprise", "admin", "write")
+		_, _, keyB := e.NewWorkspace("enterprise", "admin", "write")
+		company := e.DoKey(keyA, "POST", "/v1/companies", map[string]any{"name": "A's company"}).Data()["id"].(string)
+		e.Expect(e.DoKey(keyB, "GET", "/v1/companies/"+company, nil), 404, "not_found")
+		e.Expect(e.DoKey(keyB, "POST", "/v1/companies", map[string]any{"name": "B", "parent_company_id": company}), 422, "validation_failed")
 
-	_, _, keyA := e.NewWorkspace("enterprise", "admin", "write")
-	_, _, keyB := e.NewWorkspace("enterprise", "admin", "write")
-	company := e.DoKey(keyA, "POST", "/v1/companies", map[string]any{"name": "A's company"}).Data()["id"].(string)
-	e.Expect(e.DoKey(keyB, "GET", "/v1/companies/"+company, nil), 404, "not_found")
-	e.Expect(e.DoKey(keyB, "POST", "/v1/companies", map[string]any{"name": "B", "parent_company_id": company}), 422, "validation_failed")
-
-	su := superuser(t, e)
-	ctx := context.Background()
-	if _, err := su.Exec(ctx, `ALTER TABLE "rec_companies" NO FORCE ROW LEVEL SECURITY`); err != nil {
-		t.Fatal(err)
-	}
-	raw := func(method, path string, body any) (int, string) {
-		data, _ := json.Marshal(body)
-		req, _ := http.NewRequest(method, e.URL+path, bytes.NewReader(data))
-		req.Header.Set("Authorization", "Bearer "+keyB)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
+		su := superuser(t, e)
+		ctx := context.Background()
+		if _, err := su.Exec(ctx, `ALTER TABLE "rec_companies" NO FORCE ROW LEVEL SECURITY`); err != nil {
 			t.Fatal(err)
 		}
-		defer res.Body.Close()
-		out, _ := io.ReadAll(res.Body)
-		return res.StatusCode, string(out)
-	}
-	get, getBody := raw("GET", "/v1/companies/"+company, nil)
-	ref, refBody := raw("POST", "/v1/companies", map[string]any{"name": "B", "parent_company_id": company})
-	if get == 404 || ref == 422 {
-		t.Errorf("without row-level security on rec_companies B is still refused (GET %d, reference %d): the hook did not remove the predicate", get, ref)
-	}
-	t.Logf("control, rec_companies without FORCE ROW LEVEL SECURITY: B's GET of A's company %d %.120s; B's reference to it %d %.120s", get, getBody, ref, refBody)
-	if _, err := su.Exec(ctx, `ALTER TABLE "rec_companies" FORCE ROW LEVEL SECURITY`); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestUnscopedPoolLeak (T4 with T5): the interleaved two-workspace traffic of TestPoolWorkspaceLeak over a
-// pool of two connections, with the workspace predicate gone: the session's workspace setting alone
-// must keep every answer to its own workspace.
-func TestUnscopedPoolLeak(t *testing.T) {
-	e := startSmallPool(t, servertest.Postgres)
-	requireUnscoped(t, e)
-	runPoolLeak(t, e, 1000)
-	runStoreScopeLeak(t, e, 1000)
+		defer func() {
+			if _, err := su.Exec(ctx, `ALTER TABLE "rec_companies" FORCE ROW LEVEL SECURITY`); err != nil {
+				t.Error(err)
+			}
+		}()
+		raw := func(method, path string, body any) (int, string) {
+			data, _ := json.Marshal(body)
+			req, _ := http.NewRequest(method, e.URL+path, bytes.NewReader(data))
+			req.Header.Set("Authorization", "Bearer "+keyB)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			out, _ := io.ReadAll(res.Body)
+			return res.StatusCode, string(out)
+		}
+		get, getBody := raw("GET", "/v1/companies/"+company, nil)
+		ref, refBody := raw("POST", "/v1/companies", map[string]any{"name": "B", "parent_company_id": company})
+		if get == 404 || ref == 422 {
+			t.Errorf("without row-level security on rec_companies B is still refused (GET %d, reference %d): the hook did not remove the predicate", get, ref)
+		}
+		t.Logf("control, rec_companies without FORCE ROW LEVEL SECURITY: B's GET of A's company %d %.100s; B's reference to it %d %.100s", get, getBody, ref, refBody)
+	})
 }
