@@ -224,6 +224,7 @@ func TestKeyRejectionBound(t *testing.T) {
 // remembered (a key checked within auth.PrincipalMaxAge). When PostgreSQL returns, the same server
 // answers 200 and 401 again.
 func TestKeyStoreDown(t *testing.T) {
+	t.Parallel()
 	pg := servertest.NewPGCluster(t)
 	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: pg.URL()})
 	valid := e.Key
