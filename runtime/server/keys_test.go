@@ -474,6 +474,22 @@ func TestKeys(t *testing.T) {
 				}
 			})
 
+			t.Run("K10 forwarded addresses from an untrusted peer are ignored", func(t *testing.T) {
+				// This server trusts no proxy; the full matrix (trusted chains, CIDR edges from real peers,
+				// IPv6) is TestClientAddress and, unit by unit, httpapi TestClientIP and auth TestAllowsIP.
+				m := member("admin")
+				office := l.newKey(m, auth.KeyOptions{Access: "read", AllowIPs: []string{"10.0.0.0/8", "2001:db8::/32"}})
+				local := l.newKey(m, auth.KeyOptions{Access: "read", AllowIPs: []string{"::ffff:127.0.0.1"}})
+				for _, h := range [][]string{
+					nil, {"X-Forwarded-For", "10.1.2.3"}, {"X-Forwarded-For", "127.0.0.1, 10.1.2.3"}, {"X-Real-IP", "10.1.2.3"},
+					{"Forwarded", "for=10.1.2.3"}, {"True-Client-IP", "10.1.2.3"}, {"X-Forwarded-For", "2001:db8::1"},
+				} {
+					e.Expect(l.do(t, office, "GET", "/v1/me", nil, h...), 403, "ip_not_allowed")
+					e.Expect(l.do(t, local, "GET", "/v1/me", nil, h...), 200, "")
+				}
+				e.Expect(l.do(t, local, "GET", "/v1/me", nil, "X-Forwarded-For", "garbage"), 200, "") // not read at all
+			})
+
 			t.Run("K13 the secret is shown once", func(t *testing.T) {
 				m := member("admin")
 				k, secret, err := dir.CreateKey(ctx, m, auth.KeyOptions{Access: "read", ExpiresIn: time.Hour})

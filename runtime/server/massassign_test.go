@@ -267,6 +267,17 @@ func TestMaskedNeverShown(t *testing.T) {
 			} {
 				e.Expect(do(clerk, "GET", c.path, nil), 400, c.code)
 			}
+			// The refusal is the same whether the value guessed is right or wrong: no oracle.
+			refusal := func(value any) string {
+				filter, _ := json.Marshal([]any{map[string]any{"field": "annual_revenue", "op": "eq", "value": value}})
+				res := do(clerk, "GET", "/v1/companies?filter="+url.QueryEscape(string(filter)), nil)
+				env, _ := res.Body["error"].(map[string]any)
+				data, _ := json.Marshal([]any{res.Status, env["code"], env["message"], env["details"]})
+				return string(data)
+			}
+			if right, wrong := refusal(json.Number("987654.321")), refusal(json.Number("1")); right != wrong {
+				t.Errorf("filtering on a hidden field answers differently for the right value:\n%s\n%s", right, wrong)
+			}
 			for _, body := range []map[string]any{{"annual_revenue": 1}, {"phone": "+1 000"}, {"phone": nil}, {"employee_count": "lots"}} {
 				e.Expect(do(clerk, "PATCH", "/v1/companies/"+coID, body), 422, "validation_failed")
 			}
