@@ -1,10 +1,16 @@
 // Package plugins hosts the rules plugins that definitions name in hooks: it finds their programs in
 // the plugins directory, starts each once through github.com/hashicorp/go-plugin, reuses the connection,
-// calls hooks with a deadline, restarts a plugin that exited, serves the Lookup calls plugins make back,
-// logs their output through log/slog and stops them all on Close.
+// calls hooks with a deadline, restarts a plugin that exited, crashed or missed a deadline, serves the
+// Lookup calls plugins make back, logs their output through log/slog and stops them all on Close.
+//
+// A misbehaving plugin costs its callers no more than the deadline: a call waits for a (re)start of the
+// program at most until its deadline (the start goes on in the background, one at a time), a plugin
+// that misses a deadline is presumed stuck and replaced, a process that does not stop when asked is
+// killed, and what a plugin writes is logged with bounded line length and rate.
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +38,15 @@ import (
 // DefaultTimeout is the deadline of one hook call when none is configured.
 const DefaultTimeout = 2 * time.Second
 
+// DefaultStartTimeout is how long a program may take to start and answer go-plugin's handshake when
+// none is configured.
+const DefaultStartTimeout = 10 * time.Second
+
+// stopGrace is how long a plugin asked to stop may take before it is killed. go-plugin's Kill waits 2 s
+// for a graceful exit, but forever for a process that does not answer its shutdown call at all (a
+// stopped or wedged one).
+const stopGrace = 3 * time.Second
+
 // ErrUnavailable is a hook that could not run: the plugin is down, crashed, or missed its deadline.
 // The write is refused (503) and nothing is written.
 var ErrUnavailable = errors.New("plugin unavailable")
@@ -46,7 +61,10 @@ type Reader interface {
 type Config struct {
 	Dir     string        // directory holding plugin programs, one per name
 	Timeout time.Duration // deadline of one hook call; DefaultTimeout when zero
-	Log     *slog.Logger
+	// StartTimeout bounds a program's start up to its handshake; DefaultStartTimeout when zero. Calls
+	// do not wait that long: they wait for a start at most until their own deadline.
+	StartTimeout time.Duration
+	Log          *slog.Logger
 	// Metrics counts calls, failures and restarts; nil counts nothing.
 	Metrics *metrics.Metrics
 }
@@ -58,17 +76,41 @@ type Host struct {
 	lookups sync.Map // lookup id -> Reader
 	nextID  atomic.Uint64
 	after   sync.WaitGroup
+	// sockets holds a directory per plugin process for its go-plugin socket, removed once the process
+	// is gone: a crashed or killed plugin cannot remove its own.
+	sockets string
+	closed  atomic.Bool
+	bg      sync.WaitGroup // starts and stops running in the background
 }
 
 type entry struct {
 	name, path string
 	mu         sync.Mutex
-	client     *plugin.Client
+	proc       *proc  // the running process, once started
+	pending    *proc  // the process of the start in flight
+	starting   *start // the start in flight; nil when none
 	hooks      *sdk.Client
 	desc       sdk.Description
 	starts     int
 	lastErr    error
-	broken     bool // the connection failed: restart before the next call
+	broken     bool // the connection failed or a call missed its deadline: restart before the next call
+	output     outputLimit
+}
+
+// proc is one plugin process.
+type proc struct {
+	client *plugin.Client
+	kill   context.CancelFunc // kills the process at once
+	dir    string             // its socket directory
+}
+
+// start is one start of a plugin's program, in the background: callers wait for it until done is
+// closed or their deadline passes.
+type start struct {
+	began time.Time
+	done  chan struct{}
+	hooks *sdk.Client
+	err   error
 }
 
 // New finds the program of every plugin named by cat's hooks in cfg.Dir and starts it. A name with no
@@ -76,6 +118,9 @@ type entry struct {
 func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -104,6 +149,13 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%s (build the shipped plugins with `make plugins`, or point --plugins at the directory holding them)", strings.Join(problems, "; "))
 	}
+	if len(names) > 0 {
+		dir, err := os.MkdirTemp("", "records-plugins-")
+		if err != nil {
+			return nil, fmt.Errorf("plugin socket directory: %w", err)
+		}
+		h.sockets = dir
+	}
 	// The programs start side by side: a server's start waits for the slowest, not for their sum.
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -111,10 +163,7 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e := h.plugins[name]
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if _, err := h.ensure(ctx, e); err != nil {
+			if _, err := h.ensure(ctx, h.plugins[name]); err != nil {
 				errs[i] = fmt.Errorf("start plugin %s: %w", name, err)
 			}
 		}()
@@ -127,59 +176,173 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 	return h, nil
 }
 
-// ensure returns e's running client, starting (or restarting) the program when it is not running.
-// The caller holds e.mu.
+// ensure returns e's running client. When the program is not running (never started, exited, or
+// marked broken) it starts it in the background, one start at a time, and waits for that start at most
+// until ctx is done: a start that is slow or stuck costs a call no more than its own deadline, and goes
+// on for the calls after it. The caller does not hold e.mu.
 func (h *Host) ensure(ctx context.Context, e *entry) (*sdk.Client, error) {
-	if e.client != nil && !e.client.Exited() && !e.broken && e.hooks != nil {
-		return e.hooks, nil
+	e.mu.Lock()
+	if e.hooks != nil && !e.broken && !e.proc.client.Exited() {
+		c := e.hooks
+		e.mu.Unlock()
+		return c, nil
 	}
-	e.broken = false
-	if e.client != nil {
-		e.client.Kill()
-		h.cfg.Log.Warn("plugin exited; restarting", "plugin", e.name, "starts", e.starts)
+	s := e.starting
+	if s == nil {
+		if h.closed.Load() {
+			e.mu.Unlock()
+			return nil, errors.New("the host is closed")
+		}
+		s = &start{began: time.Now(), done: make(chan struct{})}
+		e.starting = s
+		old := e.proc
+		e.proc, e.hooks, e.broken = nil, nil, false
+		e.starts++
+		n := e.starts
+		h.bg.Add(1)
+		go func() {
+			defer h.bg.Done()
+			h.start(e, s, old, n)
+		}()
 	}
-	cmd := exec.Command(e.path)
+	e.mu.Unlock()
+	select {
+	case <-s.done:
+		return s.hooks, s.err
+	case <-ctx.Done():
+		err := fmt.Errorf("still starting after %v", time.Since(s.began).Round(time.Millisecond))
+		e.mu.Lock()
+		if e.starting == s {
+			e.lastErr = err
+		}
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", err, ctx.Err())
+	}
+}
+
+// start starts e's program as the n-th start, replacing old (stopped in the background), and reports
+// through s.
+func (h *Host) start(e *entry, s *start, old *proc, n int) {
+	if old != nil {
+		h.cfg.Log.Warn("restarting plugin", "plugin", e.name, "starts", n, "err", e.lastErrLocked())
+		h.bg.Add(1)
+		go func() {
+			defer h.bg.Done()
+			h.stop(old)
+		}()
+	}
+	h.cfg.Metrics.PluginStarted(e.name, n > 1)
+	p, hooks, desc, err := h.launch(e)
+	e.mu.Lock()
+	e.pending = nil
+	if err == nil && h.closed.Load() {
+		err = errors.New("the host is closed")
+	}
+	if err != nil {
+		e.lastErr, hooks = err, nil
+	} else {
+		e.proc, e.hooks, e.desc, e.lastErr = p, hooks, desc, nil
+	}
+	e.starting = nil
+	e.mu.Unlock()
+	s.hooks, s.err = hooks, err
+	close(s.done)
+	if err != nil {
+		h.cfg.Log.Warn("plugin did not start", "plugin", e.name, "starts", n, "err", err)
+		h.stop(p)
+		return
+	}
+	h.cfg.Log.Info("plugin started", "plugin", e.name, "version", desc.Version, "starts", n)
+}
+
+// launch runs e's program, connects to it and asks it to describe itself. The process it returns (nil
+// when there is none) must be stopped if err is not nil.
+func (h *Host) launch(e *entry) (*proc, *sdk.Client, sdk.Description, error) {
+	var desc sdk.Description
+	dir, err := os.MkdirTemp(h.sockets, e.name+"-")
+	if err != nil {
+		return nil, nil, desc, fmt.Errorf("socket directory: %w", err)
+	}
+	pctx, kill := context.WithCancel(context.Background())
+	// The command's context lets the host kill the process without go-plugin's locks, which a start in
+	// flight holds until the handshake.
+	cmd := exec.CommandContext(pctx, e.path)
 	cmd.SysProcAttr = childAttrs()
-	out := &lineLogger{log: h.cfg.Log, plugin: e.name}
+	cmd.Env = []string{plugin.EnvUnixSocketDir + "=" + dir}
+	// One logger per stream, so that lines arriving on two streams at once are not mixed; one limit
+	// per plugin, kept across restarts.
+	out := func(stream string) *lineLogger {
+		return &lineLogger{log: h.cfg.Log, plugin: e.name, stream: stream, limit: &e.output}
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		Plugins:          sdk.HostPlugins(lookupServer{h}),
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		Stderr:           out,
-		SyncStdout:       out,
-		StartTimeout:     10 * time.Second,
+		Stderr:           out("stderr"), // the process's file descriptor 2 (a panic's trace, log.Print)
+		SyncStdout:       out("stdout"), // os.Stdout and os.Stderr once the plugin serves
+		SyncStderr:       out("stderr"),
+		StartTimeout:     h.cfg.StartTimeout,
 		Logger: hclog.New(&hclog.LoggerOptions{
-			Name: "go-plugin." + e.name, Level: hclog.Warn, Output: out, DisableTime: true,
+			Name: "go-plugin." + e.name, Level: hclog.Warn, Output: out("go-plugin"), DisableTime: true,
 		}),
 	})
-	e.starts++
-	h.cfg.Metrics.PluginStarted(e.name, e.starts > 1)
-	e.client, e.hooks = client, nil
+	p := &proc{client: client, kill: kill, dir: dir}
+	e.mu.Lock()
+	closed := h.closed.Load()
+	if !closed {
+		e.pending = p
+	}
+	e.mu.Unlock()
+	if closed {
+		return p, nil, desc, errors.New("the host is closed")
+	}
 	rpc, err := client.Client()
 	if err != nil {
-		e.lastErr = err
-		client.Kill()
-		return nil, err
+		return p, nil, desc, err
 	}
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
-		e.lastErr = err
-		client.Kill()
-		return nil, err
+		return p, nil, desc, err
 	}
 	hooks := raw.(*sdk.Client)
-	dctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	// Describe is part of the start, bounded like the handshake: callers wait for a start no longer
+	// than their own deadline anyway, and a busy machine may take longer than one call's deadline.
+	dctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
 	defer cancel()
-	desc, err := hooks.Describe(dctx)
-	if err != nil {
-		e.lastErr = err
-		client.Kill()
-		return nil, err
+	if desc, err = hooks.Describe(dctx); err != nil {
+		return p, nil, desc, fmt.Errorf("describe: %w", err)
 	}
-	e.hooks, e.desc, e.lastErr = hooks, desc, nil
-	h.cfg.Log.Info("plugin started", "plugin", e.name, "version", desc.Version, "starts", e.starts)
-	return hooks, nil
+	return p, hooks, desc, nil
+}
+
+// stop ends process p and removes its socket directory: go-plugin's Kill, and a kill when that has not
+// returned within stopGrace.
+func (h *Host) stop(p *proc) {
+	if p == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		p.client.Kill()
+		close(done)
+	}()
+	t := time.NewTimer(stopGrace)
+	select {
+	case <-done:
+	case <-t.C:
+		p.kill()
+		<-done
+	}
+	t.Stop()
+	p.kill()
+	_ = os.RemoveAll(p.dir)
+}
+
+func (e *entry) lastErrLocked() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastErr
 }
 
 func (h *Host) client(ctx context.Context, name string) (*sdk.Client, *entry, error) {
@@ -187,8 +350,6 @@ func (h *Host) client(ctx context.Context, name string) (*sdk.Client, *entry, er
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s is not loaded", ErrUnavailable, name)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	c, err := h.ensure(ctx, e)
 	if err != nil {
 		return nil, e, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
@@ -225,41 +386,51 @@ func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader R
 		}
 		h.cfg.Metrics.PluginCall(name, "before", outcome, time.Since(start))
 	}()
-	c, e, err := h.client(ctx, name)
+	// The deadline covers the whole call, a (re)start of the program included.
+	cctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	c, e, err := h.client(cctx, name)
 	if err != nil {
 		return nil, err
 	}
 	id := h.nextID.Add(1)
 	h.lookups.Store(id, reader)
 	defer h.lookups.Delete(id)
-	cctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
-	defer cancel()
 	res, err = c.Before(cctx, call, id)
-	if err != nil && h.connectionLost(e, err) && cctx.Err() == nil {
-		// The process died between calls: nothing ran, so start it again and ask once more, within
-		// the same deadline.
+	if err != nil && h.failed(ctx, cctx, e, c, err) && cctx.Err() == nil {
+		// The process died or was replaced under the call: start it again if need be and ask once
+		// more, within the same deadline.
 		if c, _, err = h.client(cctx, name); err == nil {
 			res, err = c.Before(cctx, call, id)
+			if err != nil {
+				h.failed(ctx, cctx, e, c, err)
+			}
 		}
 	}
 	if err != nil {
-		h.connectionLost(e, err)
 		return nil, fmt.Errorf("%w: %s before %s %s: %v", ErrUnavailable, name, call.Operation, call.Resource, err)
 	}
 	return res, nil
 }
 
-// connectionLost records err, and reports (marking e for a restart) whether it means the plugin's
-// connection or process is gone rather than that the hook failed.
-func (h *Host) connectionLost(e *entry, err error) bool {
+// failed records err, the failure of a call through c whose deadline is cctx (under the caller's ctx),
+// and reports whether the plugin's connection or process is gone (or was replaced meanwhile) rather than
+// that the hook failed. A connection gone, or a call that missed the deadline the host gave it (the
+// plugin is presumed stuck: a hook that ignores its context would pile up in the process), marks the
+// plugin for a restart before the next call, unless c was replaced already.
+func (h *Host) failed(ctx, cctx context.Context, e *entry, c *sdk.Client, err error) bool {
+	code := status.Code(err)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.lastErr = err
-	if status.Code(err) == codes.Unavailable || (e.client != nil && e.client.Exited()) {
-		e.broken = true
+	if e.hooks != c {
 		return true
 	}
-	return false
+	lost := code == codes.Unavailable || (code == codes.Canceled && cctx.Err() == nil) || e.proc.client.Exited()
+	if lost || (cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil) {
+		e.broken = true
+	}
+	return lost
 }
 
 // After runs plugin name's After hook in the background, with the call deadline; a failure is logged.
@@ -271,12 +442,12 @@ func (h *Host) After(name string, call *sdk.Call, record map[string]any) {
 		defer cancel()
 		start := time.Now()
 		outcome := metrics.OutcomeOK
-		c, _, err := h.client(ctx, name)
+		c, e, err := h.client(ctx, name)
 		if err != nil {
 			outcome = metrics.OutcomeUnavailable
 		} else if err = c.After(ctx, call, record); err != nil {
 			outcome = metrics.OutcomeError
-			if status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded {
+			if h.failed(context.Background(), ctx, e, c, err) || ctx.Err() != nil {
 				outcome = metrics.OutcomeUnavailable
 			}
 		}
@@ -304,9 +475,9 @@ func (h *Host) Statuses() []Status {
 	var out []Status
 	for _, e := range h.plugins {
 		e.mu.Lock()
-		s := Status{Name: e.name, Path: e.path, Version: e.desc.Version, Resources: e.desc.Resources, Running: e.client != nil && !e.client.Exited(), Starts: e.starts}
+		s := Status{Name: e.name, Path: e.path, Version: e.desc.Version, Resources: e.desc.Resources, Running: e.proc != nil && !e.proc.client.Exited(), Starts: e.starts}
 		if s.Running {
-			if rc := e.client.ReattachConfig(); rc != nil {
+			if rc := e.proc.client.ReattachConfig(); rc != nil {
 				s.PID = rc.Pid
 			}
 		}
@@ -334,15 +505,18 @@ func (h *Host) Check(ctx context.Context) map[string]error {
 }
 
 func (h *Host) ping(ctx context.Context, e *entry) error {
-	e.mu.Lock()
-	_, err := h.ensure(ctx, e)
-	var client *plugin.Client
-	if err == nil {
-		client = e.client
-	}
-	e.mu.Unlock()
+	c, err := h.ensure(ctx, e)
 	if err != nil {
 		return fmt.Errorf("not running: %w", err)
+	}
+	e.mu.Lock()
+	var client *plugin.Client
+	if e.proc != nil && e.hooks == c {
+		client = e.proc.client
+	}
+	e.mu.Unlock()
+	if client == nil {
+		return errors.New("not running: restarting")
 	}
 	// The ping runs without the entry's lock: a plugin slow to answer must not hold up hook calls.
 	done := make(chan error, 1)
@@ -356,7 +530,12 @@ func (h *Host) ping(ctx context.Context, e *entry) error {
 	select {
 	case err := <-done:
 		if err != nil {
-			h.connectionLost(e, err)
+			e.mu.Lock()
+			e.lastErr = err
+			if e.hooks == c {
+				e.broken = true
+			}
+			e.mu.Unlock()
 			return fmt.Errorf("ping: %w", err)
 		}
 		return nil
@@ -365,33 +544,49 @@ func (h *Host) ping(ctx context.Context, e *entry) error {
 	}
 }
 
-// Restart stops plugin name's process; the next call starts the program again (a new binary, if it was
-// replaced).
+// Restart stops plugin name's process, and kills a start in flight (one stuck before its handshake);
+// the next call starts the program again (a new binary, if it was replaced).
 func (h *Host) Restart(name string) error {
 	e, ok := h.plugins[name]
 	if !ok {
 		return fmt.Errorf("plugin %s is not loaded", name)
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.client != nil {
-		e.client.Kill()
+	p, pending := e.proc, e.pending
+	e.broken = true
+	e.mu.Unlock()
+	if pending != nil {
+		pending.kill()
 	}
+	h.stop(p)
 	return nil
 }
 
-// Close waits for running After hooks (each bounded by the deadline) and stops every plugin.
+// Close waits for running After hooks (each bounded by the deadline) and stops every plugin: a start
+// in flight is killed, and a process that does not stop when asked is killed after stopGrace.
 func (h *Host) Close() {
 	if h == nil {
 		return
 	}
+	h.closed.Store(true)
 	h.after.Wait()
 	for _, e := range h.plugins {
 		e.mu.Lock()
-		if e.client != nil {
-			e.client.Kill()
-		}
+		p, pending := e.proc, e.pending
+		e.proc, e.hooks = nil, nil
 		e.mu.Unlock()
+		if pending != nil {
+			pending.kill() // its start fails, and stops it
+		}
+		h.bg.Add(1)
+		go func() {
+			defer h.bg.Done()
+			h.stop(p)
+		}()
+	}
+	h.bg.Wait()
+	if h.sockets != "" {
+		_ = os.RemoveAll(h.sockets)
 	}
 }
 
@@ -422,31 +617,109 @@ func (l lookupServer) List(ctx context.Context, id uint64, resource string, filt
 	return r.List(ctx, resource, filters, limit)
 }
 
-// lineLogger logs what a plugin writes, one slog record per line.
+// Limits on what a plugin's output may add to the server's log.
+const (
+	maxLineBytes   = 8 << 10 // a longer line is cut (truncated: true) and the rest of it dropped
+	linesPerSecond = 100     // lines logged per second and plugin, past a burst of lineBurst
+	lineBurst      = 1000
+	dropWarnEvery  = 10 * time.Second
+)
+
+// lineLogger logs what a plugin writes on one stream, one slog record per line. A plugin flooding its
+// output cannot flood the server's log or memory: lines are cut at maxLineBytes, and its lines share an
+// outputLimit.
 type lineLogger struct {
 	log    *slog.Logger
 	plugin string
+	stream string
+	limit  *outputLimit
 	mu     sync.Mutex
 	buf    []byte
+	skip   bool // the rest of the current line was cut
 }
 
 func (w *lineLogger) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := strings.IndexByte(string(w.buf), '\n')
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		part := p
+		if i >= 0 {
+			part = p[:i]
+		}
+		if !w.skip {
+			if room := maxLineBytes - len(w.buf); len(part) > room {
+				w.buf = append(w.buf, part[:room]...)
+				w.emit(true)
+				w.skip = true
+			} else {
+				w.buf = append(w.buf, part...)
+			}
+		}
 		if i < 0 {
 			break
 		}
-		if line := strings.TrimSpace(string(w.buf[:i])); line != "" {
-			w.log.Info("plugin output", "plugin", w.plugin, "line", line)
+		if !w.skip {
+			w.emit(false)
 		}
-		w.buf = w.buf[i+1:]
+		w.buf, w.skip = w.buf[:0], false
+		p = p[i+1:]
 	}
-	if len(w.buf) > 64<<10 { // a line that never ends is logged in pieces
-		w.log.Info("plugin output", "plugin", w.plugin, "line", string(w.buf))
-		w.buf = w.buf[:0]
+	return n, nil
+}
+
+// emit logs the line in w.buf, if the limit allows. The caller holds w.mu.
+func (w *lineLogger) emit(truncated bool) {
+	line := bytes.TrimSpace(w.buf)
+	w.buf = w.buf[:0]
+	if len(line) == 0 {
+		return
 	}
-	return len(p), nil
+	dropped, ok := w.limit.take(w.log, w.plugin)
+	if !ok {
+		return
+	}
+	attrs := []any{"plugin", w.plugin, "stream", w.stream, "line", string(line)}
+	if truncated {
+		attrs = append(attrs, "truncated", true)
+	}
+	if dropped > 0 {
+		attrs = append(attrs, "dropped", dropped)
+	}
+	w.log.Info("plugin output", attrs...)
+}
+
+// outputLimit is a token bucket of log lines: lineBurst, refilled at linesPerSecond.
+type outputLimit struct {
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	dropped int
+	warned  time.Time
+}
+
+// take reports whether one more line may be logged, and how many were dropped since the last one.
+// Dropping is announced at most every dropWarnEvery.
+func (l *outputLimit) take(log *slog.Logger, plugin string) (dropped int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if l.last.IsZero() {
+		l.tokens = lineBurst
+	} else {
+		l.tokens = min(lineBurst, l.tokens+now.Sub(l.last).Seconds()*linesPerSecond)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		if l.dropped == 0 && now.Sub(l.warned) >= dropWarnEvery {
+			l.warned = now
+			log.Warn("plugin output over the limit; dropping lines", "plugin", plugin, "lines_per_second", linesPerSecond, "burst", lineBurst)
+		}
+		l.dropped++
+		return 0, false
+	}
+	l.tokens--
+	dropped, l.dropped = l.dropped, 0
+	return dropped, true
 }
