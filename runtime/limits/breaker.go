@@ -11,12 +11,12 @@ import (
 )
 
 // breaker tracks whether Redis answers, for the parts that use it (the rate limiter and the quota share
-// one when they share a client: Redis.NewQuota). A failed call opens it: requests are then judged
-// locally at once, without asking Redis, and a background probe pings Redis every retry until it
-// answers, which closes it again. So when Redis stops answering (a black hole rather than a refused
-// connection) only the requests already waiting pay the timeout, and a single slow answer costs at most
-// one retry interval of local judgement. It logs once when Redis is lost (at most once a minute) and
-// once when it is back.
+// one when they share a client: Redis.NewQuota). openAfter failed calls in a row open it: requests are
+// then judged locally at once, without asking Redis, and a background probe pings Redis every retry
+// until it answers, which closes it again. So when Redis stops answering (a black hole rather than a
+// refused connection) only the requests already waiting pay the timeout, while a single slow answer on a
+// busy server costs only its own request's exactness. It logs once when Redis is lost (at most once a
+// minute) and once when it is back.
 type breaker struct {
 	what     string // which part falls back, for the log
 	fallback string // what it does instead, for the log
@@ -24,13 +24,18 @@ type breaker struct {
 	client   redis.UniversalClient // pinged by the probe
 	timeout  time.Duration         // of a probe's ping
 	retry    time.Duration         // between probes
+	fails    atomic.Int32          // failed calls in a row
 	open     atomic.Bool
 	down     atomic.Bool  // the outage was logged and the recovery not yet
 	lastWarn atomic.Int64 // unix seconds of the last outage line
 }
 
-// defaultRetry is how often an open breaker's probe pings Redis.
-const defaultRetry = 200 * time.Millisecond
+const (
+	// defaultRetry is how often an open breaker's probe pings Redis.
+	defaultRetry = 200 * time.Millisecond
+	// openAfter is how many failed calls in a row open the breaker.
+	openAfter = 3
+)
 
 func newBreaker(client redis.UniversalClient, log *slog.Logger, what, fallback string) *breaker {
 	return &breaker{what: what, fallback: fallback, log: log, client: client, timeout: DefaultRedisTimeout, retry: defaultRetry}
@@ -39,9 +44,9 @@ func newBreaker(client redis.UniversalClient, log *slog.Logger, what, fallback s
 // try reports whether Redis should be asked now; when not, the caller falls back.
 func (b *breaker) try() bool { return !b.open.Load() }
 
-// failed records a failed call, whose request then falls back, and opens the breaker.
+// failed records a failed call, whose request then falls back.
 func (b *breaker) failed(err error) {
-	if b.open.CompareAndSwap(false, true) {
+	if b.fails.Add(1) >= openAfter && b.open.CompareAndSwap(false, true) {
 		go b.probe()
 	}
 	now := time.Now().Unix()
@@ -62,8 +67,8 @@ func (b *breaker) probe() {
 			return
 		}
 		if err == nil {
-			b.open.Store(false)
 			b.ok()
+			b.open.Store(false)
 			return
 		}
 	}
@@ -71,6 +76,9 @@ func (b *breaker) probe() {
 
 // ok records a successful call.
 func (b *breaker) ok() {
+	if b.fails.Load() != 0 {
+		b.fails.Store(0)
+	}
 	if b.down.Load() && b.down.CompareAndSwap(true, false) {
 		b.log.Info(b.what + ": Redis available again")
 	}

@@ -65,9 +65,10 @@ const DefaultRedisTimeout = 250 * time.Millisecond
 // Redis is a Limiter shared by every server using the same Redis. When Redis fails or does not answer
 // within Timeout, a request is judged by the server's own in-process limiter instead (fail open to
 // per-server limits, so an outage of Redis never stops the API; each server then enforces the full
-// limit on its own). After a failure the server stops asking Redis and pings it in the background every
-// 200 ms until it answers, so a Redis that no longer answers costs the timeout only to the requests
-// already waiting for it. The outage is logged once (at most once a minute), and so is the recovery.
+// limit on its own). After three failures in a row the server stops asking Redis and pings it in the
+// background every 200 ms until it answers, so a Redis that no longer answers costs the timeout only to
+// the requests already waiting for it. The outage is logged once (at most once a minute), and so is the
+// recovery.
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
@@ -136,12 +137,15 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 
 // ParseRedisURL opens a client for a redis:// URL. The client honours context deadlines (go-redis
 // otherwise waits for its 3 s read timeout, so a Redis that stops answering would hold every request
-// for up to 3 s instead of the limiter's Timeout).
+// for up to 3 s instead of the limiter's Timeout) and retries neither a failed command nor a failed dial
+// (go-redis dials up to five times 100 ms apart: a stopped Redis would cost a request the whole timeout
+// where failing at once lets it fall back at once).
 func ParseRedisURL(url string) (*redis.Client, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("redis url: %w", err)
 	}
 	opt.ContextTimeoutEnabled = true
+	opt.MaxRetries, opt.DialerRetries = -1, 1
 	return redis.NewClient(opt), nil
 }

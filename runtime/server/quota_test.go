@@ -66,11 +66,37 @@ func redisClient(t testing.TB, url string) *redis.Client {
 // admitted through Redis.
 var quotaModes = []string{"database", "redis"}
 
-func startQuotaEnv(t *testing.T, b servertest.Backend, mode string, opts servertest.Options) *servertest.Env {
-	if mode == "redis" && opts.Redis == "" {
-		opts.Redis = sharedRedis(t)
+// TestQuotaAndLimits runs the quota and accounting scenarios (R7, R9) on SQLite and PostgreSQL, each
+// without and with Redis: one server per backend and mode, each scenario in a workspace of its own (a
+// server costs more to start than its scenarios take). The month rollover runs last, since it sets the
+// server's clock.
+func TestQuotaAndLimits(t *testing.T) {
+	for _, b := range servertest.Backends {
+		for _, mode := range quotaModes {
+			t.Run(string(b)+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				var opts servertest.Options
+				if mode == "redis" {
+					opts.Redis = sharedRedis(t)
+				}
+				base := servertest.Start(t, b, opts)
+				scenario := func(name string, f func(t *testing.T, e *servertest.Env)) {
+					t.Run(name, func(t *testing.T) {
+						e := *base
+						e.T = t
+						e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
+						f(t, &e)
+					})
+				}
+				scenario("R7_exact_under_concurrency", quotaExactUnderConcurrency)
+				scenario("R9_accounting", limitsAccounting)
+				if mode == "redis" {
+					scenario("R7_exact_across_servers", quotaExactAcrossServers)
+				}
+				scenario("R7_month_rollover_utc", quotaMonthRolloverUTC)
+			})
+		}
 	}
-	return servertest.Start(t, b, opts)
 }
 
 // storedUsage reads usage_counters for workspace and period.
@@ -91,49 +117,41 @@ func storedUsage(t testing.TB, st store.Store, workspace, period string) int64 {
 // mode (one server is exact) and through Redis; the admitted requests see X-Quota-Remaining Q-1 … 0,
 // each once; the refusals are 429 quota_exceeded with X-Quota-Remaining 0 and Retry-After =
 // X-Quota-Reset = the seconds to the next 1st of the month, 00:00 UTC.
-func TestQuotaExactUnderConcurrency(t *testing.T) {
-	for _, b := range servertest.Backends {
-		for _, mode := range quotaModes {
-			t.Run(string(b)+"/"+mode, func(t *testing.T) {
-				t.Parallel()
-				e := startQuotaEnv(t, b, mode, servertest.Options{})
-				const q = 20
-				setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
-				var mu sync.Mutex
-				var remaining []int
-				codes := map[string]int{}
-				var wg sync.WaitGroup
-				for range 5 * q {
-					wg.Go(func() {
-						sent := time.Now()
-						res := e.Do("GET", "/v1/tags?page_size=1", nil)
-						done := time.Now()
-						mu.Lock()
-						defer mu.Unlock()
-						codes[strconv.Itoa(res.Status)+" "+res.Code()]++
-						if res.Status == 200 {
-							r, _ := strconv.Atoi(res.Header.Get("X-Quota-Remaining"))
-							remaining = append(remaining, r)
-						} else {
-							checkQuotaRefusal(t, res.Header, q, sent, done)
-						}
-					})
-				}
-				wg.Wait()
-				if codes["200 "] != q || codes["429 quota_exceeded"] != 4*q {
-					t.Errorf("answers %v, want %d × 200 and %d × 429 quota_exceeded", codes, q, 4*q)
-				}
-				slices.Sort(remaining)
-				for i, r := range remaining {
-					if r != i {
-						t.Errorf("X-Quota-Remaining of the admitted requests %v, want 0 … %d once each", remaining, q-1)
-						break
-					}
-				}
-				t.Logf("quota %d, %d concurrent requests: %v", q, 5*q, codes)
-			})
+func quotaExactUnderConcurrency(t *testing.T, e *servertest.Env) {
+	const q = 20
+	setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
+	var mu sync.Mutex
+	var remaining []int
+	codes := map[string]int{}
+	var wg sync.WaitGroup
+	for range 5 * q {
+		wg.Go(func() {
+			sent := time.Now()
+			res := e.Do("GET", "/v1/tags?page_size=1", nil)
+			done := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			codes[strconv.Itoa(res.Status)+" "+res.Code()]++
+			if res.Status == 200 {
+				r, _ := strconv.Atoi(res.Header.Get("X-Quota-Remaining"))
+				remaining = append(remaining, r)
+			} else {
+				checkQuotaRefusal(t, res.Header, q, sent, done)
+			}
+		})
+	}
+	wg.Wait()
+	if codes["200 "] != q || codes["429 quota_exceeded"] != 4*q {
+		t.Errorf("answers %v, want %d × 200 and %d × 429 quota_exceeded", codes, q, 4*q)
+	}
+	slices.Sort(remaining)
+	for i, r := range remaining {
+		if r != i {
+			t.Errorf("X-Quota-Remaining of the admitted requests %v, want 0 … %d once each", remaining, q-1)
+			break
 		}
 	}
+	t.Logf("quota %d, %d concurrent requests: %v", q, 5*q, codes)
 }
 
 // checkQuotaRefusal asserts a 429 quota_exceeded's headers: X-Quota-Limit q, X-Quota-Remaining 0, and
@@ -158,134 +176,125 @@ func checkQuotaRefusal(t testing.TB, h interface{ Get(string) string }, q int, s
 // servers) admit exactly Q of 5Q concurrent requests, each answer's usage is distinct, refusals add
 // nothing, and once flushed the database holds Q as well. The same three counters without Redis, before
 // they flush, admit Q each: the overshoot the database mode documents.
-func TestQuotaExactAcrossServers(t *testing.T) {
-	for _, b := range servertest.Backends {
-		t.Run(string(b), func(t *testing.T) {
-			t.Parallel()
-			e := servertest.Start(t, b, servertest.Options{})
-			st := e.Server.Backend().Store
-			client := redisClient(t, sharedRedis(t))
-			prefix := "records-test:" + randomHex(6) + ":"
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			const q = 60
-			now := time.Now()
-			period, _ := limits.Period(now)
-			run := func(ws string, counters []*limits.Quota) (admitted int, used []int64) {
-				var mu sync.Mutex
-				var wg sync.WaitGroup
-				for i := range 5 * q {
-					wg.Go(func() {
-						u, ok, err := counters[i%len(counters)].Take(context.Background(), ws, n(q), now)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						mu.Lock()
-						defer mu.Unlock()
-						if ok {
-							admitted++
-							used = append(used, u)
-						}
-					})
+func quotaExactAcrossServers(t *testing.T, e *servertest.Env) {
+	st := e.Server.Backend().Store
+	client := redisClient(t, sharedRedis(t))
+	prefix := "records-test:" + randomHex(6) + ":"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const q = 60
+	now := time.Now()
+	period, _ := limits.Period(now)
+	run := func(ws string, counters []*limits.Quota) (admitted int, used []int64) {
+		for _, c := range counters {
+			// 300 calls at once on a busy test machine: a slow answer must not make a counter judge
+			// alone (that is TestQuotaRedisOutage's subject).
+			c.Timeout = 5 * time.Second
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 5 * q {
+			wg.Go(func() {
+				u, ok, err := counters[i%len(counters)].Take(context.Background(), ws, n(q), now)
+				if err != nil {
+					t.Error(err)
+					return
 				}
-				wg.Wait()
-				for _, c := range counters {
-					if err := c.Flush(context.Background(), now); err != nil {
-						t.Fatal(err)
-					}
+				mu.Lock()
+				defer mu.Unlock()
+				if ok {
+					admitted++
+					used = append(used, u)
 				}
-				return admitted, used
+			})
+		}
+		wg.Wait()
+		for _, c := range counters {
+			if err := c.Flush(context.Background(), now); err != nil {
+				t.Fatal(err)
 			}
-
-			shared := []*limits.Quota{limits.NewRedisQuota(st, client, prefix, log), limits.NewRedisQuota(st, client, prefix, log), limits.NewRedisQuota(st, client, prefix, log)}
-			ws := e.Workspace
-			admitted, used := run(ws, shared)
-			slices.Sort(used)
-			if admitted != q || len(used) != q || used[0] != 1 || used[q-1] != q || len(slices.Compact(used)) != q {
-				t.Errorf("through Redis: %d admitted with usages %v, want exactly %d with usages 1 … %d", admitted, used, q, q)
-			}
-			if got := storedUsage(t, st, ws, period); got != q {
-				t.Errorf("usage_counters holds %d, want %d", got, q)
-			}
-			if got, err := client.HGet(context.Background(), prefix+ws+":"+period, "n").Int64(); err != nil || got != q {
-				t.Errorf("the Redis counter holds %d (%v), want %d: refusals must add nothing", got, err, q)
-			}
-
-			alone := []*limits.Quota{limits.NewQuota(st), limits.NewQuota(st), limits.NewQuota(st)}
-			other, _, _ := e.NewWorkspace("growth", "admin", "read")
-			admitted, _ = run(other, alone)
-			if admitted != 3*q {
-				t.Errorf("without Redis, three unflushed counters admitted %d, want %d (each judges from its own count)", admitted, 3*q)
-			}
-			t.Logf("quota %d, %d concurrent requests over three counters: %d admitted through Redis, %d without it", q, 5*q, q, admitted)
-		})
+		}
+		return admitted, used
 	}
+
+	shared := []*limits.Quota{limits.NewRedisQuota(st, client, prefix, log), limits.NewRedisQuota(st, client, prefix, log), limits.NewRedisQuota(st, client, prefix, log)}
+	ws := e.Workspace
+	admitted, used := run(ws, shared)
+	slices.Sort(used)
+	if admitted != q || len(used) != q || used[0] != 1 || used[q-1] != q || len(slices.Compact(used)) != q {
+		t.Errorf("through Redis: %d admitted with usages %v, want exactly %d with usages 1 … %d", admitted, used, q, q)
+	}
+	if got := storedUsage(t, st, ws, period); got != q {
+		t.Errorf("usage_counters holds %d, want %d", got, q)
+	}
+	if got, err := client.HGet(context.Background(), prefix+ws+":"+period, "n").Int64(); err != nil || got != q {
+		t.Errorf("the Redis counter holds %d (%v), want %d: refusals must add nothing", got, err, q)
+	}
+
+	alone := []*limits.Quota{limits.NewQuota(st), limits.NewQuota(st), limits.NewQuota(st)}
+	other, _, _ := e.NewWorkspace("growth", "admin", "read")
+	admitted, _ = run(other, alone)
+	if admitted != 3*q {
+		t.Errorf("without Redis, three unflushed counters admitted %d, want %d (each judges from its own count)", admitted, 3*q)
+	}
+	t.Logf("quota %d, %d concurrent requests over three counters: %d admitted through Redis, %d without it", q, 5*q, q, admitted)
 }
 
 // R7 rollover, with the clock of admission set: a request at 23:59:59.5 on January 31 (UTC) counts in
 // January even where local time is already February 1 (the clock is read in UTC+14); the quota resets
 // at February 1, 00:00 UTC; X-Quota-Reset counts the seconds to the next 1st of the month, 00:00 UTC.
-func TestQuotaMonthRolloverUTC(t *testing.T) {
-	for _, b := range servertest.Backends {
-		for _, mode := range quotaModes {
-			t.Run(string(b)+"/"+mode, func(t *testing.T) {
-				t.Parallel()
-				e := startQuotaEnv(t, b, mode, servertest.Options{})
-				const q = 3
-				setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
-				kiritimati := time.FixedZone("UTC+14", 14*3600)
-				var clock atomic.Pointer[time.Time]
-				set := func(s string) {
-					at, err := time.Parse(time.RFC3339Nano, s)
-					if err != nil {
-						t.Fatal(err)
-					}
-					at = at.In(kiritimati)
-					clock.Store(&at)
-				}
-				set("2031-01-31T23:59:59.5Z")
-				e.Server.Handler().(*httpapi.Handler).SetClock(func() time.Time { return *clock.Load() })
+func quotaMonthRolloverUTC(t *testing.T, e *servertest.Env) {
+	const q = 3
+	setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
+	kiritimati := time.FixedZone("UTC+14", 14*3600)
+	var clock atomic.Pointer[time.Time]
+	set := func(s string) {
+		at, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = at.In(kiritimati)
+		clock.Store(&at)
+	}
+	set("2031-01-31T23:59:59.5Z")
+	e.Server.Handler().(*httpapi.Handler).SetClock(func() time.Time { return *clock.Load() })
 
-				for i := 1; i <= q; i++ {
-					res := e.Do("GET", "/v1/me", nil)
-					e.Expect(res, 200, "")
-					if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-i) {
-						t.Errorf("January request %d: X-Quota-Remaining %q, want %d", i, got, q-i)
-					}
-					if got := res.Header.Get("X-Quota-Reset"); got != "1" {
-						t.Errorf("January request %d: X-Quota-Reset %q, want 1 (0.5 s to February, rounded up)", i, got)
-					}
-				}
-				res := e.Do("GET", "/v1/me", nil)
-				e.Expect(res, 429, "quota_exceeded")
-				if res.Header.Get("Retry-After") != "1" || res.Header.Get("X-Quota-Reset") != "1" || res.Header.Get("X-Quota-Remaining") != "0" {
-					t.Errorf("refusal at 23:59:59.5: Retry-After %q X-Quota-Reset %q X-Quota-Remaining %q, want 1, 1, 0",
-						res.Header.Get("Retry-After"), res.Header.Get("X-Quota-Reset"), res.Header.Get("X-Quota-Remaining"))
-				}
+	for i := 1; i <= q; i++ {
+		res := e.Do("GET", "/v1/me", nil)
+		e.Expect(res, 200, "")
+		if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-i) {
+			t.Errorf("January request %d: X-Quota-Remaining %q, want %d", i, got, q-i)
+		}
+		if got := res.Header.Get("X-Quota-Reset"); got != "1" {
+			t.Errorf("January request %d: X-Quota-Reset %q, want 1 (0.5 s to February, rounded up)", i, got)
+		}
+	}
+	res := e.Do("GET", "/v1/me", nil)
+	e.Expect(res, 429, "quota_exceeded")
+	if res.Header.Get("Retry-After") != "1" || res.Header.Get("X-Quota-Reset") != "1" || res.Header.Get("X-Quota-Remaining") != "0" {
+		t.Errorf("refusal at 23:59:59.5: Retry-After %q X-Quota-Reset %q X-Quota-Remaining %q, want 1, 1, 0",
+			res.Header.Get("Retry-After"), res.Header.Get("X-Quota-Reset"), res.Header.Get("X-Quota-Remaining"))
+	}
 
-				set("2031-02-01T00:00:00.25Z")
-				res = e.Do("GET", "/v1/me", nil)
-				e.Expect(res, 200, "")
-				// February 2031 has 28 days: 28 × 86400 s less 0.25 s, rounded up.
-				if res.Header.Get("X-Quota-Remaining") != strconv.Itoa(q-1) || res.Header.Get("X-Quota-Reset") != "2419200" {
-					t.Errorf("first February request: X-Quota-Remaining %q X-Quota-Reset %q, want %d and 2419200",
-						res.Header.Get("X-Quota-Remaining"), res.Header.Get("X-Quota-Reset"), q-1)
-				}
-				quota, _ := res.Data()["quota"].(map[string]any)
-				if fmt.Sprint(quota["used"]) != "1" || fmt.Sprint(quota["reset"]) != "2419200" {
-					t.Errorf("GET /v1/me quota in February: %v, want used 1, reset 2419200", quota)
-				}
-				if mode == "redis" {
-					c := redisClient(t, e.Config.Redis)
-					jan := "records:quota:" + e.Workspace + ":2031-01"
-					n, err := c.HGet(context.Background(), jan, "n").Int64()
-					exp, err2 := c.ExpireTime(context.Background(), jan).Result()
-					want := time.Date(2031, 2, 2, 0, 0, 0, 0, time.UTC).Unix()
-					if err != nil || err2 != nil || n != q || int64(exp.Seconds()) != want {
-						t.Errorf("January's Redis counter: n %d (%v), expires at %v (%v); want %d, expiring at %d (a day after the month)", n, err, exp, err2, q, want)
-					}
-				}
-			})
+	set("2031-02-01T00:00:00.25Z")
+	res = e.Do("GET", "/v1/me", nil)
+	e.Expect(res, 200, "")
+	// February 2031 has 28 days: 28 × 86400 s less 0.25 s, rounded up.
+	if res.Header.Get("X-Quota-Remaining") != strconv.Itoa(q-1) || res.Header.Get("X-Quota-Reset") != "2419200" {
+		t.Errorf("first February request: X-Quota-Remaining %q X-Quota-Reset %q, want %d and 2419200",
+			res.Header.Get("X-Quota-Remaining"), res.Header.Get("X-Quota-Reset"), q-1)
+	}
+	quota, _ := res.Data()["quota"].(map[string]any)
+	if fmt.Sprint(quota["used"]) != "1" || fmt.Sprint(quota["reset"]) != "2419200" {
+		t.Errorf("GET /v1/me quota in February: %v, want used 1, reset 2419200", quota)
+	}
+	if e.Config.Redis != "" {
+		c := redisClient(t, e.Config.Redis)
+		jan := "records:quota:" + e.Workspace + ":2031-01"
+		n, err := c.HGet(context.Background(), jan, "n").Int64()
+		exp, err2 := c.ExpireTime(context.Background(), jan).Result()
+		want := time.Date(2031, 2, 2, 0, 0, 0, 0, time.UTC).Unix()
+		if err != nil || err2 != nil || n != q || int64(exp.Seconds()) != want {
+			t.Errorf("January's Redis counter: n %d (%v), expires at %v (%v); want %d, expiring at %d (a day after the month)", n, err, exp, err2, q, want)
 		}
 	}
 }
@@ -383,7 +392,9 @@ func TestQuotaRedisOutage(t *testing.T) {
 			afterPause := recovered(back, "after the pause")
 
 			rs.Kill()
+			slow = slow[:0]
 			send(5)
+			duringKill := slices.Clone(slow)
 			rs.Start()
 			afterRestart := recovered(time.Now(), "after Redis restarted empty")
 			for accepted < q {
@@ -420,13 +431,17 @@ func TestQuotaRedisOutage(t *testing.T) {
 			if slowest := slices.Max(duringPause); slowest > time.Second {
 				t.Errorf("slowest request while Redis was paused: %v, want the limiter timeouts (well under 1 s)", slowest)
 			}
+			// A stopped Redis refuses connections: no request waits (no retries with back-off).
+			if slowest := slices.Max(duringKill); slowest > 200*time.Millisecond {
+				t.Errorf("slowest request while Redis was down: %v, want no wait for Redis", slowest)
+			}
 			for what, d := range map[string]time.Duration{"pause": afterPause, "restart": afterRestart} {
 				if d > 2*time.Second+500*time.Millisecond {
 					t.Errorf("the Redis counter was exact %v after the %s ended, want within about 2 s", d, what)
 				}
 			}
-			t.Logf("quota %d through a %v pause and a kill and restart of Redis: exact; requests while paused %v; counter exact again %v after the pause, %v after the restart; fallbacks counted %v",
-				q, pause, roundAll(duringPause), afterPause.Round(time.Millisecond), afterRestart.Round(time.Millisecond), falls)
+			t.Logf("quota %d through a %v pause and a kill and restart of Redis: exact; requests while paused %v, while down %v; counter exact again %v after the pause, %v after the restart; fallbacks counted %v",
+				q, pause, roundAll(duringPause), roundAll(duringKill), afterPause.Round(time.Millisecond), afterRestart.Round(time.Millisecond), falls)
 		})
 	}
 }
@@ -448,86 +463,78 @@ func roundAll(ds []time.Duration) []time.Duration {
 //
 // Each counted answer carries X-RateLimit-Remaining and X-Quota-Remaining one lower than the previous
 // one; the next admitted request after an uncounted one shows nothing was taken.
-func TestLimitsAccounting(t *testing.T) {
-	for _, b := range servertest.Backends {
-		for _, mode := range quotaModes {
-			t.Run(string(b)+"/"+mode, func(t *testing.T) {
-				t.Parallel()
-				e := startQuotaEnv(t, b, mode, servertest.Options{})
-				// The key's hour window is the tightest and refills one request per 36 s: its remaining
-				// count drops by exactly one per counted request.
-				const q, perHour = 100, 100
-				setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q), KeyPerHour: n(perHour)})
-				used := 0
-				counted := func(res *servertest.Response, status int, code, what string) {
-					t.Helper()
-					e.Expect(res, status, code)
-					used++
-					if got, want := res.Header.Get("X-Quota-Remaining"), strconv.Itoa(q-used); got != want {
-						t.Errorf("%s: X-Quota-Remaining %q, want %s: it must count against the quota", what, got, want)
-					}
-					if got, want := res.Header.Get("X-RateLimit-Remaining"), strconv.Itoa(perHour-used); got != want {
-						t.Errorf("%s: X-RateLimit-Remaining %q, want %s: it must count against the rate limit", what, got, want)
-					}
-				}
-				counted(e.Do("GET", "/v1/me", nil), 200, "", "GET /v1/me")
-
-				e.Expect(e.DoKey("wsk_"+strings.Repeat("0", 64), "GET", "/v1/me", nil), 401, "invalid_api_key")
-				fenced := e.NewKey(e.Member, auth.KeyOptions{Access: "read", AllowIPs: []string{"10.0.0.0/8"}})
-				e.Expect(e.DoKey(fenced, "GET", "/v1/me", nil), 403, "ip_not_allowed")
-				counted(e.Do("GET", "/v1/me", nil), 200, "", "after a 401 and a 403 ip_not_allowed")
-
-				counted(e.Do("GET", "/v1/tags?page_size=0", nil), 400, "invalid_request", "400")
-				counted(e.Do("GET", "/v1/tags/00000000-0000-4000-8000-000000000000", nil), 404, "not_found", "404")
-				counted(e.Do("POST", "/v1/companies", bytes.Repeat([]byte(" "), httpapi.MaxBody+1)), 413, "payload_too_large", "413")
-				counted(e.Do("POST", "/v1/companies", map[string]any{"name": "Accounting", "no_such_field": 1}), 422, "validation_failed", "422")
-				body := map[string]any{"name": "Accounting " + randomHex(4)}
-				counted(e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-"+randomHex(4)+"-1"), 201, "", "201")
-				first := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-replay")
-				counted(first, 201, "", "201 with a key")
-				replay := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-replay")
-				counted(replay, 201, "", "idempotent replay")
-				if replay.Header.Get("Idempotent-Replayed") != "true" {
-					t.Errorf("the repeat was not a replay: %v", replay.Header)
-				}
-
-				// A request refused by a rate limit takes nothing of the quota (another key of the
-				// workspace shows its usage; that it takes nothing of the request's other windows is
-				// TestLocalHeadersAndRecovery's and TestClusterLimits/R3's).
-				ws2, member2, key2 := e.NewWorkspace("growth", "admin", "read")
-				setLimits(t, e, ws2, auth.Limits{MonthlyQuota: n(q), KeyPerMinute: n(2)})
-				for range 2 {
-					e.Expect(e.DoKey(key2, "GET", "/v1/me", nil), 200, "")
-				}
-				for range 3 {
-					res := e.DoKey(key2, "GET", "/v1/me", nil)
-					e.Expect(res, 429, "rate_limited")
-					if res.Header.Get("X-RateLimit-Limit") != "2" || res.Header.Get("X-Quota-Remaining") != "" {
-						t.Errorf("rate-limited: X-RateLimit-Limit %q X-Quota-Remaining %q, want 2 and none (the quota was not reached)", res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-Quota-Remaining"))
-					}
-				}
-				res := e.DoKey(e.NewKey(member2, auth.KeyOptions{Access: "read"}), "GET", "/v1/me", nil)
-				e.Expect(res, 200, "")
-				if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-3) {
-					t.Errorf("after 2 admitted, 3 rate-limited and 1 admitted: X-Quota-Remaining %q, want %d", got, q-3)
-				}
-
-				// A request refused by the quota takes nothing of it.
-				ws3, _, key3 := e.NewWorkspace("growth", "admin", "read")
-				setLimits(t, e, ws3, auth.Limits{MonthlyQuota: n(2)})
-				for range 2 {
-					e.Expect(e.DoKey(key3, "GET", "/v1/me", nil), 200, "")
-				}
-				for range 3 {
-					e.Expect(e.DoKey(key3, "GET", "/v1/me", nil), 429, "quota_exceeded")
-				}
-				setLimits(t, e, ws3, auth.Limits{MonthlyQuota: n(3)})
-				res = e.DoKey(key3, "GET", "/v1/me", nil)
-				e.Expect(res, 200, "")
-				if quota, _ := res.Data()["quota"].(map[string]any); fmt.Sprint(quota["used"]) != "3" || res.Header.Get("X-Quota-Remaining") != "0" {
-					t.Errorf("after 2 admitted, 3 refused by the quota and the quota raised to 3: %v (X-Quota-Remaining %q), want used 3, remaining 0", quota, res.Header.Get("X-Quota-Remaining"))
-				}
-			})
+func limitsAccounting(t *testing.T, e *servertest.Env) {
+	// The key's hour window is the tightest and refills one request per 36 s: its remaining
+	// count drops by exactly one per counted request.
+	const q, perHour = 100, 100
+	setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q), KeyPerHour: n(perHour)})
+	used := 0
+	counted := func(res *servertest.Response, status int, code, what string) {
+		t.Helper()
+		e.Expect(res, status, code)
+		used++
+		if got, want := res.Header.Get("X-Quota-Remaining"), strconv.Itoa(q-used); got != want {
+			t.Errorf("%s: X-Quota-Remaining %q, want %s: it must count against the quota", what, got, want)
 		}
+		if got, want := res.Header.Get("X-RateLimit-Remaining"), strconv.Itoa(perHour-used); got != want {
+			t.Errorf("%s: X-RateLimit-Remaining %q, want %s: it must count against the rate limit", what, got, want)
+		}
+	}
+	counted(e.Do("GET", "/v1/me", nil), 200, "", "GET /v1/me")
+
+	e.Expect(e.DoKey("wsk_"+strings.Repeat("0", 64), "GET", "/v1/me", nil), 401, "invalid_api_key")
+	fenced := e.NewKey(e.Member, auth.KeyOptions{Access: "read", AllowIPs: []string{"10.0.0.0/8"}})
+	e.Expect(e.DoKey(fenced, "GET", "/v1/me", nil), 403, "ip_not_allowed")
+	counted(e.Do("GET", "/v1/me", nil), 200, "", "after a 401 and a 403 ip_not_allowed")
+
+	counted(e.Do("GET", "/v1/tags?page_size=0", nil), 400, "invalid_request", "400")
+	counted(e.Do("GET", "/v1/tags/00000000-0000-4000-8000-000000000000", nil), 404, "not_found", "404")
+	counted(e.Do("POST", "/v1/companies", bytes.Repeat([]byte(" "), httpapi.MaxBody+1)), 413, "payload_too_large", "413")
+	counted(e.Do("POST", "/v1/companies", map[string]any{"name": "Accounting", "no_such_field": 1}), 422, "validation_failed", "422")
+	body := map[string]any{"name": "Accounting " + randomHex(4)}
+	counted(e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-"+randomHex(4)+"-1"), 201, "", "201")
+	first := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-replay")
+	counted(first, 201, "", "201 with a key")
+	replay := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "acct-replay")
+	counted(replay, 201, "", "idempotent replay")
+	if replay.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the repeat was not a replay: %v", replay.Header)
+	}
+
+	// A request refused by a rate limit takes nothing of the quota (another key of the
+	// workspace shows its usage; that it takes nothing of the request's other windows is
+	// TestLocalHeadersAndRecovery's and TestClusterLimits/R3's).
+	ws2, member2, key2 := e.NewWorkspace("growth", "admin", "read")
+	setLimits(t, e, ws2, auth.Limits{MonthlyQuota: n(q), KeyPerMinute: n(2)})
+	for range 2 {
+		e.Expect(e.DoKey(key2, "GET", "/v1/me", nil), 200, "")
+	}
+	for range 3 {
+		res := e.DoKey(key2, "GET", "/v1/me", nil)
+		e.Expect(res, 429, "rate_limited")
+		if res.Header.Get("X-RateLimit-Limit") != "2" || res.Header.Get("X-Quota-Remaining") != "" {
+			t.Errorf("rate-limited: X-RateLimit-Limit %q X-Quota-Remaining %q, want 2 and none (the quota was not reached)", res.Header.Get("X-RateLimit-Limit"), res.Header.Get("X-Quota-Remaining"))
+		}
+	}
+	res := e.DoKey(e.NewKey(member2, auth.KeyOptions{Access: "read"}), "GET", "/v1/me", nil)
+	e.Expect(res, 200, "")
+	if got := res.Header.Get("X-Quota-Remaining"); got != strconv.Itoa(q-3) {
+		t.Errorf("after 2 admitted, 3 rate-limited and 1 admitted: X-Quota-Remaining %q, want %d", got, q-3)
+	}
+
+	// A request refused by the quota takes nothing of it.
+	ws3, _, key3 := e.NewWorkspace("growth", "admin", "read")
+	setLimits(t, e, ws3, auth.Limits{MonthlyQuota: n(2)})
+	for range 2 {
+		e.Expect(e.DoKey(key3, "GET", "/v1/me", nil), 200, "")
+	}
+	for range 3 {
+		e.Expect(e.DoKey(key3, "GET", "/v1/me", nil), 429, "quota_exceeded")
+	}
+	setLimits(t, e, ws3, auth.Limits{MonthlyQuota: n(3)})
+	res = e.DoKey(key3, "GET", "/v1/me", nil)
+	e.Expect(res, 200, "")
+	if quota, _ := res.Data()["quota"].(map[string]any); fmt.Sprint(quota["used"]) != "3" || res.Header.Get("X-Quota-Remaining") != "0" {
+		t.Errorf("after 2 admitted, 3 refused by the quota and the quota raised to 3: %v (X-Quota-Remaining %q), want used 3, remaining 0", quota, res.Header.Get("X-Quota-Remaining"))
 	}
 }
