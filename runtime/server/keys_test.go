@@ -143,14 +143,15 @@ func (l *keyLab) keyID(t *testing.T, secret string) string {
 // through real HTTP on both backends, with the server's log captured at debug level and every
 // response kept, and ends by scanning all of them for every secret used (K12). K5–K8's bounds under
 // load are TestKeyRejectionBound; K2's "no database query" and K11 are TestKeyStoreDown (a private
-// PostgreSQL that is stopped) and, counted statement by statement, runtime/auth TestAuthenticateQueries;
-// K10 end to end is TestClientAddress.
+// PostgreSQL that is stopped) and, counted statement by statement, runtime/auth TestAuthenticateQueries.
 func TestKeys(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			logs := &lockedBuffer{}
-			e := servertest.Start(t, b, servertest.Options{Log: logs, LogLevel: -4}) // slog.LevelDebug
+			// 127.0.0.9 is a trusted proxy for K10's matrix; the lab's own requests come from 127.0.0.1,
+			// an untrusted peer.
+			e := servertest.Start(t, b, servertest.Options{Log: logs, LogLevel: -4, TrustedProxies: "127.0.0.9, 10.9.0.0/16"}) // slog.LevelDebug
 			l := &keyLab{e: e, log: logs}
 			l.secret(e.Key)
 			ctx := context.Background()
@@ -475,8 +476,6 @@ func TestKeys(t *testing.T) {
 			})
 
 			t.Run("K10 forwarded addresses from an untrusted peer are ignored", func(t *testing.T) {
-				// This server trusts no proxy; the full matrix (trusted chains, CIDR edges from real peers,
-				// IPv6) is TestClientAddress and, unit by unit, httpapi TestClientIP and auth TestAllowsIP.
 				m := member("admin")
 				office := l.newKey(m, auth.KeyOptions{Access: "read", AllowIPs: []string{"10.0.0.0/8", "2001:db8::/32"}})
 				local := l.newKey(m, auth.KeyOptions{Access: "read", AllowIPs: []string{"::ffff:127.0.0.1"}})
@@ -488,6 +487,14 @@ func TestKeys(t *testing.T) {
 					e.Expect(l.do(t, local, "GET", "/v1/me", nil, h...), 200, "")
 				}
 				e.Expect(l.do(t, local, "GET", "/v1/me", nil, "X-Forwarded-For", "garbage"), 200, "") // not read at all
+			})
+
+			t.Run("K10 allowlists against real peers and proxy chains", func(t *testing.T) {
+				// Unit by unit: httpapi TestClientIP and auth TestAllowsIP.
+				m := member("admin")
+				clientAddressMatrix(t, e, "127.0.0.9", func(allow ...string) string {
+					return l.newKey(m, auth.KeyOptions{Access: "read", AllowIPs: allow})
+				})
 			})
 
 			t.Run("K13 the secret is shown once", func(t *testing.T) {
