@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,7 +151,8 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 		return nil, fmt.Errorf("%s (build the shipped plugins with `make plugins`, or point --plugins at the directory holding them)", strings.Join(problems, "; "))
 	}
 	if len(names) > 0 {
-		dir, err := os.MkdirTemp("", "records-plugins-")
+		removeStaleSockets(cfg.Log)
+		dir, err := os.MkdirTemp("", fmt.Sprintf("records-plugins-%d-", os.Getpid()))
 		if err != nil {
 			return nil, fmt.Errorf("plugin socket directory: %w", err)
 		}
@@ -174,6 +176,22 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// removeStaleSockets removes the socket directories of hosts that died without closing (killed): each
+// is named by its host's process id.
+func removeStaleSockets(log *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "records-plugins-*-*"))
+	for _, dir := range dirs {
+		f := strings.Split(filepath.Base(dir), "-")
+		pid, err := strconv.Atoi(f[2])
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err == nil {
+			log.Info("removed the plugin sockets of a host that is gone", "dir", dir)
+		}
+	}
 }
 
 // ensure returns e's running client. When the program is not running (never started, exited, or

@@ -170,7 +170,8 @@ func TestStoppedPlugin(t *testing.T) {
 }
 
 // P4: when the host dies by SIGKILL (no Close), its plugins die with it: the kernel sends them SIGKILL
-// (Linux's parent-death signal). The host here is this test binary run again as a child.
+// (Linux's parent-death signal); the next host removes the socket directory it left. The host here is
+// this test binary run again as a child.
 func TestPluginsDieWithHost(t *testing.T) {
 	if dir := os.Getenv("RECORDS_TEST_PLUGIN_HOST"); dir != "" {
 		runHost(dir)
@@ -216,6 +217,21 @@ func TestPluginsDieWithHost(t *testing.T) {
 		worst = max(worst, d)
 	}
 	t.Logf("%d plugins gone at most %v after their host was SIGKILLed", len(pids), worst.Round(time.Millisecond))
+
+	// The dead host's socket directory (its plugins' sockets in it) is removed by the next host.
+	stale, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("records-plugins-%d-*", cmd.Process.Pid)))
+	if len(stale) != 1 {
+		t.Fatalf("the killed host's socket directories: %v", stale)
+	}
+	cat := &model.Catalog{Resources: []*model.Resource{{Name: "widgets", Hooks: []string{"chaos-a"}}}}
+	h, err := plugins.New(context.Background(), plugins.Config{Dir: dir}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if _, err := os.Stat(stale[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the killed host's socket directory %s is still there (%v)", stale[0], err)
+	}
 }
 
 // runHost starts a host of chaos-a and chaos-b from dir, prints their pids and waits to be killed.
