@@ -120,6 +120,15 @@ faults-test:
 limits-test:
 	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestClusterLimits$$' ./tests/cluster/
 
+# Plugin chaos, long form (runtime/server/plugin_chaos_test.go, runtime/plugins/host_test.go): 1,000
+# calls of each plugin misbehaviour (panic, hang, stop, exit, SIGKILL, output floods of 1 MiB a call) on
+# SQLite and PostgreSQL, with the hook deadline at 100 ms. About 10 minutes. The short form (100 calls
+# a misbehaviour on SQLite, 10 on PostgreSQL) runs in make test.
+.PHONY: plugin-chaos
+plugin-chaos:
+	RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/
+	$(GO) test -count=1 -v ./runtime/plugins/
+
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./runtime/server/
