@@ -129,9 +129,7 @@ func TestStoppedPlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := pidOf(t, h, "chaos-rules")
-	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stop(t, stopped)
 	took, err := call("before=ok")
 	if !errors.Is(err, plugins.ErrUnavailable) || took > time.Second {
 		t.Fatalf("a call to the stopped plugin: %v after %v", err, took)
@@ -150,10 +148,7 @@ func TestStoppedPlugin(t *testing.T) {
 
 	// Close with a stopped plugin, and the one it replaced still being stopped: both are killed after
 	// the grace period (3 s).
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(20 * time.Millisecond)
+	stop(t, pid)
 	state := processState(pid)
 	start := time.Now()
 	h.Close()
@@ -167,6 +162,17 @@ func TestStoppedPlugin(t *testing.T) {
 		}
 	}
 	t.Logf("Close with a plugin in state %q took %v", state, closed.Round(time.Millisecond))
+}
+
+// stop sends SIGSTOP to pid and waits until it is stopped (the signal is delivered asynchronously).
+func stop(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := servertest.WaitFor(time.Second, func() bool { return processState(pid) == "T" }); !ok {
+		t.Fatalf("process %d is in state %q after SIGSTOP", pid, processState(pid))
+	}
 }
 
 // P4: when the host dies by SIGKILL (no Close), its plugins die with it: the kernel sends them SIGKILL
