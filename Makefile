@@ -21,7 +21,7 @@ run: build plugins
 
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus).
 test:
-	$(GO) test -count=1 -timeout 10m ./...
+	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -run '^TestUnscoped' ./runtime/server/
 
 test-race:
