@@ -65,10 +65,12 @@ type usage struct {
 	pending int64 // accepted here since
 	loaded  bool
 	// With Redis.
-	seen  int64  // the count Redis last answered
-	epoch string // the counter's epoch Redis last answered
-	local int64  // accepted here without Redis, not yet added to the counter of epoch
-	raise bool   // raise the counter to the database total after the next flush
+	seen     int64  // the count Redis last answered
+	epoch    string // the counter's epoch Redis last answered
+	local    int64  // accepted here without Redis, not yet added to the counter of epoch
+	syncing  bool   // a call is offering local to the counter (only one at a time, so none is added twice)
+	inflight int64  // calls to Redis under way: admitted or not, they are not in pending yet
+	raise    bool   // raise the counter to the database total after the next flush
 }
 
 // NewQuota returns a quota counter over st.
@@ -152,7 +154,9 @@ func (q *Quota) takeLocal(ctx context.Context, k quotaKey, u *usage, limit *int6
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	total := max(u.stored+u.pending, u.seen+u.local)
+	// Requests under way in Redis may be admitted there: count them, so that the switch to local
+	// judgement never admits past the limit (it may refuse a little early instead).
+	total := max(u.stored+u.pending, u.seen+u.local) + u.inflight
 	if limit != nil && total >= *limit {
 		return total, false, nil
 	}

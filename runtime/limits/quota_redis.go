@@ -123,34 +123,55 @@ func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time)
 }
 
 // takeRedis admits through the Redis counter, seeding it when missing, and hands it what this server
-// accepted without Redis. Errors of Redis are *redisError; others (reading the database total for a
-// seed) are returned as they are.
+// accepted without Redis (one request at a time carries that; see usage.syncing). Errors of Redis are
+// *redisError; others (reading the database total for a seed) are returned as they are.
 func (q *Quota) takeRedis(ctx context.Context, k quotaKey, u *usage, limit *int64, now time.Time) (int64, bool, error) {
 	q.mu.Lock()
-	epoch, add := u.epoch, u.local
-	u.local = 0
+	epoch, add := u.epoch, q.startSync(u)
+	u.inflight++
 	q.mu.Unlock()
 	res, err := q.run(ctx, k, quotaCall{op: "take", limit: limit, add: add, epoch: epoch, seed: -1}, now)
-	if err != nil {
-		q.giveBack(u, add)
-		return 0, false, err
-	}
-	if res.status == statusMissing {
-		// The counter is gone: add was not applied, and what it counts is in the database total or in
-		// pending, which the seed holds.
-		if res, err = q.seed(ctx, k, u, limit, now); err != nil {
-			return 0, false, err
-		}
-		add = 0
+	if err == nil && res.status == statusMissing {
+		// The counter is gone: add was not applied (and is dropped below: what it counts is in the
+		// database total or in pending, which the seed holds).
+		res, err = q.seed(ctx, k, u, limit, now)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	u.inflight--
+	if err != nil {
+		q.endSync(u, add, false)
+		return 0, false, err
+	}
+	q.endSync(u, add, true)
 	q.learn(u, res, add)
 	if res.status != 1 {
 		return res.count, false, nil
 	}
 	u.pending++
 	return res.count, true, nil
+}
+
+// startSync returns how many requests accepted without Redis the caller should offer to the counter:
+// all of u.local, unless another call is offering them already (then 0). Caller MUST hold q.mu.
+func (q *Quota) startSync(u *usage) int64 {
+	if u.syncing || u.local == 0 {
+		return 0
+	}
+	u.syncing = true
+	return u.local
+}
+
+// endSync ends a call that offered add: when it reached Redis, those requests are settled (added to the
+// counter, or left to the raise); otherwise they wait for the next call. Caller MUST hold q.mu.
+func (q *Quota) endSync(u *usage, add int64, reached bool) {
+	if add == 0 {
+		return
+	}
+	u.syncing = false
+	if reached {
+		u.local = max(u.local-add, 0)
+	}
 }
 
 // learn notes what Redis answered about u's counter, after add requests accepted without Redis were
@@ -176,24 +197,9 @@ func (q *Quota) seed(ctx context.Context, k quotaKey, u *usage, limit *int64, no
 	}
 	q.mu.Lock()
 	u.stored, u.loaded = total, true
-	seed, local := total+u.pending, u.local
-	u.local = 0
+	seed := total + u.pending
 	q.mu.Unlock()
-	res, err := q.run(ctx, k, quotaCall{op: "take", limit: limit, seed: seed}, now)
-	if err != nil {
-		q.giveBack(u, local)
-		return quotaReply{}, err
-	}
-	return res, nil
-}
-
-func (q *Quota) giveBack(u *usage, local int64) {
-	if local == 0 {
-		return
-	}
-	q.mu.Lock()
-	u.local += local
-	q.mu.Unlock()
+	return q.run(ctx, k, quotaCall{op: "take", limit: limit, seed: seed}, now)
 }
 
 // reconcile brings the Redis counters up to date after a flush that stored totals: it adds what this
@@ -214,9 +220,9 @@ func (q *Quota) reconcile(ctx context.Context, totals map[quotaKey]int64, now ti
 	var items []item
 	q.mu.Lock()
 	for k, u := range q.use {
-		if u.local > 0 || u.raise {
-			items = append(items, item{k, u, u.local, u.epoch, u.raise})
-			u.local, u.raise = 0, false
+		if (u.local > 0 && !u.syncing) || u.raise {
+			items = append(items, item{k, u, q.startSync(u), u.epoch, u.raise})
+			u.raise = false
 		}
 	}
 	q.mu.Unlock()
@@ -236,7 +242,7 @@ func (q *Quota) reconcile(ctx context.Context, totals map[quotaKey]int64, now ti
 		if err != nil {
 			q.mu.Lock()
 			for _, rest := range items[i:] {
-				rest.u.local += rest.add
+				q.endSync(rest.u, rest.add, false)
 				rest.u.raise = rest.u.raise || rest.raise
 			}
 			q.mu.Unlock()
@@ -246,12 +252,11 @@ func (q *Quota) reconcile(ctx context.Context, totals map[quotaKey]int64, now ti
 			return
 		}
 		q.br.ok()
-		if res.status == statusMissing {
-			// Gone: the counts are in the database now, where the next seed reads them.
-			continue
-		}
 		q.mu.Lock()
-		q.learn(it.u, res, it.add)
+		q.endSync(it.u, it.add, true)
+		if res.status != statusMissing {
+			q.learn(it.u, res, it.add)
+		} // else gone: the counts are in the database now, where the next seed reads them
 		q.mu.Unlock()
 	}
 }

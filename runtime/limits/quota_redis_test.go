@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A refused request reports the window that refused it, and of several the one that admits again
@@ -106,5 +108,29 @@ func TestQuotaScript(t *testing.T) {
 	exp, err := q.rdb.ExpireTime(ctx, q.prefix+"ws:2031-01").Result()
 	if want := time.Date(2031, 2, 2, 0, 0, 0, 0, time.UTC).Unix(); err != nil || int64(exp.Seconds()) != want {
 		t.Errorf("counter expires at %v (%v), want %d: a day after the month ends", exp, err, want)
+	}
+}
+
+// When Redis fails, a server judges from its own count; requests whose Redis call is still under way
+// count as admitted, so that the switch to local judgement cannot admit past the limit (a request
+// admitted by Redis is added to pending only when its answer arrives).
+func TestQuotaFallbackCountsCallsUnderWay(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialTimeout: 50 * time.Millisecond, MaxRetries: -1})
+	defer c.Close()
+	q := NewRedisQuota(nil, c, prefix(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	now := time.Now()
+	period, _ := Period(now)
+	u := q.entry(quotaKey{"ws", period})
+	u.loaded, u.pending, u.inflight = true, 9, 1
+	limit := int64(10)
+	if used, ok, err := q.Take(context.Background(), "ws", &limit, now); err != nil || ok || used != 10 {
+		t.Errorf("9 admitted and 1 under way in Redis, limit 10: Take = %d %v %v, want refused at 10", used, ok, err)
+	}
+	u.inflight = 0
+	if used, ok, err := q.Take(context.Background(), "ws", &limit, now); err != nil || !ok || used != 10 {
+		t.Errorf("9 admitted, none under way: Take = %d %v %v, want the 10th admitted", used, ok, err)
+	}
+	if q.Fallbacks() != 2 {
+		t.Errorf("Fallbacks() = %d, want 2", q.Fallbacks())
 	}
 }

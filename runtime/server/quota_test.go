@@ -85,6 +85,7 @@ func TestQuotaAndLimits(t *testing.T) {
 						e := *base
 						e.T = t
 						e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
+						e.Contract() // loaded once here: Env loads it lazily without a lock
 						f(t, &e)
 					})
 				}
