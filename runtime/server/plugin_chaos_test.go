@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -353,13 +354,14 @@ func (r *chaosRig) sample() chaosSample {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.heap = m.HeapInuse
+	debug.FreeOSMemory() // so that RSS counts what is used, not what the runtime has yet to give back
 	s.rss = vmRSS()
 	return s
 }
 
 // steady compares the state after the first calls (early) with the state after the last ones (late):
-// no more goroutines than early + 10 (a leak of one per call would add hundreds), heap in use no more
-// than early + 25% or + 8 MiB, whichever is more; one plugin process; no zombie.
+// no more goroutines than early + 10 (a leak of one per call would add hundreds), heap in use and RSS
+// no more than early + 10% or + 8 MiB, whichever is more; one plugin process; no zombie.
 func (r *chaosRig) steady(early, late chaosSample) {
 	r.t.Helper()
 	r.t.Logf("after the first calls: %v", early)
@@ -367,8 +369,11 @@ func (r *chaosRig) steady(early, late chaosSample) {
 	if late.goroutines > early.goroutines+10 {
 		r.t.Errorf("goroutines grew from %d to %d", early.goroutines, late.goroutines)
 	}
-	if slack := max(early.heap/4, 8<<20); late.heap > early.heap+slack {
+	if slack := max(early.heap/10, 8<<20); late.heap > early.heap+slack {
 		r.t.Errorf("heap in use grew from %.1f MiB to %.1f MiB", float64(early.heap)/(1<<20), float64(late.heap)/(1<<20))
+	}
+	if slack := max(early.rss/10, 8<<20); late.rss > early.rss+slack {
+		r.t.Errorf("RSS grew from %.1f MiB to %.1f MiB", float64(early.rss)/(1<<20), float64(late.rss)/(1<<20))
 	}
 	if late.children > 1 || late.zombies > 0 {
 		r.t.Errorf("%d chaos-rules processes and %d zombies once the calls settled, want at most 1 and 0", late.children, late.zombies)
