@@ -24,25 +24,13 @@ import (
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "records-bin")
-	if err != nil {
-		panic(err)
-	}
-	for _, name := range []string{"recordsd", "recordsctl"} {
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./"+name).CombinedOutput()
-		if err != nil {
-			panic(string(out))
-		}
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(procs.RunTests(m, servertest.RepoDir(), &binDir, "recordsd", "recordsctl"))
 }
 
 type ctl struct {

@@ -15,12 +15,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/runtime/server/servertest"
+	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 // proc is a recordsd process whose standard error (its logs) the test keeps.
@@ -28,23 +28,12 @@ type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	url    string
-	mu     sync.Mutex
-	stderr bytes.Buffer
+	stderr procs.Buffer
 	exited chan error
 }
 
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.Write(b)
-}
-
 // logs returns what the process has logged so far.
-func (p *proc) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stderr.String()
-}
+func (p *proc) logs() string { return p.stderr.String() }
 
 // serve starts recordsd serve on a free port with args and env, and waits until it serves.
 func serve(t *testing.T, c ctl, env []string, args ...string) *proc {
@@ -54,7 +43,7 @@ func serve(t *testing.T, c ctl, env []string, args ...string) *proc {
 	p.cmd = exec.Command(filepath.Join(binDir, "recordsd"), full...)
 	p.cmd.Dir = c.dir
 	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stderr = p
+	p.cmd.Stderr = &p.stderr
 	stdout, _ := p.cmd.StdoutPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,50 +1,29 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/proc"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := proc.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func writeConfig(t *testing.T, text string) string {
@@ -104,7 +83,7 @@ shutdown_grace: 3s
 			getenv := func(k string) string {
 				return map[string]string{"RECORDS_LOG_LEVEL": "error", "RECORDS_DEV_KEY_FILE": filepath.Join(t.TempDir(), "k")}[k]
 			}
-			var stdout, stderr syncBuffer
+			var stdout, stderr proc.Buffer
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -189,7 +168,7 @@ func TestServeConfigErrors(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr proc.Buffer
 			args := append([]string{"serve", "--definitions", defs, "--db", "sqlite:" + filepath.Join(t.TempDir(), "x.db")}, tc.args...)
 			err := run(context.Background(), args, func(k string) string { return tc.env[k] }, &stdout, &stderr)
 			if err == nil {
@@ -210,7 +189,7 @@ func TestServeConfigErrors(t *testing.T) {
 // serve -h lists every flag with its variable and exits cleanly.
 func TestServeHelp(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr proc.Buffer
 	if err := run(context.Background(), []string{"serve", "-h"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
 		t.Fatal(err)
 	}

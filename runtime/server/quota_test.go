@@ -24,6 +24,7 @@ import (
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/proc"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -306,24 +307,6 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// syncBuffer collects a server's log lines while it writes them.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
-}
-
 // R8 on one server: its private Redis is paused (it answers nothing and keeps its data) and later killed
 // (its data is lost) and started again, while requests keep coming. Every answer is a 200 or the
 // quota's 429, never a 5xx; the quota stays exact throughout (one server judges exactly from its own
@@ -335,7 +318,7 @@ func TestQuotaRedisOutage(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			rs := servertest.NewRedisServer(t)
-			logs := &syncBuffer{}
+			logs := &proc.Buffer{}
 			e := servertest.Start(t, b, servertest.Options{Redis: rs.URL(), Log: logs, Metrics: true})
 			const q = 100
 			setLimits(t, e, e.Workspace, auth.Limits{MonthlyQuota: n(q)})
@@ -422,7 +405,7 @@ func TestQuotaRedisOutage(t *testing.T) {
 				}
 			}
 			for _, line := range []string{"rate limiter and monthly quota: Redis unavailable", "rate limiter and monthly quota: Redis available again"} {
-				if n := logs.count(line); n != 1 {
+				if n := logs.Count(line); n != 1 {
 					t.Errorf("%d log lines %q, want 1 (at most one a minute)", n, line)
 				}
 			}

@@ -154,7 +154,7 @@ func (c *cluster) tally(t *testing.T, out []*response, limit int, code string) (
 func (c *cluster) fallbackNote() string {
 	var which []string
 	for _, r := range c.replicas {
-		if strings.Contains(r.log.tail(), "Redis unavailable") {
+		if strings.Contains(r.Log.Tail(), "Redis unavailable") {
 			which = append(which, strconv.Itoa(r.index))
 		}
 	}
@@ -698,25 +698,25 @@ func (c *cluster) killRound(t *testing.T, tn tenant, round int, victim *replica,
 		})
 	}
 	time.Sleep(time.Duration(400+100*(round%5)) * time.Millisecond)
-	plugins := victim.children()
+	plugins := victim.Children()
 	killedAt := time.Now()
-	code := victim.signal(sig)
+	code := victim.Signal(sig)
 	down := time.Since(killedAt)
 	if sig == syscall.SIGTERM && code != 0 {
 		t.Errorf("round %d: replica %d exited %d after SIGTERM, want 0 (graceful shutdown)", round, victim.index, code)
 	}
 	if sig == syscall.SIGKILL {
-		for _, pid := range plugins {
-			for deadline := time.Now().Add(5 * time.Second); !gone(pid) && time.Now().Before(deadline); {
+		for _, pr := range plugins {
+			for deadline := time.Now().Add(5 * time.Second); !pr.Gone() && time.Now().Before(deadline); {
 				time.Sleep(20 * time.Millisecond)
 			}
-			if !gone(pid) {
-				t.Errorf("round %d: plugin process %d outlived its killed replica by 5 s", round, pid)
+			if !pr.Gone() {
+				t.Errorf("round %d: plugin process %d outlived its killed replica by 5 s", round, pr.Pid)
 			}
 		}
 	}
 	t0 := time.Now()
-	if err := victim.start(); err != nil {
+	if err := victim.Start(context.Background()); err != nil {
 		close(stop)
 		wg.Wait()
 		t.Fatalf("restart: %v", err)
@@ -893,20 +893,20 @@ func (c *cluster) testDrainingQuota(t *testing.T) {
 	const q, whileDraining = 20, 9
 	tn := c.newTenant(t, "draining", "--monthly-quota", strconv.Itoa(q))
 	r := c.replicas[len(c.replicas)-1]
-	plain := r.args
-	r.signal(syscall.SIGTERM)
-	r.args = append(append([]string{}, plain...), "--drain-delay", "5s")
-	if err := r.start(); err != nil {
+	plain := r.Args
+	r.Signal(syscall.SIGTERM)
+	r.Args = append(append([]string{}, plain...), "--drain-delay", "5s")
+	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	stopped := make(chan int, 1)
-	go func() { stopped <- r.signal(syscall.SIGTERM) }()
+	go func() { stopped <- r.Signal(syscall.SIGTERM) }()
 	defer func() {
 		if code := <-stopped; code != 0 {
 			t.Errorf("drained replica exited with %d", code)
 		}
-		r.args = plain
-		if err := r.start(); err != nil {
+		r.Args = plain
+		if err := r.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}()

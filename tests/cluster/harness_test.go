@@ -11,11 +11,9 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 var long = flag.Bool("cluster.long", os.Getenv("CLUSTER_LONG") == "1", "run the long form: larger limits, repeated rounds, several kill points (also CLUSTER_LONG=1)")
@@ -37,22 +36,7 @@ var long = flag.Bool("cluster.long", os.Getenv("CLUSTER_LONG") == "1", "run the 
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "records-cluster-bin")
-	if err != nil {
-		panic(err)
-	}
-	for _, name := range []string{"recordsd", "recordsctl"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
-		cmd.Dir = servertest.RepoDir()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(dir)
-			panic(fmt.Sprintf("go build %s: %v\n%s", name, err, out))
-		}
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(proc.RunTests(m, servertest.RepoDir(), &binDir, "recordsd", "recordsctl"))
 }
 
 // scale is how much each scenario does: the short form for make test, the long form for make cluster-test.
@@ -77,18 +61,7 @@ func currentScale() scale {
 type ctl struct{ db string }
 
 func (c ctl) run(args ...string) (map[string]any, error) {
-	full := append([]string{"--db", c.db, "--definitions", servertest.DefinitionsDir(), "--json"}, args...)
-	cmd := exec.Command(filepath.Join(binDir, "recordsctl"), full...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("recordsctl %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	var out map[string]any
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return nil, fmt.Errorf("recordsctl %s: output %q: %w", strings.Join(args, " "), stdout.Bytes(), err)
-	}
-	return out, nil
+	return proc.JSON(context.Background(), filepath.Join(binDir, "recordsctl"), append([]string{"--db", c.db, "--definitions", servertest.DefinitionsDir(), "--json"}, args...)...)
 }
 
 // must runs recordsctl and fails the test on an error.
@@ -103,110 +76,12 @@ func (c ctl) must(t testing.TB, args ...string) map[string]any {
 
 // replica is one recordsd process. It keeps its address across restarts, as a load balancer's target does.
 type replica struct {
-	index  int
-	addr   string
-	args   []string
-	log    *syncBuffer
-	cmd    *exec.Cmd
-	exited chan struct{}
-	starts int
+	*proc.Process
+	index int
+	addr  string
 }
 
 func (r *replica) url() string { return "http://" + r.addr }
-
-// start runs the process and waits until it answers GET /v1.
-func (r *replica) start() error {
-	r.starts++
-	fmt.Fprintf(r.log, "--- start %d ---\n", r.starts)
-	cmd := exec.Command(filepath.Join(binDir, "recordsd"), r.args...)
-	cmd.Stdout = io.Discard
-	cmd.Stderr = r.log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start replica %d: %w", r.index, err)
-	}
-	r.cmd, r.exited = cmd, make(chan struct{})
-	exited := r.exited
-	go func() { cmd.Wait(); close(exited) }()
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if res, err := client.Get(r.url() + "/v1"); err == nil {
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			if res.StatusCode == 200 {
-				return nil
-			}
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("replica %d exited: %s", r.index, r.log.tail())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	r.signal(syscall.SIGKILL)
-	return fmt.Errorf("replica %d did not serve within 60 s: %s", r.index, r.log.tail())
-}
-
-// signal sends sig and waits for the process to end (SIGKILL after 15 s). It returns the exit code
-// (-1 when a signal ended it).
-func (r *replica) signal(sig syscall.Signal) int {
-	if r.cmd == nil {
-		return -1
-	}
-	r.cmd.Process.Signal(sig)
-	select {
-	case <-r.exited:
-	case <-time.After(15 * time.Second):
-		r.cmd.Process.Kill()
-		<-r.exited
-	}
-	return r.cmd.ProcessState.ExitCode()
-}
-
-// children lists the processes whose parent is the replica (its plugins).
-func (r *replica) children() []int {
-	if r.cmd == nil {
-		return nil
-	}
-	return childrenOf(r.cmd.Process.Pid)
-}
-
-func childrenOf(pid int) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, _, ok := procStat(p); ok && ppid == pid {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// procStat reads a process's parent and state from /proc/PID/stat.
-func procStat(pid int) (ppid int, state byte, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	// pid (comm) state ppid …; comm may hold spaces and parentheses, so cut at the last ')'.
-	rest := string(data[bytes.LastIndexByte(data, ')')+1:])
-	f := strings.Fields(rest)
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	ppid, _ = strconv.Atoi(f[1])
-	return ppid, f[0][0], true
-}
-
-// gone reports whether pid has ended (absent, or a zombie waiting to be reaped).
-func gone(pid int) bool {
-	_, state, ok := procStat(pid)
-	return !ok || state == 'Z' || state == 'X'
-}
 
 // cluster is the replicas, the database and Redis they share, and a client that spreads requests.
 type cluster struct {
@@ -242,26 +117,25 @@ func startCluster(t *testing.T, n int) *cluster {
 	c.client = &http.Client{Timeout: 15 * time.Second, Transport: tr}
 	plugins := servertest.ShippedPlugins(t)
 	for i := range n {
-		addr, err := freeAddr()
+		addr, err := proc.FreeAddr()
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.replicas = append(c.replicas, &replica{index: i, addr: addr, log: &syncBuffer{},
-			args: []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--log-level", "warn"}})
+		c.replicas = append(c.replicas, &replica{index: i, addr: addr, Process: &proc.Process{
+			Name: fmt.Sprintf("replica %d", i), Path: filepath.Join(binDir, "recordsd"), Probe: "http://" + addr + "/v1", Log: &proc.Buffer{},
+			Args: []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--log-level", "warn"}}})
 	}
 	t.Cleanup(func() {
 		for _, r := range c.replicas {
-			select {
-			case <-r.exited:
-			default:
-				r.signal(syscall.SIGTERM)
+			if r.Running() {
+				r.Signal(syscall.SIGTERM)
 			}
 		}
 		tr.CloseIdleConnections()
 		pool.Close()
 		if t.Failed() {
 			for _, r := range c.replicas {
-				t.Logf("replica %d log:\n%s", r.index, r.log.tail())
+				t.Logf("replica %d log:\n%s", r.index, r.Log.Tail())
 			}
 		}
 	})
@@ -269,7 +143,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, r := range c.replicas {
-		wg.Go(func() { errs[i] = r.start() })
+		wg.Go(func() { errs[i] = r.Start(context.Background()) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -610,41 +484,10 @@ func (c *cluster) redisKeys(t testing.TB, keys ...string) []string {
 	return found
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// syncBuffer is a bytes.Buffer a process's output copier and the test may use at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
-	}
-	return s
 }
 
 // percentile returns the p-th percentile (0..100) of sorted durations.

@@ -611,7 +611,7 @@ func (c *cluster) testLimiterOutage(t *testing.T, rs *servertest.RedisServer, ls
 	}
 	most := 1 + int((ls.pause+ls.down)/time.Minute)
 	for _, r := range c.replicas {
-		if n := r.log.count("rate limiter and monthly quota: Redis unavailable"); n < 1 || n > most {
+		if n := r.Log.Count("rate limiter and monthly quota: Redis unavailable"); n < 1 || n > most {
 			t.Errorf("replica %d logged that Redis was unavailable %d times, want 1..%d (at most once a minute)", r.index, n, most)
 		}
 	}
@@ -630,11 +630,4 @@ func (c *cluster) waitRedisUsed(t *testing.T, rc *redis.Client, keyID string, fr
 		time.Sleep(20 * time.Millisecond)
 	}
 	return -1
-}
-
-// count returns how many times s occurs in everything written.
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), s)
 }

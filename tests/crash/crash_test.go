@@ -21,6 +21,7 @@ import (
 
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/proc"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -98,7 +99,8 @@ type crash struct {
 	ws, key  string
 	keyID    string
 	runID    string
-	proc     *process
+	proc     *proc.Process
+	url      string
 	client   *http.Client
 	contract *servertest.Contract
 	stop     chan struct{} // closed: workers start no new chain
@@ -115,14 +117,16 @@ type crash struct {
 func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	start := time.Now()
 	c := &crash{t: t, b: b, sc: sc, db: servertest.DatabaseURL(t, b), runID: randomHex(3), stop: make(chan struct{})}
-	c.proc = &process{addr: freeAddr(t), log: &syncBuffer{}}
-	c.proc.args = []string{"serve", "--addr", c.proc.addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t), "--log-level", "warn"}
+	c.proc = newProcess(t, func(addr string) []string {
+		c.url = "http://" + addr
+		return []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t), "--log-level", "warn"}
+	})
 	t.Cleanup(func() {
-		if c.proc.running() {
-			c.proc.signal(syscall.SIGTERM)
+		if c.proc.Running() {
+			c.proc.Signal(syscall.SIGTERM)
 		}
 		if t.Failed() {
-			t.Logf("recordsd log:\n%s", c.proc.log.tail())
+			t.Logf("recordsd log:\n%s", c.proc.Log.Tail())
 		}
 	})
 	tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -134,7 +138,7 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 
 	// recordsd migrates the new database as it starts; the workspace, its member and key are made with
 	// recordsctl meanwhile.
-	if err := c.proc.start(); err != nil {
+	if err := c.proc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	c.ws = ctl(t, c.db, "workspace", "create", "--name", "Crash "+c.runID, "--plan", "growth")["id"].(string)
@@ -162,30 +166,30 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	midRequest, inflightAtKill, orphans := 0, 0, 0
 	for range sc.kills {
 		time.Sleep(sc.minDelay + time.Duration(mrand.Int64N(int64(sc.maxDelay-sc.minDelay))))
-		plugins := c.proc.children()
+		plugins := c.proc.Children()
 		n := c.inflight.Load()
-		c.proc.signal(syscall.SIGKILL)
+		c.proc.Signal(syscall.SIGKILL)
 		if n > 0 {
 			midRequest++
 			inflightAtKill += int(n)
 		}
 		for _, pr := range plugins {
-			for deadline := time.Now().Add(5 * time.Second); !gone(pr) && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(5 * time.Second); !pr.Gone() && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 			}
-			if !gone(pr) {
+			if !pr.Gone() {
 				orphans++
 			}
 		}
 		t0 := time.Now()
-		err := c.proc.start()
+		err := c.proc.Start(context.Background())
 		for retry := 0; err != nil && retry < 3; retry++ {
 			// As a supervisor would: start it again when it could not start (the database did not
 			// answer its connect timeout on a loaded machine) or was killed by a signal this test did
 			// not send; say so. A recordsd that cannot start three times fails the test.
 			t.Logf("recordsd did not start: %v; starting it again", err)
 			time.Sleep(time.Second)
-			err = c.proc.start()
+			err = c.proc.Start(context.Background())
 		}
 		if err != nil {
 			c.aborted.Store(true)
@@ -209,19 +213,19 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 		c.integrity()
 	}
 	c.report(setup, killing, time.Since(start), restarts, midRequest, inflightAtKill, records, dup)
-	if code := c.proc.signal(syscall.SIGTERM); code != 0 {
+	if code := c.proc.Signal(syscall.SIGTERM); code != 0 {
 		t.Errorf("recordsd exited %d after SIGTERM, want 0", code)
 	}
 }
 
 func (c *crash) loadContract() {
-	res, err := c.client.Get(c.proc.url() + "/v1/openapi.json")
+	res, err := c.client.Get(c.url + "/v1/openapi.json")
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	doc, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	doc = bytes.Replace(doc, []byte(`"url":"`+c.proc.url()+`"`), []byte(`"url":"http://server.test"`), 1)
+	doc = bytes.Replace(doc, []byte(`"url":"`+c.url+`"`), []byte(`"url":"http://server.test"`), 1)
 	if c.contract, err = servertest.ContractFor(doc); err != nil {
 		c.t.Fatal(err)
 	}
@@ -366,7 +370,7 @@ func (c *crash) runOp(ch *chain, o *op) (parked bool) {
 // send makes one attempt; err is a transport failure (no HTTP answer).
 func (c *crash) send(method, path string, o *op) (int, http.Header, []byte, error) {
 	data, _ := json.Marshal(o.body)
-	req, err := http.NewRequest(method, c.proc.url()+path, bytes.NewReader(data))
+	req, err := http.NewRequest(method, c.url+path, bytes.NewReader(data))
 	if err != nil {
 		return 0, nil, nil, err
 	}

@@ -140,7 +140,7 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 		if err != nil {
 			return nil, err
 		}
-		b.rep.ready = append(b.rep.ready, p.ready)
+		b.rep.ready = append(b.rep.ready, p.Ready)
 		b.rep.startedIn = append(b.rep.startedIn, p.startedIn())
 		p.stop()
 	}
@@ -176,7 +176,7 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 			fmt.Fprintf(os.Stderr, " api %8.0f/s  floor %8.0f/s  raw %8.0f/s  rss %5.1f MB\n", ph.api.Rate(), ph.floor.Rate(), ph.raw.Rate(), ph.after.rssMB)
 			for _, r := range []result{ph.api, ph.floor, ph.raw} {
 				if r.Errors > 0 {
-					return nil, fmt.Errorf("%s c=%d: %d errors, first: %s\nrecordsd log:\n%s", op.name, c, r.Errors, r.FirstErr, tail(b.api.log.String()))
+					return nil, fmt.Errorf("%s c=%d: %d errors, first: %s\nrecordsd log:\n%s", op.name, c, r.Errors, r.FirstErr, b.api.Log.Tail())
 				}
 			}
 			b.rep.phases = append(b.rep.phases, ph)

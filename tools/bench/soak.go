@@ -142,7 +142,7 @@ func runSoak(ctx context.Context, o soakOptions) error {
 	res := soakResult{
 		duration: elapsed, start: start, end: end, peakRSS: peak, kinds: s.stats.snapshot(), warm: warm,
 		verify: v, burst: s.burst.result(o.burstLimit), idemViolations: s.idemViolations.Load(),
-		missingRequestID: s.missingID.Load(), serverErrors: errorLines(api.log.String()),
+		missingRequestID: s.missingID.Load(), serverErrors: errorLines(api.Log.String()),
 	}
 	text, ok := res.render(o)
 	fmt.Print(text)
