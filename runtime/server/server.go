@@ -359,7 +359,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Info("serving metrics", "addr", mln.Addr().String())
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(httpapi.TransportErrors(ln, s.log)) }()
 	// The background work outlives the signal until the last request is answered: a draining server
 	// still shares its quota counts and still hears of revoked keys.
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))

@@ -27,6 +27,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/server"
 )
 
@@ -178,7 +179,10 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	ts := httptest.NewServer(srv.Handler())
+	// Through the listener recordsd serves on, so that net/http's own refusals are in the envelope too.
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Listener = httpapi.TransportErrors(ts.Listener, log)
+	ts.Start()
 	// As recordsd does while serving: remember keys while listening for changes (PostgreSQL).
 	watch, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
