@@ -26,8 +26,8 @@ import (
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
-	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/server"
 )
 
