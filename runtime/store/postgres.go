@@ -276,7 +276,11 @@ func mapPG(err error) error {
 		case pgErr.Code[:2] == "22": // data exception: out of range, invalid text representation, ...
 			return fmt.Errorf("%w: %w", ErrInvalid, err)
 		case pgErr.Code[:2] == "08", pgErr.Code[:2] == "53", pgErr.Code[:2] == "57",
-			pgErr.Code == "25006": // read_only_sql_transaction: a standby, or a primary being failed over
+			pgErr.Code == "25006", // read_only_sql_transaction: a standby, or a primary being failed over
+			// Transaction rollback (40001 serialization failure, 40P01 deadlock detected) and 55P03
+			// lock_not_available: the transaction lost to a concurrent one and was rolled back whole, so
+			// the same request sent again is safe and will most likely pass.
+			pgErr.Code[:2] == "40", pgErr.Code == "55P03":
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err
