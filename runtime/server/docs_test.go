@@ -30,22 +30,32 @@ func chromium(t *testing.T) string {
 	return ""
 }
 
-// headless runs Chromium on url with extra flags and returns stdout and stderr.
+// headless runs Chromium on url with extra flags and returns stdout and stderr. Headless Chromium on a
+// loaded two-core machine now and then never finishes its virtual time budget; a run past 75 s is
+// killed and tried once more, in a new profile, before the test fails.
 func headless(t *testing.T, bin, url string, extra ...string) (string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-		"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000",
-		"--window-size=1400,1000"}, extra...)
-	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
+		args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+			"--user-data-dir=" + t.TempDir(), "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000",
+			"--window-size=1400,1000"}, extra...)
+		cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		timedOut := ctx.Err() != nil
+		cancel()
+		switch {
+		case err == nil:
+			return stdout.String(), stderr.String()
+		case timedOut && attempt == 1:
+			t.Logf("chromium did not finish within 75 s (attempt %d); trying again", attempt)
+		default:
+			t.Fatalf("chromium (attempt %d): %v\n%s", attempt, err, stderr.String())
+		}
 	}
-	return stdout.String(), stderr.String()
 }
 
 // GET /docs is a reference rendered by the bundled Redoc from /v1/openapi.json, all from this server:
