@@ -56,6 +56,9 @@ type Config struct {
 	// PublicURL is the address clients reach the server at (scheme and host, no /v1), used as the
 	// OpenAPI document's server and in GET /v1's openapi_url. Empty: the address the caller used.
 	PublicURL string
+	// FailedAuthPerMinute bounds the failing keys one client address may present a minute before its
+	// unknown keys are refused with 429 unlooked-up; 0: no bound.
+	FailedAuthPerMinute int64
 	// Redis, when set (redis://host:port/db), holds the rate-limit and quota state shared by several servers.
 	// Empty: each server limits in process.
 	Redis string
@@ -131,6 +134,10 @@ func (c Config) check(s Setting) error {
 	case "request_timeout":
 		if c.RequestTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "failed_auth_per_minute":
+		if c.FailedAuthPerMinute < 0 {
+			return fmt.Errorf("%s: want 0 (no bound) or a positive number", shown)
 		}
 	case "drain_delay":
 		if c.DrainDelay < 0 {

@@ -153,10 +153,12 @@ func TestContractNames(t *testing.T) {
 	}
 	cfg := Default(env(map[string]string{"RECORDS_DB": "postgres://u@h/db", "RECORDS_DEFINITIONS": "/d", "RECORDS_PLUGINS": "/p",
 		"RECORDS_ADDR": ":1", "RECORDS_CURSOR_SECRET": "s", "RECORDS_TRUSTED_PROXIES": "10.0.0.1", "RECORDS_REDIS": "redis://r",
-		"RECORDS_PUBLIC_URL": "https://x.example/", "RECORDS_DEBUG_ADDR": ":2", "RECORDS_PLUGIN_TIMEOUT": "3s", "RECORDS_REQUEST_TIMEOUT": "4s"}))
+		"RECORDS_PUBLIC_URL": "https://x.example/", "RECORDS_DEBUG_ADDR": ":2", "RECORDS_PLUGIN_TIMEOUT": "3s", "RECORDS_REQUEST_TIMEOUT": "4s",
+		"RECORDS_FAILED_AUTH_PER_MINUTE": " 25"}))
 	want := Config{DB: "postgres://u@h/db", DefinitionsDir: "/d", PluginsDir: "/p", Addr: ":1", CursorSecret: "s",
 		TrustedProxies: "10.0.0.1", Redis: "redis://r", PublicURL: "https://x.example", DebugAddr: ":2", PluginTimeout: 3 * time.Second,
-		RequestTimeout: 4 * time.Second, DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, LogLevel: "info", LogFormat: "json"}
+		RequestTimeout: 4 * time.Second, DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, LogLevel: "info", LogFormat: "json",
+		FailedAuthPerMinute: 25}
 	if got := cfg; fields(got) != fields(want) {
 		t.Errorf("environment:\ngot  %s\nwant %s", fields(got), fields(want))
 	}
@@ -187,6 +189,10 @@ func TestTableCoversConfig(t *testing.T) {
 		case *time.Duration:
 			if s.Kind != KindDuration {
 				t.Errorf("%s: kind %s for a duration field", s.Name, s.Kind)
+			}
+		case *int64:
+			if s.Kind != KindInt {
+				t.Errorf("%s: kind %s for an integer field", s.Name, s.Kind)
 			}
 		}
 		if s.Env != "" && !strings.HasPrefix(s.Env, "RECORDS_") {
@@ -219,6 +225,7 @@ func TestFileErrors(t *testing.T) {
 		"duration as number": {"shutdown_grace: 10\n", []string{`key "shutdown_grace": want a duration such as 10s, got int "10"`}},
 		"bad duration":       {"plugin_timeout: soon\n", []string{`key "plugin_timeout": "soon": want a duration`}},
 		"string as number":   {"addr: 8080\n", []string{`key "addr": want a string, got int "8080" (quote it)`}},
+		"number as string":   {"failed_auth_per_minute: \"60\"\n", []string{`key "failed_auth_per_minute": want a whole number, got str "60"`}},
 		"list":               {"trusted_proxies: [10.0.0.1]\n", []string{`key "trusted_proxies": want a string, not a list or mapping`}},
 		"twice":              {"addr: a:1\naddr: b:2\n", []string{`line 2: key "addr": set twice`}},
 		"not a mapping":      {"- addr\n", []string{"want a mapping of settings"}},
@@ -327,25 +334,27 @@ func TestValidate(t *testing.T) {
 		args []string
 		want string // "" = valid
 	}{
-		"defaults":              {},
-		"every level":           {args: []string{"--log-level", "DEBUG", "--log-format", "text"}},
-		"bad level":             {args: []string{"--log-level", "verbose"}, want: `log_level (--log-level, RECORDS_LOG_LEVEL) "verbose": want debug, info, warn or error`},
-		"bad level from env":    {vars: map[string]string{"RECORDS_LOG_LEVEL": "trace"}, want: `"trace": want debug, info, warn or error`},
-		"bad format":            {args: []string{"--log-format", "xml"}, want: `log_format (--log-format, RECORDS_LOG_FORMAT) "xml": want json or text`},
-		"addr without port":     {args: []string{"--addr", "localhost"}, want: `addr (--addr, RECORDS_ADDR) "localhost": want host:port`},
-		"addr bad port":         {args: []string{"--addr", "127.0.0.1:99999"}, want: `port "99999": want a number from 0 to 65535`},
-		"empty addr":            {args: []string{"--addr", ""}, want: `addr (--addr, RECORDS_ADDR) "": want host:port`},
-		"any port":              {args: []string{"--addr", ":0", "--metrics-addr", ":0", "--debug-addr", "127.0.0.1:0"}},
-		"bad debug addr":        {args: []string{"--debug-addr", "6060"}, want: `debug_addr (--debug-addr, RECORDS_DEBUG_ADDR) "6060": want host:port`},
-		"same addresses":        {args: []string{"--addr", "127.0.0.1:9000", "--metrics-addr", "127.0.0.1:9000"}, want: `addr and metrics_addr are the same address`},
-		"bad duration from env": {vars: map[string]string{"RECORDS_SHUTDOWN_GRACE": "long"}, want: `RECORDS_SHUTDOWN_GRACE: "long": want a duration`},
-		"zero plugin timeout":   {args: []string{"--plugin-timeout", "0s"}, want: `plugin_timeout (--plugin-timeout, RECORDS_PLUGIN_TIMEOUT) "0s": want a positive duration`},
-		"bad db":                {args: []string{"--db", "mysql://root:hunter2@db/x"}, want: `db (--db, RECORDS_DB) "mysql://root:[redacted]@db/x": want sqlite:PATH or a postgres:// URL`},
-		"short cursor secret":   {vars: map[string]string{"RECORDS_CURSOR_SECRET": "hunter2"}, want: `cursor_secret (RECORDS_CURSOR_SECRET) is too short`},
-		"bad public url":        {args: []string{"--public-url", "https://x.example/api"}, want: `want http(s)://host[:port], without a path`},
-		"bad redis":             {args: []string{"--redis", "http://cache:6379"}, want: `want a redis://, rediss:// or unix:// URL`},
-		"missing definitions":   {args: []string{"--definitions", filepath.Join(defs, "none")}, want: `not a directory`},
-		"several at once":       {args: []string{"--log-level", "loud", "--log-format", "xml"}, want: `"loud": want debug, info, warn or error` + "\n" + `log_format`},
+		"defaults":               {},
+		"every level":            {args: []string{"--log-level", "DEBUG", "--log-format", "text"}},
+		"bad level":              {args: []string{"--log-level", "verbose"}, want: `log_level (--log-level, RECORDS_LOG_LEVEL) "verbose": want debug, info, warn or error`},
+		"bad level from env":     {vars: map[string]string{"RECORDS_LOG_LEVEL": "trace"}, want: `"trace": want debug, info, warn or error`},
+		"bad format":             {args: []string{"--log-format", "xml"}, want: `log_format (--log-format, RECORDS_LOG_FORMAT) "xml": want json or text`},
+		"addr without port":      {args: []string{"--addr", "localhost"}, want: `addr (--addr, RECORDS_ADDR) "localhost": want host:port`},
+		"addr bad port":          {args: []string{"--addr", "127.0.0.1:99999"}, want: `port "99999": want a number from 0 to 65535`},
+		"empty addr":             {args: []string{"--addr", ""}, want: `addr (--addr, RECORDS_ADDR) "": want host:port`},
+		"any port":               {args: []string{"--addr", ":0", "--metrics-addr", ":0", "--debug-addr", "127.0.0.1:0"}},
+		"bad debug addr":         {args: []string{"--debug-addr", "6060"}, want: `debug_addr (--debug-addr, RECORDS_DEBUG_ADDR) "6060": want host:port`},
+		"same addresses":         {args: []string{"--addr", "127.0.0.1:9000", "--metrics-addr", "127.0.0.1:9000"}, want: `addr and metrics_addr are the same address`},
+		"bad duration from env":  {vars: map[string]string{"RECORDS_SHUTDOWN_GRACE": "long"}, want: `RECORDS_SHUTDOWN_GRACE: "long": want a duration`},
+		"zero plugin timeout":    {args: []string{"--plugin-timeout", "0s"}, want: `plugin_timeout (--plugin-timeout, RECORDS_PLUGIN_TIMEOUT) "0s": want a positive duration`},
+		"negative failed auth":   {args: []string{"--failed-auth-per-minute", "-1"}, want: `failed_auth_per_minute (--failed-auth-per-minute, RECORDS_FAILED_AUTH_PER_MINUTE) "-1": want 0 (no bound) or a positive number`},
+		"non-number failed auth": {vars: map[string]string{"RECORDS_FAILED_AUTH_PER_MINUTE": "lots"}, want: `"lots": want a whole number`},
+		"bad db":                 {args: []string{"--db", "mysql://root:hunter2@db/x"}, want: `db (--db, RECORDS_DB) "mysql://root:[redacted]@db/x": want sqlite:PATH or a postgres:// URL`},
+		"short cursor secret":    {vars: map[string]string{"RECORDS_CURSOR_SECRET": "hunter2"}, want: `cursor_secret (RECORDS_CURSOR_SECRET) is too short`},
+		"bad public url":         {args: []string{"--public-url", "https://x.example/api"}, want: `want http(s)://host[:port], without a path`},
+		"bad redis":              {args: []string{"--redis", "http://cache:6379"}, want: `want a redis://, rediss:// or unix:// URL`},
+		"missing definitions":    {args: []string{"--definitions", filepath.Join(defs, "none")}, want: `not a directory`},
+		"several at once":        {args: []string{"--log-level", "loud", "--log-format", "xml"}, want: `"loud": want debug, info, warn or error` + "\n" + `log_format`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -237,6 +237,11 @@ func decodeNode(s Setting, n *yaml.Node) (any, error) {
 			return nil, fmt.Errorf("want true or false, got %s %q", strings.TrimPrefix(n.Tag, "!!"), show)
 		}
 		return b, nil
+	case KindInt:
+		if n.Tag != "!!int" {
+			return nil, fmt.Errorf("want a whole number, got %s %q", strings.TrimPrefix(n.Tag, "!!"), show)
+		}
+		return s.parse(n.Value)
 	case KindDuration:
 		if n.Tag != "!!str" {
 			return nil, fmt.Errorf("want a duration such as 10s, got %s %q", strings.TrimPrefix(n.Tag, "!!"), show)

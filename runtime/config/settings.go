@@ -40,11 +40,14 @@ const (
 	KindString   Kind = iota // any text
 	KindBool                 // true or false (1, 0, t, f … in the environment, as strconv.ParseBool)
 	KindDuration             // a Go duration: 10s, 1m30s, 500ms
+	KindInt                  // a whole number (int64)
 )
 
-// String returns "string", "bool" or "duration".
+// String returns "string", "bool", "duration" or "integer".
 func (k Kind) String() string {
 	switch k {
+	case KindInt:
+		return "integer"
 	case KindBool:
 		return "bool"
 	case KindDuration:
@@ -151,6 +154,15 @@ func Settings() []Setting {
 				"allowlists. Empty: the socket address is the client.",
 		},
 		{
+			Name: "failed_auth_per_minute", Flag: "failed-auth-per-minute", Env: "RECORDS_FAILED_AUTH_PER_MINUTE",
+			Key: "failed_auth_per_minute", Kind: KindInt, Default: "60", Commands: Recordsd,
+			field: func(c *Config) any { return &c.FailedAuthPerMinute },
+			Help: "How many keys that fail to authenticate one client address (an IPv6 client: its /64; behind " +
+				"`trusted_proxies`, the forwarded address) may present a minute, as a burst and then one a second. Past " +
+				"it the address's unknown keys get 429 `rate_limited` without a database lookup; keys the server " +
+				"already holds still pass. Counted in Redis when set. `0`: no bound.",
+		},
+		{
 			Name: "redis", Flag: "redis", Env: "RECORDS_REDIS", Key: "redis", Kind: KindString, Secrecy: SecretURL,
 			Commands: Recordsd, field: func(c *Config) any { return &c.Redis },
 			Help: "`redis://[:password@]host:6379/0` holding the rate-limit windows and monthly quota counters several " +
@@ -222,6 +234,12 @@ func (s Setting) parse(text string) (any, error) {
 			return nil, fmt.Errorf("%q: want a duration such as 10s or 1m30s", text)
 		}
 		return d, nil
+	case KindInt:
+		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: want a whole number", text)
+		}
+		return n, nil
 	default:
 		if s.clean != nil {
 			text = s.clean(text)
@@ -239,6 +257,8 @@ func (s Setting) set(c *Config, v any) {
 		*p = v.(bool)
 	case *time.Duration:
 		*p = v.(time.Duration)
+	case *int64:
+		*p = v.(int64)
 	}
 }
 
@@ -250,6 +270,8 @@ func (s Setting) get(c *Config) any {
 	case *bool:
 		return *p
 	case *time.Duration:
+		return *p
+	case *int64:
 		return *p
 	}
 	return nil

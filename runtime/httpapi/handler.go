@@ -53,6 +53,9 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Ready checks the parts a request needs (GET /readyz); nil: always ready.
 	Ready func(ctx context.Context) []Check
+	// FailedAuthPerMinute is how many failing keys one client address may present a minute before its
+	// unknown keys are refused with 429 unlooked-up; 0: no bound.
+	FailedAuthPerMinute int64
 }
 
 // Handler is the API's http.Handler.
@@ -65,6 +68,7 @@ type Handler struct {
 	publicURL string
 	proxies   []netip.Prefix
 	limiter   limits.Limiter
+	authFails *authFailures
 	quota     *limits.Quota
 	idem      *idempotency.Keys
 	timeout   time.Duration
@@ -79,6 +83,7 @@ type Handler struct {
 func New(cfg Config) *Handler {
 	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
 		metrics: cfg.Metrics, ready: cfg.Ready}
+	h.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
 	if h.timeout <= 0 {
 		h.timeout = 10 * time.Second
 	}
@@ -337,10 +342,19 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return apiError(401, "invalid_api_key", "The Authorization header must use the Bearer scheme.")
 		}
-		p, err := h.dir.Authenticate(req.Context(), strings.TrimSpace(secret))
-		if err != nil {
+		secret = strings.TrimSpace(secret)
+		src, now := source(req.Request, h.proxies), h.now()
+		if err := h.authFails.refused(src, secret, now); err != nil {
 			return err
 		}
+		p, err := h.dir.Authenticate(req.Context(), secret)
+		if err != nil {
+			if isKeyFailure(err) {
+				h.authFails.failed(req.Context(), src, now)
+			}
+			return err
+		}
+		h.authFails.succeeded(secret, now)
 		if in, ok := req.Context().Value(keyInfo).(*info); ok {
 			in.principal = p
 		}

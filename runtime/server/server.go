@@ -273,7 +273,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	idem := idempotency.New(b.Store, nil)
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
-		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout})
+		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
+		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
 	return s, nil
 }
 

@@ -139,6 +139,10 @@ type Options struct {
 	// Log receives the server's JSON log lines (default: discarded), at Info level unless LogLevel says.
 	Log      io.Writer
 	LogLevel slog.Level
+	// FailedAuthPerMinute bounds the failing keys one client address may present a minute (see
+	// config.Config). Default: no bound, since every test client is 127.0.0.1 and the key tests present
+	// hundreds of failing keys on purpose; TestFailedAuthThrottle sets one.
+	FailedAuthPerMinute int64
 }
 
 // Start starts a server on backend b.
@@ -152,6 +156,7 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	cfg.TrustedProxies = opts.TrustedProxies
 	cfg.PublicURL = opts.PublicURL
 	cfg.Redis = opts.Redis
+	cfg.FailedAuthPerMinute = opts.FailedAuthPerMinute
 	if opts.Metrics {
 		cfg.MetricsAddr = "127.0.0.1:0"
 	}
