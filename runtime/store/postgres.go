@@ -67,6 +67,9 @@ func (p *Postgres) Listen(ctx context.Context, channel string, ready func(bool),
 
 var _ Store = (*Postgres)(nil)
 
+// IdleInTransactionTimeout is the idle_in_transaction_session_timeout of the server's sessions.
+const IdleInTransactionTimeout = "60s"
+
 // OpenPostgres connects to url and checks the server answers.
 func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -81,6 +84,13 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > ConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {
+		// A transaction left open by a stuck client (a process frozen mid-request, a bug) would hold
+		// its row locks and its pool slot and block vacuum indefinitely; PostgreSQL ends such a session
+		// after this. No request holds a transaction idle for anywhere near this long (its deadline is
+		// request_timeout). The URL's idle_in_transaction_session_timeout overrides it.
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = IdleInTransactionTimeout
 	}
 	closeOnFatal := cfg.ConnConfig.OnPgError
 	cfg.ConnConfig.OnPgError = func(c *pgconn.PgConn, e *pgconn.PgError) bool {

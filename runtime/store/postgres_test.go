@@ -78,3 +78,28 @@ func TestPostgresDeadlockIsRetryable(t *testing.T) {
 		t.Fatalf("sum %d after one committed transaction of two updates, want 2 (the loser rolled back whole)", sum)
 	}
 }
+
+// Every pooled session ends a transaction left idle for a minute (a frozen client must not hold locks
+// and a pool slot for ever); a URL may set its own value.
+func TestPostgresIdleInTransactionTimeout(t *testing.T) {
+	ctx := context.Background()
+	url := servertest.DatabaseURL(t, servertest.Postgres)
+	for _, c := range []struct{ url, want string }{
+		{url, "1min"},
+		{url + "&idle_in_transaction_session_timeout=5000", "5s"},
+	} {
+		st, err := store.OpenPostgres(ctx, c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = st.Query(ctx, sqlgen.Stmt{SQL: "SHOW idle_in_transaction_session_timeout"}, func(row []any) error {
+			got, _ = row[0].(string)
+			return nil
+		})
+		st.Close()
+		if err != nil || got != c.want {
+			t.Errorf("%s: idle_in_transaction_session_timeout %q (%v), want %q", c.url, got, err, c.want)
+		}
+	}
+}
