@@ -69,7 +69,19 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model
 		return err
 	case replay != nil:
 		h.metrics.Replay(res.Name)
-		return h.replay(w, res, p.Policy(res), replay)
+		pol := p.Policy(res)
+		// The caller's record rule may have narrowed since (a new role, a reassigned owner): a replay
+		// never shows a record the caller can no longer reach; it answers as a read of it would.
+		if id := replayedRecord(req, replay); id != "" {
+			ok, err := h.svc.Visible(ctx, a, pol, id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return records.ErrNotFound
+			}
+		}
+		return h.replay(w, res, pol, replay)
 	}
 	var stored idempotency.Response
 	a.OnWrite = func(ctx context.Context, q store.Querier, rec records.Record) error {
@@ -104,6 +116,23 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model
 	}
 	writeRaw(w, stored.Status, stored.Body)
 	return nil
+}
+
+// replayedRecord is the record a replayed write acted on: the path's record, or for a create the one
+// it made.
+func replayedRecord(req bunrouter.Request, r *idempotency.Response) string {
+	if id := req.Param("id"); id != "" {
+		return id
+	}
+	var doc struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(r.Body, &doc) == nil && model.IsUUID(doc.Data.ID) {
+		return doc.Data.ID
+	}
+	return ""
 }
 
 // replay answers with a stored first response, byte for byte, marked Idempotent-Replayed. The caller's

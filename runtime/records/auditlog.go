@@ -457,38 +457,44 @@ func (s *Service) auditVisible(ctx context.Context, a Actor, pol *access.Policy,
 	if pol == nil {
 		return false, nil
 	}
-	if pol.Rule == access.All {
-		return true, nil
-	}
 	k := e.Resource + "/" + e.RecordID
 	if ok, done := seen[k]; done {
 		return ok, nil
 	}
+	ok, err := s.Visible(ctx, a, pol, e.RecordID)
+	if err != nil {
+		return false, fmt.Errorf("audit log: %w", err)
+	}
+	seen[k] = ok
+	return ok, nil
+}
+
+// Visible reports whether record id of pol's resource exists in a's workspace inside pol's record rule
+// (archived or not). A policy without a record rule costs no query.
+func (s *Service) Visible(ctx context.Context, a Actor, pol *access.Policy, id string) (bool, error) {
+	if pol.Rule == access.All {
+		return true, nil
+	}
+	ctx = store.WithWorkspace(ctx, a.Workspace)
 	r := pol.Resource
-	key := sqlgen.Key{Workspace: a.Workspace, ID: e.RecordID, Policy: pol}
+	key := sqlgen.Key{Workspace: a.Workspace, ID: id, Policy: pol}
 	if r.ModelScoped {
-		found, err := store.QueryOne(ctx, s.st, s.d.Bind("SELECT model_id FROM "+sqlgen.Quote(r.Table)+" WHERE workspace_id = ? AND id = ?", a.Workspace, e.RecordID), func(row []any) error {
+		found, err := store.QueryOne(ctx, s.st, s.d.Bind("SELECT model_id FROM "+sqlgen.Quote(r.Table)+" WHERE workspace_id = ? AND id = ?", a.Workspace, id), func(row []any) error {
 			key.ModelID = store.UUIDText(row[0])
 			return nil
 		})
-		if err != nil {
-			return false, fmt.Errorf("audit log: %w", err)
-		}
-		if !found {
-			seen[k] = false
-			return false, nil
+		if err != nil || !found {
+			return false, err
 		}
 	}
 	_, err := s.get(ctx, s.st, r, key, false)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		seen[k] = false
+		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("audit log: %w", err)
-	default:
-		seen[k] = true
+		return false, err
 	}
-	return seen[k], nil
+	return true, nil
 }
 
 // redactAudit applies pol's field rules to e's values: masked fields are masked as in responses, hidden

@@ -162,3 +162,37 @@ func TestIdempotentConcurrentCreates(t *testing.T) {
 		})
 	}
 }
+
+// A replay answers as a read would now: after the caller's role narrows to its own deals, replaying its
+// PATCH of someone else's deal is 404 (not the stored record), while replaying the create of its own deal
+// still returns the stored response.
+func TestReplayUnderNarrowedRecordRule(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			member := e.NewMember("narrowed@example.com", "admin", "")
+			key := e.NewKey(member, auth.KeyOptions{Access: "write"})
+			theirs := e.Do("POST", "/v1/deals", map[string]any{"name": "Admin's deal"}).Data()["id"].(string)
+			patch := map[string]any{"description": "seen by the member"}
+			e.Expect(e.DoKey(key, "PATCH", "/v1/deals/"+theirs, patch, "Idempotency-Key", "patch-1"), 200, "")
+			created := e.DoKey(key, "POST", "/v1/deals", map[string]any{"name": "Member's deal"}, "Idempotency-Key", "create-1")
+			e.Expect(created, 201, "")
+
+			if err := e.Server.Backend().Directory.SetRole(context.Background(), member, "member"); err != nil {
+				t.Fatal(err)
+			}
+			e.Expect(e.DoKey(key, "GET", "/v1/deals/"+theirs, nil), 404, "not_found")
+			replayed := e.DoKey(key, "PATCH", "/v1/deals/"+theirs, patch, "Idempotency-Key", "patch-1")
+			e.Expect(replayed, 404, "not_found")
+			if strings.Contains(string(replayed.Raw), "Admin's deal") {
+				t.Errorf("the 404 shows the record: %s", replayed.Raw)
+			}
+			again := e.DoKey(key, "POST", "/v1/deals", map[string]any{"name": "Member's deal"}, "Idempotency-Key", "create-1")
+			e.Expect(again, 201, "")
+			if again.Header.Get("Idempotent-Replayed") != "true" || again.Data()["id"] != created.Data()["id"] {
+				t.Errorf("replay of the member's own create: %v %s", again.Header, again.Raw)
+			}
+		})
+	}
+}
