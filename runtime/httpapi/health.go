@@ -31,9 +31,25 @@ func (h *Handler) healthz(w http.ResponseWriter, _ bunrouter.Request) error {
 
 // readyz answers 200 when every part a request needs answers, and 503 in the error envelope, naming
 // each failing part, when one does not or when the server is shutting down.
+//
+// ?optional=redis (a comma-separated list of check names) still checks and reports those parts but does
+// not fail on them: the answer is 200 with status "degraded". It is for a probe that should keep a
+// replica in rotation while Redis is away, since the rate limits and the quota then fall back (to the
+// process and to the database), instead of taking every replica out at once.
 func (h *Handler) readyz(w http.ResponseWriter, req bunrouter.Request) error {
+	optional := map[string]bool{}
+	for k, v := range req.URL.Query() {
+		if k != "optional" {
+			return invalidRequest("GET /readyz takes only the optional parameter.", nil)
+		}
+		for _, list := range v {
+			for _, name := range strings.Split(list, ",") {
+				optional[strings.TrimSpace(name)] = true
+			}
+		}
+	}
 	checks := map[string]string{}
-	var failing []string
+	var failing, degraded []string
 	if h.draining.Load() {
 		checks["server"] = "shutting down"
 		failing = append(failing, "server")
@@ -42,16 +58,24 @@ func (h *Handler) readyz(w http.ResponseWriter, req bunrouter.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), ReadyTimeout)
 		defer cancel()
 		for _, c := range h.ready(ctx) {
-			if c.Err != nil {
+			switch {
+			case c.Err == nil:
+				checks[c.Name] = "ok"
+			case optional[c.Name]:
+				checks[c.Name] = c.Err.Error()
+				degraded = append(degraded, c.Name)
+			default:
 				checks[c.Name] = c.Err.Error()
 				failing = append(failing, c.Name)
-			} else {
-				checks[c.Name] = "ok"
 			}
 		}
 	}
 	if len(failing) == 0 {
-		writeJSON(w, 200, map[string]any{"status": "ok", "checks": checks})
+		status := "ok"
+		if len(degraded) > 0 {
+			status = "degraded"
+		}
+		writeJSON(w, 200, map[string]any{"status": status, "checks": checks})
 		return nil
 	}
 	sort.Strings(failing)

@@ -191,6 +191,9 @@ func TestReadinessNamesAFailingPlugin(t *testing.T) {
 }
 
 // With --redis set, readiness covers Redis: a limiter store that does not answer makes the server not ready.
+// A probe asking ?optional=redis gets 200 "degraded" with the failure reported, and requests are served
+// meanwhile (the limits and the quota fall back); the database stays required, and other parameters are
+// refused.
 func TestReadinessNamesRedis(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -200,6 +203,17 @@ func TestReadinessNamesRedis(t *testing.T) {
 	ln.Close() // nothing listens there now
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{Redis: "redis://" + addr + "/0"})
 	getProbe(t, e.URL+"/readyz").notReady(t, "redis")
+	p := getProbe(t, e.URL+"/readyz?optional=redis")
+	if p.status != 200 || p.body["status"] != "degraded" || p.checks()["redis"] == "ok" || p.checks()["database"] != "ok" {
+		t.Errorf("?optional=redis during the outage: %d %v; want 200 degraded naming redis", p.status, p.body)
+	}
+	e.Expect(e.Do("GET", "/v1/me", nil), 200, "")
+	if p := getProbe(t, e.URL+"/readyz?optional=database,redis"); p.status != 200 {
+		t.Errorf("?optional=database,redis: %d", p.status)
+	}
+	if p := getProbe(t, e.URL+"/readyz?verbose=1"); p.status != 400 {
+		t.Errorf("?verbose=1: %d %v, want 400", p.status, p.body)
+	}
 
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -215,6 +229,9 @@ func TestReadinessNamesRedis(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	if took, ok := servertest.WaitFor(10*time.Second, func() bool { return getProbe(t, e.URL+"/readyz").status == 200 }); !ok {
 		t.Fatalf("/readyz not ready %s after Redis started", took)
+	}
+	if p := getProbe(t, e.URL+"/readyz?optional=redis"); p.status != 200 || p.body["status"] != "ok" {
+		t.Errorf("?optional=redis with Redis back: %d %v, want 200 ok", p.status, p.body)
 	}
 }
 
