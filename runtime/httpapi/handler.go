@@ -169,6 +169,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// StatusClientClosed is the status logged and counted for a request whose client went away before its
+// answer (nginx's 499); nobody receives it.
+const StatusClientClosed = 499
+
 // ServeHTTP gives every request an id, recovers panics, writes the envelope for any error, and logs
 // and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -178,7 +182,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Request-Id", id)
 	sw := &statusWriter{ResponseWriter: w}
 	in := &info{resource: "-", operation: "unmatched"}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(r.Context(), keyRequestID, id), keyInfo, in), h.timeout)
+	conn := r.Context() // ends when the client goes away (or the server cuts the request off at shutdown)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), h.timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error
@@ -196,7 +201,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 	}
 	var code string
-	if err != nil {
+	switch {
+	case err != nil && errors.Is(err, context.Canceled) && conn.Err() != nil && sw.status == 0:
+		// The client closed the connection before the answer, and the work stopped with it: no one
+		// reads an answer. It is logged and counted as 499, nginx's "client closed request", not as a
+		// failure of the server (a 500).
+		code = "client_closed_request"
+		sw.WriteHeader(StatusClientClosed)
+	case err != nil:
 		ae := translate(err)
 		code = ae.Code
 		switch ae.Code {

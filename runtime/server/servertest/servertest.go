@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,7 +180,8 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	if out == nil {
 		out = io.Discard
 	}
-	log := slog.New(slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}))
+	guard := &serverErrors{Handler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}), mu: &sync.Mutex{}, lines: &[]string{}}
+	log := slog.New(guard)
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
@@ -192,7 +194,17 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	watch, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { srv.Backend().Directory.Watch(watch); close(watched) }()
-	t.Cleanup(func() { ts.Close(); stopWatch(); <-watched; srv.Close() })
+	t.Cleanup(func() {
+		ts.Close()
+		stopWatch()
+		<-watched
+		srv.Close()
+		// Whoever sent them (Env.Do, a raw client, a fuzzer), no answer of this server was a 5xx other
+		// than the spec's 503.
+		if lines := guard.seen(); len(lines) > 0 {
+			t.Errorf("the server answered %d requests with a 5xx other than 503:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+	})
 	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg}
 	e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
 	return e
@@ -421,4 +433,47 @@ func (e *Env) Expect(r *Response, status int, code string) {
 	if r.Status != status || (code != "" && r.Code() != code) {
 		e.T.Errorf("got %d %s, want %d %s: %s", r.Status, r.Code(), status, code, r.Raw)
 	}
+}
+
+// serverErrors is the test server's log handler: it passes every record on and keeps the access lines
+// of answers with a 5xx status other than 503, which the spec never calls for. A 5xx logs at error level,
+// so it is seen at any test log level.
+type serverErrors struct {
+	slog.Handler
+	mu    *sync.Mutex
+	lines *[]string
+}
+
+func (h *serverErrors) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "request" && r.Level >= slog.LevelError {
+		var status int64
+		var line []string
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "status" {
+				status = a.Value.Int64()
+			}
+			line = append(line, a.String())
+			return true
+		})
+		if status >= 500 && status != 503 {
+			h.mu.Lock()
+			*h.lines = append(*h.lines, strings.Join(line, " "))
+			h.mu.Unlock()
+		}
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *serverErrors) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &serverErrors{Handler: h.Handler.WithAttrs(attrs), mu: h.mu, lines: h.lines}
+}
+
+func (h *serverErrors) WithGroup(name string) slog.Handler {
+	return &serverErrors{Handler: h.Handler.WithGroup(name), mu: h.mu, lines: h.lines}
+}
+
+func (h *serverErrors) seen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), *h.lines...)
 }

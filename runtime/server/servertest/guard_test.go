@@ -1,0 +1,32 @@
+package servertest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The guard keeps the access lines of 5xx answers other than 503, through loggers derived with With.
+func TestServerErrorsGuard(t *testing.T) {
+	g := &serverErrors{Handler: slog.NewJSONHandler(io.Discard, nil), mu: &sync.Mutex{}, lines: &[]string{}}
+	log := slog.New(g).With("component", "http")
+	for _, status := range []int{200, 404, 503, 500, 502} {
+		level := slog.LevelInfo
+		if status >= 500 {
+			level = slog.LevelError
+		}
+		log.LogAttrs(context.Background(), level, "request", slog.String("request_id", "r"), slog.Int("status", status))
+	}
+	log.Error("not an access line", "status", 500)
+	r := slog.NewRecord(time.Now(), slog.LevelError, "request", 0)
+	r.AddAttrs(slog.Int("status", 504))
+	_ = g.Handle(context.Background(), r)
+	got := g.seen()
+	if len(got) != 3 || !strings.Contains(got[0], "status=500") || !strings.Contains(got[1], "status=502") || !strings.Contains(got[2], "status=504") {
+		t.Fatalf("kept %q; want the 500, 502 and 504 access lines", got)
+	}
+}
