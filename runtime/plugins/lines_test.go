@@ -1,33 +1,22 @@
 package plugins
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 // records collects slog records as decoded JSON objects.
-type records struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (r *records) Write(p []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.buf.Write(p)
-}
+type records struct{ procs.Buffer }
 
 func (r *records) all(t *testing.T) []map[string]any {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(r.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(r.String()), "\n") {
 		if line == "" {
 			continue
 		}

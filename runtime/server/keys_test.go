@@ -20,6 +20,7 @@ import (
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/proc"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -28,27 +29,10 @@ import (
 // shapes (K14) and that no secret or secret hash is ever written back or logged (K12).
 type keyLab struct {
 	e       *servertest.Env
-	log     *lockedBuffer
+	log     *proc.Buffer
 	mu      sync.Mutex
 	seen    []*servertest.Response
 	secrets []string
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (l *keyLab) keep(res *servertest.Response) *servertest.Response {
@@ -148,7 +132,7 @@ func TestKeys(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			logs := &lockedBuffer{}
+			logs := &proc.Buffer{}
 			// 127.0.0.9 is a trusted proxy for K10's matrix; the lab's own requests come from 127.0.0.1,
 			// an untrusted peer.
 			e := servertest.Start(t, b, servertest.Options{Log: logs, LogLevel: -4, TrustedProxies: "127.0.0.9, 10.9.0.0/16"}) // slog.LevelDebug
