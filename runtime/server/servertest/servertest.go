@@ -113,14 +113,16 @@ func DatabaseURL(t testing.TB, b Backend) string {
 
 // Env is a running server with one workspace and an admin write key.
 type Env struct {
-	T         testing.TB
-	Server    *server.Server
-	URL       string
-	Workspace string
-	Member    string
-	Key       string
-	Config    config.Config
-	contract  *Contract
+	T          testing.TB
+	Server     *server.Server
+	URL        string
+	Workspace  string
+	Member     string
+	Key        string
+	Config     config.Config
+	// contract is the validator, loaded at the first request; copies of an Env (one per subtest) share it,
+	// and requests of several goroutines may load it at once.
+	contract *lazyContract
 }
 
 // Options change what Start builds.
@@ -205,7 +207,7 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 			t.Errorf("the server answered %d requests with a 5xx other than 503:\n%s", len(lines), strings.Join(lines, "\n"))
 		}
 	})
-	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg}
+	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg, contract: &lazyContract{}}
 	e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
 	return e
 }
@@ -368,8 +370,10 @@ func (e *Env) checkContract(req *http.Request, sent []byte, res *http.Response, 
 // Contract returns the validator of the OpenAPI document this env's server serves.
 func (e *Env) Contract() *Contract {
 	e.T.Helper()
-	if e.contract != nil {
-		return e.contract
+	e.contract.mu.Lock()
+	defer e.contract.mu.Unlock()
+	if e.contract.c != nil {
+		return e.contract.c
 	}
 	res, err := http.Get(e.URL + "/v1/openapi.json")
 	if err != nil {
@@ -383,10 +387,15 @@ func (e *Env) Contract() *Contract {
 	// Every env's document names its own address; one validator serves every env of the same
 	// definitions (the validator matches paths, not hosts).
 	doc = bytes.Replace(doc, []byte(`"url":"`+e.URL+`"`), []byte(`"url":"http://server.test"`), 1)
-	if e.contract, err = ContractFor(doc); err != nil {
+	if e.contract.c, err = ContractFor(doc); err != nil {
 		e.T.Fatal(err)
 	}
-	return e.contract
+	return e.contract.c
+}
+
+type lazyContract struct {
+	mu sync.Mutex
+	c  *Contract
 }
 
 func (e *Env) checkEnvelope(method, path string, r *Response) {
