@@ -113,13 +113,13 @@ func DatabaseURL(t testing.TB, b Backend) string {
 
 // Env is a running server with one workspace and an admin write key.
 type Env struct {
-	T          testing.TB
-	Server     *server.Server
-	URL        string
-	Workspace  string
-	Member     string
-	Key        string
-	Config     config.Config
+	T         testing.TB
+	Server    *server.Server
+	URL       string
+	Workspace string
+	Member    string
+	Key       string
+	Config    config.Config
 	// contract is the validator, loaded at the first request; copies of an Env (one per subtest) share it,
 	// and requests of several goroutines may load it at once.
 	contract *lazyContract
