@@ -96,7 +96,17 @@ type entry struct {
 	lastErr    error
 	broken     bool // the connection failed or a call missed its deadline: restart before the next call
 	output     outputLimit
+	// After a start that failed, the next one waits: a program that cannot start (a bad build, a missing
+	// library, one that exits at once) is not started again by every call, each a fork and exec.
+	backoff time.Duration // 0 after a start that succeeded
+	retryAt time.Time
 }
+
+// The wait after a failed start doubles from startBackoffMin up to startBackoffMax.
+const (
+	startBackoffMin = 100 * time.Millisecond
+	startBackoffMax = 5 * time.Second
+)
 
 // proc is one plugin process.
 type proc struct {
@@ -211,6 +221,11 @@ func (h *Host) ensure(ctx context.Context, e *entry) (*sdk.Client, error) {
 			e.mu.Unlock()
 			return nil, errors.New("the host is closed")
 		}
+		if wait := time.Until(e.retryAt); wait > 0 {
+			err := fmt.Errorf("did not start (%v); next start in %v", e.lastErr, wait.Round(time.Millisecond))
+			e.mu.Unlock()
+			return nil, err
+		}
 		s = &start{began: time.Now(), done: make(chan struct{})}
 		e.starting = s
 		old := e.proc
@@ -258,8 +273,11 @@ func (h *Host) start(e *entry, s *start, old *proc, n int) {
 	}
 	if err != nil {
 		e.lastErr, hooks = err, nil
+		e.backoff = min(max(2*e.backoff, startBackoffMin), startBackoffMax)
+		e.retryAt = time.Now().Add(e.backoff)
 	} else {
 		e.proc, e.hooks, e.desc, e.lastErr = p, hooks, desc, nil
+		e.backoff, e.retryAt = 0, time.Time{}
 	}
 	e.starting = nil
 	e.mu.Unlock()
@@ -572,6 +590,7 @@ func (h *Host) Restart(name string) error {
 	e.mu.Lock()
 	p, pending := e.proc, e.pending
 	e.broken = true
+	e.retryAt = time.Time{} // asked for: start at the next call, even while waiting after a failed start
 	e.mu.Unlock()
 	if pending != nil {
 		pending.kill()

@@ -279,3 +279,61 @@ func children(t *testing.T, name string) int {
 	}
 	return n
 }
+
+// A program that exits as it starts is not started again by every call: after a failed start the next
+// waits 100 ms, doubling up to 5 s, and calls meanwhile fail at once with ErrUnavailable. Restart (a
+// new binary deployed) starts it at the next call, and a start that succeeds ends the waiting.
+func TestFailedStartBacksOff(t *testing.T) {
+	dir, startFile, cat := chaosPlugins(t, "chaos-rules")
+	h, err := plugins.New(context.Background(), plugins.Config{Dir: dir, Timeout: time.Second}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	call := func() (time.Duration, error) {
+		start := time.Now()
+		_, err := h.Before(context.Background(), "chaos-rules", &sdk.Call{Resource: "widgets", Operation: sdk.OpCreate, Changes: map[string]any{"name": "before=ok"}}, nil)
+		return time.Since(start), err
+	}
+	starts := func() int {
+		for _, st := range h.Statuses() {
+			return st.Starts
+		}
+		return 0
+	}
+	if err := os.WriteFile(startFile, []byte("exit"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Restart("chaos-rules"); err != nil {
+		t.Fatal(err)
+	}
+	before := starts()
+	calls, slowest := 0, time.Duration(0)
+	for start := time.Now(); time.Since(start) < 1500*time.Millisecond; calls++ {
+		took, err := call()
+		if !errors.Is(err, plugins.ErrUnavailable) {
+			t.Fatalf("call %d to a plugin that cannot start: %v", calls, err)
+		}
+		slowest = max(slowest, took)
+		time.Sleep(2 * time.Millisecond)
+	}
+	n := starts() - before
+	// Starts at about 0, 0.1, 0.3, 0.7 and 1.5 s: at most 5 (6 on a slow machine) for hundreds of calls.
+	if n < 2 || n > 6 {
+		t.Errorf("%d starts for %d calls in 1.5 s; want 2..6", n, calls)
+	}
+	t.Logf("%d calls in 1.5 s to a plugin exiting at start: %d starts, slowest call %v", calls, n, slowest.Round(time.Millisecond))
+
+	if err := os.WriteFile(startFile, []byte("ok"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(); err == nil {
+		t.Log("the wait after the last failed start had already passed")
+	}
+	if err := h.Restart("chaos-rules"); err != nil {
+		t.Fatal(err)
+	}
+	if took, err := call(); err != nil || took > 3*time.Second {
+		t.Fatalf("the call after Restart with a working program: %v after %v", err, took)
+	}
+}
