@@ -77,10 +77,16 @@ func TestUnscopedRowSecurity(t *testing.T) {
 			out, _ := io.ReadAll(res.Body)
 			return res.StatusCode, string(out)
 		}
+		// With both guards gone, the last one, runtime/records' row check, fails the read closed: a 500
+		// (an invariant broken), never A's row.
+		e.TolerateServerErrors("tenancy guard")
 		get, getBody := raw("GET", "/v1/companies/"+company, nil)
 		ref, refBody := raw("POST", "/v1/companies", map[string]any{"name": "B", "parent_company_id": company})
 		if get == 404 || ref == 422 {
 			t.Errorf("without row-level security on rec_companies B is still refused (GET %d, reference %d): the hook did not remove the predicate", get, ref)
+		}
+		if strings.Contains(getBody, "A's company") {
+			t.Errorf("B read A's company: %s", getBody)
 		}
 		t.Logf("control, rec_companies without FORCE ROW LEVEL SECURITY: B's GET of A's company %d %.100s; B's reference to it %d %.100s", get, getBody, ref, refBody)
 	})

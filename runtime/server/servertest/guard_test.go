@@ -12,7 +12,7 @@ import (
 
 // The guard keeps the access lines of 5xx answers other than 503, through loggers derived with With.
 func TestServerErrorsGuard(t *testing.T) {
-	g := &serverErrors{Handler: slog.NewJSONHandler(io.Discard, nil), mu: &sync.Mutex{}, lines: &[]string{}}
+	g := &serverErrors{Handler: slog.NewJSONHandler(io.Discard, nil), mu: &sync.Mutex{}, lines: &[]string{}, tolerated: &[]string{}}
 	log := slog.New(g).With("component", "http")
 	for _, status := range []int{200, 404, 503, 500, 502} {
 		level := slog.LevelInfo
@@ -28,5 +28,12 @@ func TestServerErrorsGuard(t *testing.T) {
 	got := g.seen()
 	if len(got) != 3 || !strings.Contains(got[0], "status=500") || !strings.Contains(got[1], "status=502") || !strings.Contains(got[2], "status=504") {
 		t.Fatalf("kept %q; want the 500, 502 and 504 access lines", got)
+	}
+	// A cause a test provokes on purpose passes; others are still kept.
+	(&Env{errs: g}).TolerateServerErrors("tenancy guard")
+	log.Error("request", "status", 500, "err", "get companies: tenancy guard: row of workspace a read for b")
+	log.Error("request", "status", 500, "err", "something else")
+	if got := g.seen(); len(got) != 4 || !strings.Contains(got[3], "something else") {
+		t.Fatalf("kept %q; want the tolerated cause left out", got)
 	}
 }
