@@ -12,7 +12,7 @@ import (
 
 // The guard keeps the access lines of 5xx answers other than 503, through loggers derived with With.
 func TestServerErrorsGuard(t *testing.T) {
-	g := &serverErrors{Handler: slog.NewJSONHandler(io.Discard, nil), mu: &sync.Mutex{}, lines: &[]string{}, tolerated: &[]string{}}
+	g := &serverErrors{Handler: slog.NewJSONHandler(io.Discard, nil), mu: &sync.Mutex{}, lines: &[]string{}, tolerated: &[]string{}, secrets: &[]string{}}
 	log := slog.New(g).With("component", "http")
 	for _, status := range []int{200, 404, 503, 500, 502} {
 		level := slog.LevelInfo
@@ -35,5 +35,15 @@ func TestServerErrorsGuard(t *testing.T) {
 	log.Error("request", "status", 500, "err", "something else")
 	if got := g.seen(); len(got) != 4 || !strings.Contains(got[3], "something else") {
 		t.Fatalf("kept %q; want the tolerated cause left out", got)
+	}
+	// Key material in any line, its attributes or the logger's, is kept; the format message is not.
+	log.Info("request", "status", 401, "code", "invalid_api_key", "message", "expected wsk_ followed by 64 hex")
+	if n := len(g.leaked()); n != 0 {
+		t.Fatalf("%d lines kept for the format message", n)
+	}
+	log.Info("request", "authorization", "Bearer wsk_0123456789abcdef")
+	log.With("key", "wsk_deadbeef00").Info("x")
+	if n := len(g.leaked()); n != 2 {
+		t.Fatalf("%d lines with key material kept, want 2: %q", n, g.leaked())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	if out == nil {
 		out = io.Discard
 	}
-	guard := &serverErrors{Handler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}), mu: &sync.Mutex{}, lines: &[]string{}, tolerated: &[]string{}}
+	guard := &serverErrors{Handler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}), mu: &sync.Mutex{}, lines: &[]string{}, tolerated: &[]string{}, secrets: &[]string{}}
 	log := slog.New(guard)
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
@@ -208,6 +209,10 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 		// than the spec's 503.
 		if lines := guard.seen(); len(lines) > 0 {
 			t.Errorf("the server answered %d requests with a 5xx other than 503:\n%s", len(lines), strings.Join(lines, "\n"))
+		}
+		// No log line held an API key or a piece of one, right or wrong, whatever the tests sent.
+		if lines := guard.leaked(); len(lines) > 0 {
+			t.Errorf("the server logged key material in %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
 		}
 	})
 	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg, contract: &lazyContract{}, errs: guard}
@@ -447,14 +452,15 @@ func (e *Env) Expect(r *Response, status int, code string) {
 	}
 }
 
-// serverErrors is the test server's log handler: it passes every record on and keeps the access lines
-// of answers with a 5xx status other than 503, which the spec never calls for. A 5xx logs at error level,
-// so it is seen at any test log level.
+// serverErrors is the test server's log handler: it passes every record on, keeps the access lines of
+// answers with a 5xx status other than 503, which the spec never calls for (a 5xx logs at error level, so
+// it is seen at any test log level), and keeps every line holding API key material.
 type serverErrors struct {
 	slog.Handler
 	mu        *sync.Mutex
 	lines     *[]string
 	tolerated *[]string // causes a test provokes on purpose
+	secrets   *[]string // log lines holding key material
 }
 
 // TolerateServerErrors lets 5xx answers whose logged cause contains cause pass the check that fails
@@ -467,38 +473,58 @@ func (e *Env) TolerateServerErrors(cause string) {
 }
 
 func (h *serverErrors) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == "request" && r.Level >= slog.LevelError {
-		var status int64
-		var line []string
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "status" {
-				status = a.Value.Int64()
-			}
-			line = append(line, a.String())
-			return true
-		})
-		if status >= 500 && status != 503 {
-			text := strings.Join(line, " ")
-			h.mu.Lock()
-			if !slices.ContainsFunc(*h.tolerated, func(cause string) bool { return strings.Contains(text, cause) }) {
-				*h.lines = append(*h.lines, text)
-			}
-			h.mu.Unlock()
+	var status int64
+	line := []string{r.Message}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "status" {
+			status = a.Value.Int64()
 		}
+		line = append(line, a.String())
+		return true
+	})
+	text := strings.Join(line, " ")
+	h.scan(text)
+	if r.Message == "request" && r.Level >= slog.LevelError && status >= 500 && status != 503 {
+		h.mu.Lock()
+		if !slices.ContainsFunc(*h.tolerated, func(cause string) bool { return strings.Contains(text, cause) }) {
+			*h.lines = append(*h.lines, text)
+		}
+		h.mu.Unlock()
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
+// keyMaterial matches an API key or a long enough piece of one (the secret is wsk_ and 64 hex digits).
+var keyMaterial = regexp.MustCompile(`wsk_[0-9a-f]{8,}`)
+
+// scan keeps text when it holds key material: no log line may, whatever the request sent.
+func (h *serverErrors) scan(text string) {
+	if strings.Contains(text, "wsk_") && keyMaterial.MatchString(text) {
+		h.mu.Lock()
+		*h.secrets = append(*h.secrets, text)
+		h.mu.Unlock()
+	}
+}
+
 func (h *serverErrors) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &serverErrors{Handler: h.Handler.WithAttrs(attrs), mu: h.mu, lines: h.lines, tolerated: h.tolerated}
+	for _, a := range attrs {
+		h.scan(a.String())
+	}
+	return &serverErrors{Handler: h.Handler.WithAttrs(attrs), mu: h.mu, lines: h.lines, tolerated: h.tolerated, secrets: h.secrets}
 }
 
 func (h *serverErrors) WithGroup(name string) slog.Handler {
-	return &serverErrors{Handler: h.Handler.WithGroup(name), mu: h.mu, lines: h.lines, tolerated: h.tolerated}
+	return &serverErrors{Handler: h.Handler.WithGroup(name), mu: h.mu, lines: h.lines, tolerated: h.tolerated, secrets: h.secrets}
 }
 
 func (h *serverErrors) seen() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), *h.lines...)
+}
+
+func (h *serverErrors) leaked() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), *h.secrets...)
 }
