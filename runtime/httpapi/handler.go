@@ -54,7 +54,7 @@ type Config struct {
 	// Ready checks the parts a request needs (GET /readyz); nil: always ready.
 	Ready func(ctx context.Context) []Check
 	// FailedAuthPerMinute is how many failing keys one client address may present a minute before its
-	// unknown keys are refused with 429 unlooked-up; 0: no bound.
+	// keys are refused with 429 without a lookup (except keys that authenticated here lately); 0: no bound.
 	FailedAuthPerMinute int64
 }
 
@@ -355,9 +355,13 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 			return apiError(401, "invalid_api_key", "The Authorization header must use the Bearer scheme.")
 		}
 		secret = strings.TrimSpace(secret)
-		src, now := source(req.Request, h.proxies), h.now()
-		if err := h.authFails.refused(src, secret, now); err != nil {
-			return err
+		var src netip.Prefix
+		var now time.Time
+		if h.authFails != nil {
+			src, now = source(req.Request, h.proxies), h.now()
+			if err := h.authFails.refused(src, secret, now); err != nil {
+				return err
+			}
 		}
 		p, err := h.dir.Authenticate(req.Context(), secret)
 		if err != nil {
