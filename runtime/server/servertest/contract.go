@@ -18,7 +18,11 @@ import (
 
 // Contract checks requests and responses against an OpenAPI document with libopenapi-validator.
 type Contract struct {
-	v validator.Validator // safe for concurrent use
+	// mu serialises the validator's calls: they are not safe for concurrent use (rendering a response
+	// schema writes libopenapi's cached nodes; the race detector sees it), and one Contract serves
+	// every env of the same definitions, parallel tests included.
+	mu sync.Mutex
+	v  validator.Validator
 }
 
 var (
@@ -49,6 +53,8 @@ func ContractFor(doc []byte) (*Contract, error) {
 
 // ValidateDocument validates the document itself against the OpenAPI 3.1 specification.
 func (c *Contract) ValidateDocument() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	_, errs := c.v.ValidateDocument()
 	return describe(errs)
 }
@@ -57,6 +63,8 @@ func (c *Contract) ValidateDocument() []string {
 func (c *Contract) CheckRequest(req *http.Request, body []byte) []string {
 	r := req.Clone(req.Context())
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	_, errs := c.v.ValidateHttpRequestSync(r)
 	return describe(errs)
 }
@@ -84,6 +92,8 @@ func (c *Contract) CheckResponse(req *http.Request, res *http.Response, body []b
 	}
 	r := *res
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	_, errs := c.v.ValidateHttpResponse(req, &r)
 	if Undocumented(errs) {
 		return true, nil
