@@ -59,11 +59,12 @@ func TestDatabaseFaults(t *testing.T) {
 		pg := servertest.NewPGCluster(t)
 		base := newFaultEnv(t, pg, false)
 
-		t.Run("D1_stop_restart", func(t *testing.T) {
+		// stopped takes the database down with stop under load, for the outage, and starts it again.
+		stopped := func(t *testing.T, stop func()) {
 			fe := base.scenario(t)
 			l := startLoad(fe)
 			l.waitWrites(t, 20)
-			pg.Stop() // pg_ctl stop -m fast: sessions ended, connections closed
+			stop()
 			down := time.Now()
 			time.Sleep(outage())
 			pg.Start()
@@ -71,21 +72,11 @@ func TestDatabaseFaults(t *testing.T) {
 			l.finish(t, faultTimeout+faultMargin)
 			fe.noStuckSessions(t)
 			fe.verify(t, l)
-		})
-
-		t.Run("D2_crash_mid_transaction", func(t *testing.T) {
-			fe := base.scenario(t)
-			l := startLoad(fe)
-			l.waitWrites(t, 20)
-			pg.Kill() // pg_ctl stop -m immediate: backends killed mid-transaction, crash recovery on start
-			down := time.Now()
-			time.Sleep(outage())
-			pg.Start()
-			l.recovered(t, down, time.Now())
-			l.finish(t, faultTimeout+faultMargin)
-			fe.noStuckSessions(t)
-			fe.verify(t, l)
-		})
+		}
+		// pg_ctl stop -m fast: sessions ended, connections closed.
+		t.Run("D1_stop_restart", func(t *testing.T) { stopped(t, pg.Stop) })
+		// pg_ctl stop -m immediate: backends killed mid-transaction, crash recovery on start.
+		t.Run("D2_crash_mid_transaction", func(t *testing.T) { stopped(t, pg.Kill) })
 
 		t.Run("D3_read_only", func(t *testing.T) { testReadOnlyDatabase(t, base.scenario(t)) })
 		t.Run("D4_statement_cancelled", func(t *testing.T) { testStatementCancelled(t, base.scenario(t)) })
