@@ -491,7 +491,7 @@ func cmdImport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				return err
 			}
 			a := records.Actor{Workspace: strings.ToLower(*ws)}
-			if err := b.Records.CheckModel(e.ctx, r, a.Workspace, strings.ToLower(*modelID)); err != nil {
+			if _, err := b.Records.Collection(e.ctx, a, r, *modelID); err != nil {
 				return err
 			}
 			if err := workspaceExists(b, e.ctx, a.Workspace); err != nil {

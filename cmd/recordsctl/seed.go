@@ -41,17 +41,15 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				return err
 			}
 			mid := strings.ToLower(*modelID)
-			if err := b.Records.CheckModel(e.ctx, r, a.Workspace, mid); err != nil {
+			c, err := b.Records.Collection(e.ctx, a, r, mid)
+			if err != nil {
 				return err
 			}
 			refs, err := loadRefs(e, b, a.Workspace, r)
 			if err != nil {
 				return err
 			}
-			fs, err := b.Records.Fields(e.ctx, a.Workspace, r, mid)
-			if err != nil {
-				return err
-			}
+			fs := c.Fields
 			custom := make([]*model.Field, len(fs.Defs))
 			for i, d := range fs.Defs {
 				custom[i] = fs.Field(d)

@@ -3,21 +3,18 @@ package catalog
 import (
 	"strings"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/schema"
 )
 
-// ErrorCodes are the error codes of SPEC.md.
-var ErrorCodes = []string{"invalid_request", "invalid_api_key", "expired_api_key", "key_assurance_stale", "ip_not_allowed",
-	"permission_denied", "plan_upgrade_required", "insufficient_scope", "feature_unavailable", "forbidden", "not_found",
-	"unknown_resource", "route_not_found", "method_not_allowed", "conflict", "idempotency_key_in_use", "payload_too_large",
-	"validation_failed", "idempotency_key_reused", "rate_limited", "quota_exceeded", "internal_error", "service_unavailable"}
+// ErrorCodes are the error codes of SPEC.md (engine/apierr's table).
+var ErrorCodes = apierr.Codes()
 
 // ErrorTypes are the error types of SPEC.md.
-var ErrorTypes = []string{"invalid_request_error", "authentication_error", "permission_error", "not_found_error",
-	"conflict_error", "validation_error", "rate_limit_error", "api_error"}
+var ErrorTypes = apierr.Types()
 
 // ServerURL stands in the document for the server's base address (scheme and host, ending before /v1).
 // The server replaces it when it serves the document, with its configured public URL or the address the

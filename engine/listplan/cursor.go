@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/workspace-records/records/engine/model"
 )
@@ -72,32 +73,82 @@ func Verify(secret []byte, s string) ([]byte, error) {
 	return payload, nil
 }
 
-// EncodeCursor returns the cursor that resumes plan after pos.
-func EncodeCursor(secret []byte, plan *Plan, pos Position) string {
-	key, _ := json.Marshal(model.JSONValue(plan.Sort, pos.Key))
-	payload, _ := json.Marshal(cursorPayload{V: 1, F: plan.Fingerprint, K: key, I: pos.ID})
+// One keyset cursor serves every walk of the API — record lists, association lists and the audit trail:
+// a signed position (key, id) bound to its walk's scope, a fingerprint of everything that must stay the
+// same between pages (who walks, what, filtered and ordered how). A cursor of another walk, or edited,
+// is refused with ErrCursor.
+
+// EncodeKeyset returns the cursor that resumes the walk scope after the row with the JSON-shaped sort
+// value key (nil for NULL) and id.
+func EncodeKeyset(secret []byte, scope string, key any, id string) string {
+	k, _ := json.Marshal(key)
+	payload, _ := json.Marshal(cursorPayload{V: 1, F: scope, K: k, I: id})
 	return Sign(secret, payload)
 }
 
-// DecodeCursor verifies s and returns the position it encodes for plan.
-func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
+// DecodeKeyset verifies s as a cursor of the walk scope and returns its position: the sort value,
+// JSON-shaped with numbers as json.Number, and the id (lowercase).
+func DecodeKeyset(secret []byte, scope, s string) (key any, id string, err error) {
 	payload, err := Verify(secret, s)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var c cursorPayload
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
-	if err := dec.Decode(&c); err != nil || c.V != 1 || c.F != plan.Fingerprint || !model.IsUUID(c.I) {
-		return nil, ErrCursor
+	if err := dec.Decode(&c); err != nil || c.V != 1 || c.F != scope || !model.IsUUID(c.I) {
+		return nil, "", ErrCursor
 	}
-	var raw any
 	kd := json.NewDecoder(bytes.NewReader(c.K))
 	kd.UseNumber()
-	if err := kd.Decode(&raw); err != nil {
-		return nil, ErrCursor
+	if err := kd.Decode(&key); err != nil {
+		return nil, "", ErrCursor
 	}
-	pos := &Position{ID: strings.ToLower(c.I)}
+	return key, strings.ToLower(c.I), nil
+}
+
+// WalkScope returns the fingerprint of a walk named by parts, for EncodeKeyset: a digest, so a cursor
+// carries no identifier in clear.
+func WalkScope(parts ...string) string {
+	data, _ := json.Marshal(parts)
+	sum := sha256.Sum256(data)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// EncodeTimeKeyset is EncodeKeyset for walks in (time, id) order.
+func EncodeTimeKeyset(secret []byte, scope string, at time.Time, id string) string {
+	return EncodeKeyset(secret, scope, at.UTC().Format(time.RFC3339Nano), id)
+}
+
+// DecodeTimeKeyset is DecodeKeyset for walks in (time, id) order.
+func DecodeTimeKeyset(secret []byte, scope, s string) (time.Time, string, error) {
+	key, id, err := DecodeKeyset(secret, scope, s)
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	text, ok := key.(string)
+	if !ok {
+		return time.Time{}, "", ErrCursor
+	}
+	at, err := time.Parse(time.RFC3339Nano, text)
+	if err != nil {
+		return time.Time{}, "", ErrCursor
+	}
+	return at, id, nil
+}
+
+// EncodeCursor returns the cursor that resumes plan after pos.
+func EncodeCursor(secret []byte, plan *Plan, pos Position) string {
+	return EncodeKeyset(secret, plan.Fingerprint, model.JSONValue(plan.Sort, pos.Key), pos.ID)
+}
+
+// DecodeCursor verifies s and returns the position it encodes for plan.
+func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
+	raw, id, err := DecodeKeyset(secret, plan.Fingerprint, s)
+	if err != nil {
+		return nil, err
+	}
+	pos := &Position{ID: id}
 	if raw != nil {
 		if pos.Key, err = model.Canonical(plan.Sort, raw); err != nil {
 			return nil, ErrCursor

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -36,15 +37,6 @@ var (
 	keyRE  = regexp.MustCompile(`^wsk_[0-9a-f]{64}$`)
 	keyRE2 = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 )
-
-// Error is an authentication or authorization failure with its API status and code.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
 
 // Errors of the admin operations.
 var (
@@ -429,7 +421,7 @@ func hashSecret(secret string) string {
 // refused keys are never remembered.
 func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal, error) {
 	if !keyRE.MatchString(secret) {
-		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is malformed: expected wsk_ followed by 64 lowercase hex characters."}
+		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is malformed: expected wsk_ followed by 64 lowercase hex characters."}
 	}
 	hash := hashSecret(secret)
 	if !d.watching.Load() {
@@ -500,21 +492,21 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	if !found || subtle.ConstantTimeCompare([]byte(storedHash), []byte(hash)) != 1 || p.Key.RevokedAt != nil {
-		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is unknown or has been revoked."}
+		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is unknown or has been revoked."}
 	}
 	if !d.now().Before(p.Key.ExpiresAt) {
-		return nil, &Error{Status: 401, Code: "expired_api_key", Message: "The API key expired at " + p.Key.ExpiresAt.Format(time.RFC3339) + "; create a replacement key."}
+		return nil, &apierr.Error{Code: apierr.ExpiredAPIKey, Message: "The API key expired at " + p.Key.ExpiresAt.Format(time.RFC3339) + "; create a replacement key."}
 	}
 	p.Member.Active = store.Bool(active)
 	if !p.Member.Active {
-		return nil, &Error{Status: 401, Code: "invalid_api_key", Message: "The API key is unknown or has been revoked."}
+		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is unknown or has been revoked."}
 	}
 	if mfaAt != nil && mfaAt.After(p.Key.CreatedAt) {
-		return nil, &Error{Status: 401, Code: "key_assurance_stale", Message: "A new MFA factor was verified after this key was created; sign in with MFA and create a replacement key."}
+		return nil, &apierr.Error{Code: apierr.KeyAssuranceStale, Message: "A new MFA factor was verified after this key was created; sign in with MFA and create a replacement key."}
 	}
 	plan, ok := d.cat.Plan(p.Workspace.Plan)
 	if !ok || !plan.APIAccess {
-		return nil, &Error{Status: 403, Code: "plan_upgrade_required", Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
+		return nil, &apierr.Error{Code: apierr.PlanUpgradeRequired, Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
 	}
 	p.Plan = plan
 	p.Limits = plan.Limits
@@ -538,7 +530,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		ok = true
 	}
 	if !ok || !hasPermission(role, "api.access") {
-		return nil, &Error{Status: 403, Code: "permission_denied", Message: "The key's owner no longer has the api.access permission."}
+		return nil, &apierr.Error{Code: apierr.PermissionDenied, Message: "The key's owner no longer has the api.access permission."}
 	}
 	p.Role = role
 	return &p, nil
@@ -574,19 +566,19 @@ func (p *Principal) Policy(resource *model.Resource) *access.Policy {
 // Authorize checks that p may run a read or write on resource.
 func (p *Principal) Authorize(resource *model.Resource, write bool) error {
 	if !p.ResourceAccessByKey(resource.Name) {
-		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is not allowed to use " + resource.Name + "."}
+		return &apierr.Error{Code: apierr.InsufficientScope, Message: "This key is not allowed to use " + resource.Name + "."}
 	}
 	if write && p.Key.Access != "write" {
-		return &Error{Status: 403, Code: "insufficient_scope", Message: "This key is read-only; writes need a key with write access."}
+		return &apierr.Error{Code: apierr.InsufficientScope, Message: "This key is read-only; writes need a key with write access."}
 	}
 	if resource.Feature != "" && !p.Plan.HasFeature(resource.Feature) {
-		return &Error{Status: 403, Code: "feature_unavailable", Message: resource.Name + " needs the " + resource.Feature + " feature, which the workspace's " + p.Workspace.Plan + " plan does not include."}
+		return &apierr.Error{Code: apierr.FeatureUnavailable, Message: resource.Name + " needs the " + resource.Feature + " feature, which the workspace's " + p.Workspace.Plan + " plan does not include."}
 	}
 	switch level := p.Policy(resource).Level; {
 	case level == access.None:
-		return &Error{Status: 403, Code: "forbidden", Message: "Your role does not give access to " + resource.Name + "."}
+		return &apierr.Error{Code: apierr.Forbidden, Message: "Your role does not give access to " + resource.Name + "."}
 	case write && level != access.Write:
-		return &Error{Status: 403, Code: "forbidden", Message: "Your role can read but not change " + resource.Name + "."}
+		return &apierr.Error{Code: apierr.Forbidden, Message: "Your role can read but not change " + resource.Name + "."}
 	}
 	return nil
 }

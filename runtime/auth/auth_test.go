@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
@@ -149,8 +150,8 @@ func TestAuthenticateQueries(t *testing.T) {
 				"NUL": valid[:20] + "\x00" + valid[21:], "long": "wsk_" + strings.Repeat("a", 1<<16),
 			} {
 				_, err := counted.Authenticate(ctx, s)
-				var ae *auth.Error
-				if !errors.As(err, &ae) || ae.Status != 401 || ae.Code != "invalid_api_key" {
+				var ae *apierr.Error
+				if !errors.As(err, &ae) || ae.Status() != 401 || ae.Code != "invalid_api_key" {
 					t.Errorf("%s: %v", name, err)
 				}
 				if got := cs.take(); len(got) != 0 {
@@ -175,11 +176,11 @@ func TestAuthenticateQueries(t *testing.T) {
 				{"plan without API access", downgraded, counted, 403, "plan_upgrade_required"},
 			} {
 				p, err := c.dir.Authenticate(ctx, c.secret)
-				var ae *auth.Error
+				var ae *apierr.Error
 				switch {
 				case c.status == 0 && (err != nil || p == nil):
 					t.Errorf("%s: %v", c.name, err)
-				case c.status != 0 && (!errors.As(err, &ae) || ae.Status != c.status || ae.Code != c.code):
+				case c.status != 0 && (!errors.As(err, &ae) || ae.Status() != c.status || string(ae.Code) != c.code):
 					t.Errorf("%s: %v, want %d %s", c.name, err, c.status, c.code)
 				}
 				got := cs.take()

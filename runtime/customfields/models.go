@@ -3,6 +3,7 @@ package customfields
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -30,12 +31,16 @@ type modelEntry struct {
 	loaded int64
 }
 
-// ForModel returns the fields of data model modelID as the custom fields of its records. Their ids are
-// derived from the model id and the field key (UUID version 5), so filter keys are stable. Like
-// workspace snapshots, a model's fields are read again after MaxAge.
+// ErrModelNotFound is a data model that is not in the workspace.
+var ErrModelNotFound = errors.New("data model not found")
+
+// ForModel returns the fields of data model modelID as the custom fields of its records, or
+// ErrModelNotFound when the workspace has no such model. Their ids are derived from the model id and
+// the field key (UUID version 5), so filter keys are stable. Like workspace snapshots, a model's fields
+// are read again after MaxAge; a model that was not found is not remembered, so a new one serves at once.
 func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fields, error) {
 	if !model.IsUUID(modelID) {
-		return empty, nil
+		return nil, ErrModelNotFound
 	}
 	key := strings.ToLower(workspace) + "/" + strings.ToLower(modelID)
 	now := r.now().UnixNano()
@@ -54,7 +59,7 @@ func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fi
 		return nil, fmt.Errorf("data model fields: %w", err)
 	}
 	if !found {
-		return empty, nil
+		return nil, ErrModelNotFound
 	}
 	defs := map[string]modelField{}
 	if err := json.Unmarshal(store.JSON(raw), &defs); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/limits"
 )
@@ -68,7 +69,7 @@ func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Prin
 		hdr.Set("X-RateLimit-Reset", seconds(d.Reset))
 	}
 	if !d.Allowed {
-		e := apiError(429, "rate_limited", "Too many requests; retry after "+seconds(d.RetryAfter)+" s.")
+		e := apierr.New(apierr.RateLimited, "Too many requests; retry after "+seconds(d.RetryAfter)+" s.")
 		e.Header = http.Header{"Retry-After": {seconds(d.RetryAfter)}}
 		return ctx, e
 	}
@@ -83,7 +84,7 @@ func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Prin
 	}
 	hdr.Set("X-Quota-Reset", seconds(reset))
 	if !ok {
-		e := apiError(429, "quota_exceeded", "The workspace has used its monthly request quota; it resets at the start of next month (UTC).")
+		e := apierr.New(apierr.QuotaExceeded, "The workspace has used its monthly request quota; it resets at the start of next month (UTC).")
 		e.Header = http.Header{"Retry-After": {seconds(reset)}}
 		return ctx, e
 	}

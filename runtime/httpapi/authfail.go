@@ -3,14 +3,13 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"time"
 
-	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/runtime/limits"
 )
 
@@ -132,7 +131,7 @@ func (a *authFailures) failed(ctx context.Context, src netip.Prefix, now time.Ti
 
 func tooManyFailures(wait time.Duration) error {
 	s := seconds(max(wait, time.Second))
-	e := apiError(429, "rate_limited", "Too many requests with keys that failed to authenticate from this address; retry after "+s+" s.")
+	e := apierr.New(apierr.RateLimited, "Too many requests with keys that failed to authenticate from this address; retry after "+s+" s.")
 	e.Header = http.Header{"Retry-After": {s}, "X-Ratelimit-Reset": {s}}
 	return e
 }
@@ -140,6 +139,6 @@ func tooManyFailures(wait time.Duration) error {
 // isKeyFailure reports whether err is Authenticate refusing the key itself (401), as opposed to the
 // database failing (503).
 func isKeyFailure(err error) bool {
-	var ae *auth.Error
-	return errors.As(err, &ae) && ae.Status == http.StatusUnauthorized
+	ae, ok := apierr.As(err)
+	return ok && ae.Status() == http.StatusUnauthorized
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/strictjson"
 )
@@ -19,24 +20,24 @@ const MaxBody = 1 << 20
 // length is larger with 413, before decoding anything.
 func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxBody {
-		return nil, apiError(413, "payload_too_large", "The request body is larger than 1 MiB.")
+		return nil, apierr.New(apierr.PayloadTooLarge, "The request body is larger than 1 MiB.")
 	}
 	data, err := io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, apiError(413, "payload_too_large", "The request body is larger than 1 MiB.")
+			return nil, apierr.New(apierr.PayloadTooLarge, "The request body is larger than 1 MiB.")
 		}
-		return nil, apiError(400, "invalid_request", "The request body could not be read.")
+		return nil, apierr.New(apierr.InvalidRequest, "The request body could not be read.")
 	}
 	if len(data) > MaxBody {
-		return nil, apiError(413, "payload_too_large", "The request body is larger than 1 MiB.")
+		return nil, apierr.New(apierr.PayloadTooLarge, "The request body is larger than 1 MiB.")
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if ct := r.Header.Get("Content-Type"); ct != "" {
 			mt, _, err := mime.ParseMediaType(ct)
 			if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-				return nil, apiError(400, "invalid_request", "Request bodies must be application/json.")
+				return nil, apierr.New(apierr.InvalidRequest, "Request bodies must be application/json.")
 			}
 		}
 	}
@@ -59,10 +60,10 @@ func DecodeObject(data []byte) (map[string]any, error) {
 }
 
 // malformedBody is the 400 of a body DecodeObject refused; a member named twice is named in details.
-func malformedBody(err error) *Error {
+func malformedBody(err error) *apierr.Error {
 	var dup *strictjson.DuplicateError
 	if errors.As(err, &dup) {
-		return invalidRequest("Malformed body: "+err.Error()+"; send each member once.", fieldErr(string(field.CodeDuplicate), dup.Path, "appears more than once"))
+		return apierr.Invalid("Malformed body: "+err.Error()+"; send each member once.", field.ErrorList{field.New(field.CodeDuplicate, field.NewPath(dup.Path), "appears more than once")})
 	}
-	return apiError(400, "invalid_request", "Malformed body: "+err.Error()+".")
+	return apierr.New(apierr.InvalidRequest, "Malformed body: "+err.Error()+".")
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bunrouter"
+	"github.com/workspace-records/records/engine/apierr"
 )
 
 // Check is the state of one part a request needs: the database, Redis, a plugin. Err nil is healthy.
@@ -40,7 +41,7 @@ func (h *Handler) readyz(w http.ResponseWriter, req bunrouter.Request) error {
 	optional := map[string]bool{}
 	for k, v := range req.URL.Query() {
 		if k != "optional" {
-			return invalidRequest("GET /readyz takes only the optional parameter.", nil)
+			return apierr.Invalid("GET /readyz takes only the optional parameter.", nil)
 		}
 		for _, list := range v {
 			for _, name := range strings.Split(list, ",") {
@@ -79,7 +80,7 @@ func (h *Handler) readyz(w http.ResponseWriter, req bunrouter.Request) error {
 		return nil
 	}
 	sort.Strings(failing)
-	e := apiError(503, "service_unavailable", "Not ready: "+strings.Join(failing, ", ")+".")
+	e := apierr.New(apierr.ServiceUnavailable, "Not ready: "+strings.Join(failing, ", ")+".")
 	e.Details = map[string]any{"checks": checks}
 	e.Header = http.Header{"Retry-After": {"1"}}
 	return e

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+
+	"github.com/workspace-records/records/engine/apierr"
 )
 
 // queryOf parses a request's query string strictly. url.URL.Query drops every pair it cannot decode
@@ -11,7 +13,7 @@ import (
 func queryOf(r *http.Request) (url.Values, error) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, invalidRequest("The query string is malformed ("+err.Error()+"): percent-encode reserved characters and separate parameters with &.", nil)
+		return nil, apierr.Invalid("The query string is malformed ("+err.Error()+"): percent-encode reserved characters and separate parameters with &.", nil)
 	}
 	return q, nil
 }

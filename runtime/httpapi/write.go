@@ -10,10 +10,11 @@ import (
 
 	"github.com/uptrace/bunrouter"
 
+	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/records"
-	"github.com/workspace-records/records/runtime/store"
 )
 
 // encode renders a response body exactly as writeJSON does.
@@ -36,44 +37,54 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // Idempotency-Key may hold its answer.
 const releaseGrace = 250 * time.Millisecond
 
+// write is one write as the handler runs it: the status of its answer, the Location of a create, and
+// the service call, given the receipt to store with the write (nil without an Idempotency-Key).
+type write struct {
+	status   int
+	location func(records.Record) string // nil: no Location header
+	run      func(rc *records.Receipt) (records.Record, error)
+}
+
 // write runs a record write. Without an Idempotency-Key it simply runs. With one, the key is claimed
 // first; a repeat of a completed request replays its response; the response of a new request is stored
-// in the same transaction as its write; a failed request releases the key.
-func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model.Resource, a records.Actor, body map[string]any,
-	status int, location func(records.Record) string, run func(records.Actor) (records.Record, error)) error {
+// in the same transaction as its write (records.Receipt); a failed request releases the key.
+func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, wr write) error {
 	ctx := req.Context()
+	respond := func(rec records.Record) idempotency.Response {
+		r := idempotency.Response{Status: wr.status, Header: http.Header{}, Body: encode(map[string]any{"data": rec})}
+		if wr.location != nil {
+			r.Header.Set("Location", wr.location(rec))
+		}
+		return r
+	}
 	vals, present := req.Header["Idempotency-Key"]
 	if !present {
-		rec, err := run(a)
+		rec, err := wr.run(nil)
 		if err != nil {
 			return err
 		}
-		if loc := location(rec); loc != "" {
-			w.Header().Set("Location", loc)
-		}
-		writeRaw(w, status, encode(map[string]any{"data": rec}))
+		writeResponse(w, respond(rec))
 		return nil
 	}
 	if len(vals) != 1 || !idempotency.ValidKey(vals[0]) {
-		return apiError(400, "invalid_request", idempotency.ErrInvalidKey.Error()+", sent once.")
+		return apierr.New(apierr.InvalidRequest, idempotency.ErrInvalidKey.Error()+", sent once.")
 	}
 	p := principal(ctx)
 	fp := idempotency.Fingerprint(req.Method, req.URL.Path, req.URL.RawQuery, body)
 	claim, replay, err := h.idem.Claim(ctx, a.Workspace, p.Key.ID, vals[0], fp)
 	switch {
 	case errors.Is(err, idempotency.ErrReused):
-		return apiError(422, "idempotency_key_reused", "This Idempotency-Key was already used for a different request; use a new key.")
+		return apierr.New(apierr.IdempotencyKeyReused, "This Idempotency-Key was already used for a different request; use a new key.")
 	case errors.Is(err, idempotency.ErrInUse):
-		return apiError(409, "idempotency_key_in_use", "A request with this Idempotency-Key is still running; retry when it has finished.")
+		return apierr.New(apierr.IdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
 	case err != nil:
 		return err
 	case replay != nil:
-		h.metrics.Replay(res.Name)
-		pol := p.Policy(res)
+		h.metrics.Replay(c.Resource.Name)
 		// The caller's record rule may have narrowed since (a new role, a reassigned owner): a replay
 		// never shows a record the caller can no longer reach; it answers as a read of it would.
 		if id := replayedRecord(req, replay); id != "" {
-			ok, err := h.svc.Visible(ctx, a, pol, id)
+			ok, err := h.svc.Visible(ctx, a, c.Policy, id)
 			if err != nil {
 				return err
 			}
@@ -81,17 +92,14 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model
 				return records.ErrNotFound
 			}
 		}
-		return h.replay(w, res, pol, replay)
+		return h.replay(w, c.Policy, replay)
 	}
 	var stored idempotency.Response
-	a.OnWrite = func(ctx context.Context, q store.Querier, rec records.Record) error {
-		stored = idempotency.Response{Status: status, Header: http.Header{}, Body: encode(map[string]any{"data": rec})}
-		if loc := location(rec); loc != "" {
-			stored.Header.Set("Location", loc)
-		}
-		return h.idem.Complete(ctx, q, claim, stored)
-	}
-	if _, err := run(a); err != nil {
+	rc := &records.Receipt{Claim: claim, Respond: func(rec records.Record) idempotency.Response {
+		stored = respond(rec)
+		return stored
+	}}
+	if _, err := wr.run(rc); err != nil {
 		// Nothing was written: free the key so that a corrected retry runs. The release must not be
 		// skipped because the request's context ended, nor hold the answer more than releaseGrace past
 		// the request's deadline when the database does not answer; a claim left behind then ends
@@ -107,15 +115,19 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, res *model
 			h.log.Warn("release idempotency key", "err", rerr)
 		}
 		if errors.Is(err, idempotency.ErrLost) {
-			return apiError(409, "idempotency_key_in_use", "Another request took over this Idempotency-Key; retry to get its result.")
+			return apierr.New(apierr.IdempotencyKeyInUse, "Another request took over this Idempotency-Key; retry to get its result.")
 		}
 		return err
 	}
-	for k, v := range stored.Header {
+	writeResponse(w, stored)
+	return nil
+}
+
+func writeResponse(w http.ResponseWriter, r idempotency.Response) {
+	for k, v := range r.Header {
 		w.Header()[k] = v
 	}
-	writeRaw(w, stored.Status, stored.Body)
-	return nil
+	writeRaw(w, r.Status, r.Body)
 }
 
 // replayedRecord is the record a replayed write acted on: the path's record, or for a create the one
@@ -138,9 +150,7 @@ func replayedRecord(req bunrouter.Request, r *idempotency.Response) string {
 // replay answers with a stored first response, byte for byte, marked Idempotent-Replayed. The caller's
 // current field rules are applied again first, which leaves the bytes unchanged unless the rules became
 // stricter since: a replay never shows a value the caller may no longer read.
-func (h *Handler) replay(w http.ResponseWriter, res *model.Resource, pol interface {
-	Apply(map[string]any) map[string]any
-}, r *idempotency.Response) error {
+func (h *Handler) replay(w http.ResponseWriter, pol *access.Policy, r *idempotency.Response) error {
 	body := r.Body
 	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	dec.UseNumber()

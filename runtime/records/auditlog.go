@@ -119,22 +119,18 @@ func auditCustom(fs *customfields.Fields, stored map[string]any, ids []string) m
 	return out
 }
 
-// createdValues is the changes of a new record: its declared values and, when any, its custom values.
-func (s *Service) createdValues(ctx context.Context, workspace string, r *model.Resource, modelID string, values, custom map[string]any) (map[string]any, error) {
-	out := auditValues(r, values)
+// createdValues is the changes of a new record of c: its declared values and, when any, its custom values.
+func createdValues(c *Collection, values, custom map[string]any) map[string]any {
+	out := auditValues(c.Resource, values)
 	if len(custom) > 0 {
-		fs, err := s.Fields(ctx, workspace, r, modelID)
-		if err != nil {
-			return nil, err
-		}
-		out["custom_fields"] = auditCustom(fs, custom, keysOf(custom))
+		out["custom_fields"] = auditCustom(c.Fields, custom, keysOf(custom))
 	}
-	return out, nil
+	return out
 }
 
 // editValues is the audit entry of e applied to cur: for an update only what changed, with the values
 // it replaced.
-func (s *Service) editValues(ctx context.Context, workspace string, r *model.Resource, modelID string, cur Record, e *edit) (changes, previous map[string]any, err error) {
+func editValues(c *Collection, cur Record, e *edit) (changes, previous map[string]any) {
 	update := e.action == ActionUpdate
 	changes = map[string]any{}
 	if update {
@@ -144,7 +140,7 @@ func (s *Service) editValues(ctx context.Context, workspace string, r *model.Res
 		if k == "custom_fields" {
 			continue // from e.custom below
 		}
-		f, ok := r.Field(k)
+		f, ok := c.Resource.Field(k)
 		if !ok {
 			continue
 		}
@@ -157,13 +153,6 @@ func (s *Service) editValues(ctx context.Context, workspace string, r *model.Res
 		}
 		changes[k] = nv
 	}
-	if len(e.customIDs) == 0 {
-		return changes, previous, nil
-	}
-	fs, err := s.Fields(ctx, workspace, r, modelID)
-	if err != nil {
-		return nil, nil, err
-	}
 	old, _ := cur["custom_fields"].(map[string]any)
 	var ids []string
 	for _, id := range e.customIDs {
@@ -172,12 +161,12 @@ func (s *Service) editValues(ctx context.Context, workspace string, r *model.Res
 		}
 	}
 	if len(ids) > 0 {
-		changes["custom_fields"] = auditCustom(fs, e.custom, ids)
+		changes["custom_fields"] = auditCustom(c.Fields, e.custom, ids)
 		if update {
-			previous["custom_fields"] = auditCustom(fs, old, ids)
+			previous["custom_fields"] = auditCustom(c.Fields, old, ids)
 		}
 	}
-	return changes, previous, nil
+	return changes, previous
 }
 
 // sameValue reports whether two JSON-shaped values are equal: numbers by value (a stored decimal may
@@ -273,20 +262,12 @@ func (s *Service) AuditLog(ctx context.Context, a Actor, q AuditQuery) (*AuditPa
 	}
 	recordID := strings.ToLower(q.RecordID)
 	// Since is left out: it only bounds where the walk ends, and "24h ago" moves between pages.
-	fp := strings.Join([]string{"audit", a.Workspace, q.Resource, recordID, a.Member, roleName(a.Role)}, "/")
+	scope := listplan.WalkScope("audit", a.Workspace, q.Resource, recordID, a.Member, roleName(a.Role))
 	var afterTime time.Time
 	var afterID string
 	if q.Cursor != "" {
-		payload, err := listplan.Verify(s.secret, q.Cursor)
-		var c struct{ F, T, I string }
-		if err == nil {
-			err = json.Unmarshal(payload, &c)
-		}
-		if err == nil && c.F == fp && model.IsUUID(c.I) {
-			afterTime, err = time.Parse(time.RFC3339Nano, c.T)
-			afterID = c.I
-		}
-		if err != nil || afterID == "" {
+		var err error
+		if afterTime, afterID, err = listplan.DecodeTimeKeyset(s.secret, scope, q.Cursor); err != nil {
 			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("cursor"), "is not a cursor of this query"))
 		}
 	}
@@ -371,7 +352,7 @@ func (s *Service) AuditLog(ctx context.Context, a Actor, q AuditQuery) (*AuditPa
 			}
 			if len(page.Entries) == limit {
 				// One more entry follows: the page is full and the walk goes on after its last entry.
-				c := auditCursor(s.secret, fp, lastTime, lastID)
+				c := listplan.EncodeTimeKeyset(s.secret, scope, lastTime, lastID)
 				page.NextCursor = &c
 				return page, nil
 			}
@@ -390,7 +371,7 @@ func (s *Service) AuditLog(ctx context.Context, a Actor, q AuditQuery) (*AuditPa
 		if scanned >= auditScanFactor*batch {
 			// Most of what was read is out of the reader's sight: end the page short rather than scan
 			// the whole trail; the walk resumes after what was read.
-			c := auditCursor(s.secret, fp, afterTime, afterID)
+			c := listplan.EncodeTimeKeyset(s.secret, scope, afterTime, afterID)
 			page.NextCursor = &c
 			return page, nil
 		}
@@ -402,11 +383,6 @@ func roleName(r *model.Role) string {
 		return ""
 	}
 	return r.Name
-}
-
-func auditCursor(secret []byte, fp string, at time.Time, id string) string {
-	payload, _ := json.Marshal(map[string]string{"F": fp, "T": at.UTC().Format(time.RFC3339Nano), "I": id})
-	return listplan.Sign(secret, payload)
 }
 
 // scanAudit reads a row of AuditLog's query.

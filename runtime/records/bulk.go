@@ -24,31 +24,30 @@ func BatchSize(r *model.Resource) int {
 // records import` and `recordsctl seed`, and works for read-only resources too. Nothing is written
 // unless every body is valid; errors are prefixed with the body's index.
 func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelID string, bodies []map[string]any) (int, error) {
-	ctx = store.WithWorkspace(ctx, a.Workspace)
-	ctx, err := s.pinFields(ctx, a.Workspace, r, modelID)
+	c, err := s.Collection(ctx, a, r, modelID)
 	if err != nil {
 		return 0, err
 	}
 	sch := s.schemas.Resource(r.Name)
 	rows := make([]map[string]any, len(bodies))
 	values := make([]map[string]any, len(bodies))
-	customRefs := make([]map[string]any, len(bodies))
+	inputs := make([]*customInput, len(bodies))
 	customs := make([]map[string]any, len(bodies))
 	ids := make([]string, len(bodies))
 	var errs field.ErrorList
 	now := s.timestamp()
 	for i, body := range bodies {
 		b, verrs := sch.Validate(body, schema.Import)
-		var custom, refs map[string]any
 		if verrs == nil {
-			var err error
-			if custom, refs, err = s.customChanges(ctx, a.Workspace, r, modelID, b.Custom, schema.Create, nil); err != nil {
+			ci, err := c.checkCustom(b.Custom, schema.Create)
+			if err != nil {
 				fl, ok := err.(field.ErrorList)
 				if !ok {
 					return 0, err
 				}
 				verrs = fl
 			}
+			inputs[i] = ci
 		}
 		for _, e := range verrs {
 			errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
@@ -56,6 +55,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		if verrs != nil {
 			continue
 		}
+		custom := c.stored(inputs[i], nil)
 		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
@@ -64,8 +64,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		if err := setComputed(r, nil, b.Values, row); err != nil {
 			return 0, err
 		}
-		rows[i], values[i], ids[i] = row, b.Values, NewID()
-		customRefs[i], customs[i] = refs, custom
+		rows[i], values[i], ids[i], customs[i] = row, b.Values, NewID(), custom
 	}
 	if len(errs) > 0 {
 		return 0, errs
@@ -76,46 +75,40 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		trail = make([]auditEntry, len(rows))
 	}
 	for i := range trail {
-		if trail[i].changes, err = s.createdValues(ctx, a.Workspace, r, modelID, values[i], customs[i]); err != nil {
-			return 0, err
-		}
-		trail[i].resource, trail[i].recordID, trail[i].action = r.Name, ids[i], ActionImport
+		trail[i] = auditEntry{resource: r.Name, recordID: ids[i], action: ActionImport, changes: createdValues(c, values[i], customs[i])}
 	}
-	err = s.st.Tx(ctx, func(q store.Querier) error {
-		if err := s.checkReferences(ctx, q, r, a.Workspace, values...); err != nil {
-			return err
+	_, err = s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
+		if err := s.checkReferences(ctx, q, r, c.Workspace, values...); err != nil {
+			return nil, err
 		}
-		for i, refs := range customRefs {
-			if err := s.checkCustomReferences(ctx, q, a.Workspace, r, modelID, refs); err != nil {
-				return fmt.Errorf("[%d]: %w", i, err)
+		for i, ci := range inputs {
+			if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
 		size := BatchSize(r)
 		for start := 0; start < len(rows); start += size {
 			end := min(start+size, len(rows))
-			if _, err := q.Exec(ctx, s.d.InsertMany(r, a.Workspace, modelID, rows[start:end], ids[start:end])); err != nil {
-				return fmt.Errorf("import %s: %w", r.Name, err)
+			if _, err := q.Exec(ctx, s.d.InsertMany(r, c.Workspace, c.ModelID, rows[start:end], ids[start:end])); err != nil {
+				return nil, fmt.Errorf("import %s: %w", r.Name, err)
 			}
 		}
 		// New records have no side-table rows yet: their custom values go in multi-row statements too.
-		fs, err := s.Fields(ctx, a.Workspace, r, modelID)
-		if err != nil {
-			return err
-		}
-		var values []sqlgen.CustomRow
+		var cvs []sqlgen.CustomRow
+		var err error
 		for i, custom := range customs {
-			if values, err = s.customRows(values, ids[i], fs, custom, keysOf(custom)); err != nil {
-				return fmt.Errorf("import %s custom values: %w", r.Name, err)
+			if cvs, err = s.customRows(cvs, ids[i], c.Fields, custom, keysOf(custom)); err != nil {
+				return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
 		}
 		const perRow = 5 // workspace, field, record, text, number
-		for start := 0; start < len(values); start += maxParams / perRow {
-			end := min(start+maxParams/perRow, len(values))
-			if _, err := q.Exec(ctx, s.d.InsertCustomValues(a.Workspace, values[start:end])); err != nil {
-				return fmt.Errorf("import %s custom values: %w", r.Name, err)
+		for start := 0; start < len(cvs); start += maxParams / perRow {
+			end := min(start+maxParams/perRow, len(cvs))
+			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, cvs[start:end])); err != nil {
+				return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
 		}
-		return s.writeAudit(ctx, q, a, now, trail)
+		return &outcome{}, s.writeAudit(ctx, q, a, now, trail)
 	})
 	if err != nil {
 		return 0, err

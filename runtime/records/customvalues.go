@@ -73,14 +73,3 @@ func keysOf(m map[string]any) []string {
 	}
 	return out
 }
-
-// changedIDs maps the custom field keys of a body to definition ids.
-func changedIDs(fs *customfields.Fields, in map[string]any) []string {
-	var out []string
-	for key := range in {
-		if d, ok := fs.ByKey(key); ok {
-			out = append(out, d.ID)
-		}
-	}
-	return out
-}

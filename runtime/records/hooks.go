@@ -85,20 +85,20 @@ func (s *Service) beforeHooks(ctx context.Context, q store.Querier, a Actor, r *
 	return set, nil
 }
 
-// afterHooks tells r's plugins about a committed write, in the background.
-func (s *Service) afterHooks(a Actor, r *model.Resource, op string, changes map[string]any, rec Record) {
-	if s.hooks == nil || len(r.Hooks) == 0 || rec == nil {
+// afterHooks tells the plugins of a committed write, in the background.
+func (s *Service) afterHooks(a Actor, w *afterCall) {
+	if s.hooks == nil || len(w.r.Hooks) == 0 || w.full == nil {
 		return
 	}
-	shown := make(map[string]any, len(changes))
-	for k, v := range changes {
-		if f, ok := r.Field(k); ok {
+	shown := make(map[string]any, len(w.changes))
+	for k, v := range w.changes {
+		if f, ok := w.r.Field(k); ok {
 			shown[k] = model.JSONValue(f, v)
 		}
 	}
-	for _, name := range r.Hooks {
-		if s.hooks.Handles(name, r.Name) {
-			s.hooks.After(name, &sdk.Call{Workspace: a.Workspace, Member: a.Member, Resource: r.Name, Operation: op, RequestID: a.RequestID, Changes: shown}, rec)
+	for _, name := range w.r.Hooks {
+		if s.hooks.Handles(name, w.r.Name) {
+			s.hooks.After(name, &sdk.Call{Workspace: a.Workspace, Member: a.Member, Resource: w.r.Name, Operation: w.op, RequestID: a.RequestID, Changes: shown}, w.full)
 		}
 	}
 }

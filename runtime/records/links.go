@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
@@ -16,14 +18,48 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// ErrLinkNotFound is a missing link between two records.
-var ErrLinkNotFound = errors.New("link not found")
-
-// LinkParams page a list of links: Page (1-based) or Cursor ("start" or a previous NextCursor).
-type LinkParams struct {
-	Page     int
-	Cursor   string
-	PageSize int
+// linkParams reads page, page_size and cursor of an association list, with the bounds of record lists.
+func linkParams(q map[string][]string) (page, size int, cursor string, err error) {
+	page, size = 1, listplan.DefaultSize
+	var errs field.ErrorList
+	for k, vals := range q {
+		if len(vals) != 1 {
+			errs = append(errs, field.New(field.CodeInvalid, field.NewPath(k), "must be given once"))
+			continue
+		}
+		switch k {
+		case "page", "page_size":
+			n, err := strconv.Atoi(vals[0])
+			switch {
+			case err != nil:
+				errs = append(errs, field.New(field.CodeType, field.NewPath(k), "must be an integer"))
+			case k == "page" && (n < 1 || n > listplan.MaxPage):
+				errs = append(errs, field.New(field.CodeRange, field.NewPath(k), "must be between 1 and 10000"))
+			case k == "page_size" && (n < 1 || n > listplan.MaxPageSize):
+				errs = append(errs, field.New(field.CodeRange, field.NewPath(k), "must be between 1 and 100"))
+			case k == "page":
+				page = n
+			default:
+				size = n
+			}
+		case "cursor":
+			cursor = vals[0]
+		default:
+			errs = append(errs, field.New(field.CodeUnknown, field.NewPath(k), "is not a parameter of association lists (page, page_size, cursor)"))
+		}
+	}
+	if _, ok := q["page"]; ok {
+		if _, ok := q["cursor"]; ok {
+			errs = append(errs, field.New(field.CodeConflicting, field.NewPath("page"), "cannot be combined with cursor"))
+		}
+	}
+	if cursor == "" && (page-1)*size >= listplan.PageWindow+size {
+		errs = append(errs, field.New(field.CodeRange, field.NewPath("page"), "is beyond the first 10,000 links; use cursor"))
+	}
+	if len(errs) > 0 {
+		return 0, 0, "", apierr.Invalid("", errs)
+	}
+	return page, size, cursor, nil
 }
 
 // link addresses a's links from record id of r.
@@ -56,37 +92,40 @@ func linkRecord(assoc *model.Association, other string, attrs any, created, upda
 	return rec, nil
 }
 
-// ListLinks returns one page of the links of record id (which must be visible to a) through assoc,
-// leaving out links to records a cannot see.
-func (s *Service) ListLinks(ctx context.Context, a Actor, r *model.Resource, assoc *model.Association, id string, p LinkParams) (*Page, error) {
-	if _, err := s.Get(ctx, a, r, "", id); err != nil {
+// ListLinks returns one page of the links of record id of c (which must be visible to the caller)
+// through assoc, leaving out links to records the caller cannot see; query holds page, page_size and
+// cursor.
+func (s *Service) ListLinks(ctx context.Context, a Actor, c *Collection, assoc *model.Association, id string, query map[string][]string) (*Page, error) {
+	pageNo, size, cursor, err := linkParams(query)
+	if err != nil {
 		return nil, err
 	}
-	ctx = store.WithWorkspace(ctx, a.Workspace)
-	l := s.link(a, r, assoc, id)
-	fp := "links/" + a.Workspace + "/" + a.Member + "/" + r.Name + "/" + assoc.Name + "/" + l.FromID
+	if _, err := s.Get(ctx, c, id, nil); err != nil {
+		return nil, err
+	}
+	ctx = store.WithWorkspace(ctx, c.Workspace)
+	l := s.link(a, c.Resource, assoc, id)
+	scope := listplan.WalkScope("links", c.Workspace, a.Member, c.Resource.Name, assoc.Name, l.FromID)
 	var afterTime time.Time
 	var afterID string
 	offset := 0
-	if p.Cursor != "" && p.Cursor != "start" {
-		payload, err := listplan.Verify(s.secret, p.Cursor)
-		var c struct{ F, T, I string }
-		if err == nil {
-			err = json.Unmarshal(payload, &c)
+	switch cursor {
+	case "":
+		offset = (pageNo - 1) * size
+	case "start":
+	default:
+		if afterTime, afterID, err = listplan.DecodeTimeKeyset(s.secret, scope, cursor); err != nil {
+			// A cursor this list did not issue (another record, workspace or member): a malformed
+			// parameter, 400 like a record list's.
+			return nil, apierr.InvalidField(field.CodeInvalid, "cursor", listplan.ErrCursor.Error())
 		}
-		if err == nil && c.F == fp && model.IsUUID(c.I) {
-			afterTime, err = time.Parse(time.RFC3339Nano, c.T)
-			afterID = c.I
-		}
-		if err != nil || afterID == "" {
-			return nil, field.ErrorList{field.New(field.CodeInvalid, field.NewPath("cursor"), listplan.ErrCursor.Error())}
-		}
-	} else if p.Cursor == "" {
-		offset = (p.Page - 1) * p.PageSize
 	}
-	page := &Page{Records: []Record{}}
+	page := &Page{Records: []Record{}, PageSize: size}
+	if cursor == "" {
+		page.Page = pageNo
+	}
 	var times []time.Time
-	err := s.st.Query(ctx, s.d.ListLinks(l, afterTime, afterID, p.PageSize+1, offset), func(row []any) error {
+	err = s.st.Query(ctx, s.d.ListLinks(l, afterTime, afterID, size+1, offset), func(row []any) error {
 		rec, err := linkRecord(assoc, store.UUIDText(row[0]), row[1], row[2], row[3])
 		if err != nil {
 			return err
@@ -97,28 +136,25 @@ func (s *Service) ListLinks(ctx context.Context, a Actor, r *model.Resource, ass
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s.%s: %w", r.Name, assoc.Name, err)
+		return nil, fmt.Errorf("list %s.%s: %w", c.Resource.Name, assoc.Name, err)
 	}
-	if len(page.Records) > p.PageSize {
-		page.Records, page.HasMore = page.Records[:p.PageSize], true
-		last := page.Records[p.PageSize-1]
-		payload, _ := json.Marshal(map[string]string{"F": fp, "T": times[p.PageSize-1].UTC().Format(time.RFC3339Nano), "I": last["id"].(string)})
-		c := listplan.Sign(s.secret, payload)
-		page.NextCursor = &c
+	if len(page.Records) > size {
+		page.Records, page.HasMore = page.Records[:size], true
+		next := listplan.EncodeTimeKeyset(s.secret, scope, times[size-1], page.Records[size-1]["id"].(string))
+		page.NextCursor = &next
 	}
 	return page, nil
 }
 
-// PutLink creates or updates the link from record id of r to otherID through assoc, with attributes
-// from body. Both records must be visible to a. It reports whether the link is new.
-func (s *Service) PutLink(ctx context.Context, a Actor, r *model.Resource, assoc *model.Association, id, otherID string, body map[string]any) (Record, bool, error) {
-	ctx = store.WithWorkspace(ctx, a.Workspace)
+// PutLink creates or updates the link from record id of c to otherID through assoc, with attributes
+// from body. Both records must be visible to the caller.
+func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *model.Association, id, otherID string, body map[string]any, rc *Receipt) (Record, error) {
 	b, errs := s.schemas.Resource(assoc.Attrs.Name).Validate(body, schema.Create)
 	if errs != nil {
-		return nil, false, errs
+		return nil, errs
 	}
 	if len(b.Custom) > 0 {
-		return nil, false, field.ErrorList{field.New(field.CodeUnknown, field.NewPath("custom_fields"), "associations have no custom fields")}
+		return nil, field.ErrorList{field.New(field.CodeUnknown, field.NewPath("custom_fields"), "associations have no custom fields")}
 	}
 	attrs := map[string]any{}
 	for k, v := range b.Values {
@@ -126,99 +162,79 @@ func (s *Service) PutLink(ctx context.Context, a Actor, r *model.Resource, assoc
 		attrs[k] = model.JSONValue(f, v)
 	}
 	data, _ := json.Marshal(attrs)
-	l := s.link(a, r, assoc, id)
+	l := s.link(a, c.Resource, assoc, id)
 	storedTarget := assoc.Target
 	if !l.FromOwner {
-		storedTarget = r.Name
+		storedTarget = c.Resource.Name
 	}
-	var rec Record
-	created := false
-	err := s.st.Tx(ctx, func(q store.Querier) error {
-		if err := s.visible(ctx, q, a, r, l.FromID); err != nil {
-			return err
+	other := strings.ToLower(otherID)
+	return s.commit(ctx, a, c, rc, func(ctx context.Context, q store.Querier) (*outcome, error) {
+		if err := s.bothVisible(ctx, q, a, c, l, other); err != nil {
+			return nil, err
 		}
-		if err := s.visible(ctx, q, a, l.Other, strings.ToLower(otherID)); err != nil {
-			return err
+		if err := s.checkReferences(ctx, q, assoc.Attrs, c.Workspace, b.Values); err != nil {
+			return nil, err
 		}
-		if err := s.checkReferences(ctx, q, assoc.Attrs, a.Workspace, b.Values); err != nil {
-			return err
+		old, err := s.readLink(ctx, q, assoc, l, other)
+		if err != nil && !errors.Is(err, ErrLinkNotFound) {
+			return nil, err
 		}
-		var old Record
-		found, err := store.QueryOne(ctx, q, s.d.GetLink(l, strings.ToLower(otherID)), func(row []any) error {
-			var err error
-			old, err = linkRecord(assoc, otherID, row[0], row[1], row[2])
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		created = !found
 		now := s.timestamp()
-		if _, err := q.Exec(ctx, s.d.PutLink(l, strings.ToLower(otherID), storedTarget, string(data), now)); err != nil {
-			return fmt.Errorf("link %s.%s: %w", r.Name, assoc.Name, err)
+		if _, err := q.Exec(ctx, s.d.PutLink(l, other, storedTarget, string(data), now)); err != nil {
+			return nil, fmt.Errorf("link %s.%s: %w", c.Resource.Name, assoc.Name, err)
 		}
-		changes := map[string]any{assoc.Name: strings.ToLower(otherID)}
+		changes := map[string]any{assoc.Name: other}
 		if len(attrs) > 0 {
 			changes["attributes"] = attrs
 		}
 		var previous map[string]any
-		if found && !sameValue(old["attributes"], attrs) {
+		if old != nil && !sameValue(old["attributes"], attrs) {
 			previous = map[string]any{"attributes": old["attributes"]}
 		}
-		if err := s.audit(ctx, q, a, r, l.FromID, ActionLink, changes, previous, now); err != nil {
-			return err
+		if err := s.audit(ctx, q, a, c.Resource, l.FromID, ActionLink, changes, previous, now); err != nil {
+			return nil, err
 		}
-		rec, err = s.readLink(ctx, q, assoc, l, strings.ToLower(otherID))
-		if err != nil {
-			return err
-		}
-		if a.OnWrite != nil {
-			return a.OnWrite(ctx, q, rec)
-		}
-		return nil
+		rec, err := s.readLink(ctx, q, assoc, l, other)
+		return &outcome{rec: rec}, err
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	return rec, created, nil
 }
 
-// DeleteLink removes the link from record id of r to otherID and returns it.
-func (s *Service) DeleteLink(ctx context.Context, a Actor, r *model.Resource, assoc *model.Association, id, otherID string) (Record, error) {
-	ctx = store.WithWorkspace(ctx, a.Workspace)
-	l := s.link(a, r, assoc, id)
+// DeleteLink removes the link from record id of c to otherID and returns it; it takes no body.
+func (s *Service) DeleteLink(ctx context.Context, a Actor, c *Collection, assoc *model.Association, id, otherID string, body map[string]any, rc *Receipt) (Record, error) {
+	if len(body) > 0 {
+		return nil, apierr.Invalid("Deleting an association takes no body.", nil)
+	}
+	l := s.link(a, c.Resource, assoc, id)
 	other := strings.ToLower(otherID)
-	var rec Record
-	err := s.st.Tx(ctx, func(q store.Querier) error {
-		if err := s.visible(ctx, q, a, r, l.FromID); err != nil {
-			return err
+	return s.commit(ctx, a, c, rc, func(ctx context.Context, q store.Querier) (*outcome, error) {
+		if err := s.bothVisible(ctx, q, a, c, l, other); err != nil {
+			return nil, err
 		}
-		if err := s.visible(ctx, q, a, l.Other, other); err != nil {
-			return err
-		}
-		var err error
-		if rec, err = s.readLink(ctx, q, assoc, l, other); err != nil {
-			return err
+		rec, err := s.readLink(ctx, q, assoc, l, other)
+		if err != nil {
+			return nil, err
 		}
 		if _, err := q.Exec(ctx, s.d.DeleteLink(l, other)); err != nil {
-			return fmt.Errorf("unlink %s.%s: %w", r.Name, assoc.Name, err)
+			return nil, fmt.Errorf("unlink %s.%s: %w", c.Resource.Name, assoc.Name, err)
 		}
 		var previous map[string]any
 		if attrs, _ := rec["attributes"].(map[string]any); len(attrs) > 0 {
 			previous = map[string]any{"attributes": attrs}
 		}
-		if err := s.audit(ctx, q, a, r, l.FromID, ActionUnlink, map[string]any{assoc.Name: other}, previous, s.timestamp()); err != nil {
-			return err
+		if err := s.audit(ctx, q, a, c.Resource, l.FromID, ActionUnlink, map[string]any{assoc.Name: other}, previous, s.timestamp()); err != nil {
+			return nil, err
 		}
-		if a.OnWrite != nil {
-			return a.OnWrite(ctx, q, rec)
-		}
-		return nil
+		return &outcome{rec: rec}, nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// bothVisible checks, inside a link write, that both records exist in the workspace inside the caller's
+// record rules.
+func (s *Service) bothVisible(ctx context.Context, q store.Querier, a Actor, c *Collection, l sqlgen.Link, other string) error {
+	if err := s.visible(ctx, q, a, c.Resource, l.FromID); err != nil {
+		return err
 	}
-	return rec, nil
+	return s.visible(ctx, q, a, l.Other, other)
 }
 
 func (s *Service) readLink(ctx context.Context, q store.Querier, assoc *model.Association, l sqlgen.Link, other string) (Record, error) {

@@ -13,6 +13,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
@@ -187,25 +188,35 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			e.Expect(e.Do("DELETE", "/v1/contacts/"+contact, nil), 409, "conflict")
 			e.Expect(e.Do("PUT", "/v1/deals/"+deal+"/contacts/"+records.NewID(), nil), 404, "")
 
-			boom := errors.New("boom after the audit row")
-			a := records.Actor{Workspace: e.Workspace, Member: e.Member, RequestID: "req-rolled-back",
-				OnWrite: func(context.Context, store.Querier, records.Record) error { return boom }}
+			// A receipt whose claim another request took over fails after the audit row is written,
+			// inside the write's transaction: the write and its audit row roll back together.
+			lost := &records.Receipt{Claim: &idempotency.Claim{APIKey: records.NewID(), Key: "taken-over"},
+				Respond: func(records.Record) idempotency.Response { return idempotency.Response{Status: 200} }}
+			a := records.Actor{Workspace: e.Workspace, Member: e.Member, RequestID: "req-rolled-back"}
 			deals, _ := be.Catalog.Resource("deals")
 			contacts, _ := be.Catalog.Resource("contacts")
 			assoc, _ := deals.Association("contacts")
-			if _, err := be.Records.Create(ctx, a, deals, "", map[string]any{"name": "Never"}); !errors.Is(err, boom) {
+			dc, err := be.Records.Collection(ctx, a, deals, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := be.Records.Collection(ctx, a, contacts, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := be.Records.Create(ctx, a, dc, map[string]any{"name": "Never"}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("create: %v", err)
 			}
-			if _, err := be.Records.Update(ctx, a, deals, "", deal, map[string]any{"name": "Never"}); !errors.Is(err, boom) {
+			if _, err := be.Records.Update(ctx, a, dc, deal, map[string]any{"name": "Never"}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("update: %v", err)
 			}
-			if _, err := be.Records.Restore(ctx, a, contacts, "", contact); !errors.Is(err, boom) {
+			if _, err := be.Records.Restore(ctx, a, cc, contact, nil, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("restore: %v", err)
 			}
-			if _, _, err := be.Records.PutLink(ctx, a, deals, assoc, deal, contact, map[string]any{}); !errors.Is(err, boom) {
+			if _, err := be.Records.PutLink(ctx, a, dc, assoc, deal, contact, map[string]any{}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("link: %v", err)
 			}
-			_, err := be.Records.Import(ctx, records.Actor{Workspace: e.Workspace}, contacts, "", []map[string]any{{"last_name": "Fine"}, {"last_name": "Bad ref", "company_id": records.NewID()}})
+			_, err = be.Records.Import(ctx, records.Actor{Workspace: e.Workspace}, contacts, "", []map[string]any{{"last_name": "Fine"}, {"last_name": "Bad ref", "company_id": records.NewID()}})
 			var fl field.ErrorList
 			if !errors.As(err, &fl) {
 				t.Errorf("import with a missing reference: %v", err)

@@ -46,7 +46,11 @@ func BenchmarkRequestPath(b *testing.B) {
 			b.Run("service_get", func(b *testing.B) {
 				a := records.Actor{Workspace: e.Workspace, Member: e.Member}
 				for i := 0; i < b.N; i++ {
-					if _, err := be.Records.Get(ctx, a, r, "", id); err != nil {
+					c, err := be.Records.Collection(ctx, a, r, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := be.Records.Get(ctx, c, id, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -135,8 +135,10 @@ func (b *Backend) SampleLookup(ctx context.Context, a records.Actor) sample.Look
 		}
 		var out map[string]any
 		if r, ok := b.Catalog.Resource(resource); ok && !r.ModelScoped {
-			if rec, err := b.Records.Get(ctx, a, r, "", id); err == nil {
-				out = jsonShaped(rec)
+			if c, err := b.Records.Collection(ctx, a, r, ""); err == nil {
+				if rec, err := b.Records.Get(ctx, c, id, nil); err == nil {
+					out = jsonShaped(rec)
+				}
 			}
 		}
 		cache[id] = out

@@ -189,7 +189,11 @@ func TestFormulaRecomputedOnChange(t *testing.T) {
 			r, _ := be.Catalog.Resource("deals")
 			ctx := context.Background()
 			for _, c := range []struct{ ws, id, want string }{{e.Workspace, id, "500"}, {other, otherID, "80"}} {
-				rec, err := be.Records.Get(ctx, records.Actor{Workspace: c.ws}, r, "", c.id)
+				col, err := be.Records.Collection(ctx, records.Actor{Workspace: c.ws}, r, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec, err := be.Records.Get(ctx, col, c.id, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -112,7 +112,8 @@ func open(ctx context.Context, cfg config.Config, also func(*model.Catalog) erro
 		return nil, err
 	}
 	custom := customfields.New(b.Store, cat)
-	rc := records.Config{Catalog: cat, Schemas: schemas, Store: b.Store, CursorSecret: b.recordsConfig.CursorSecret, Custom: custom}
+	rc := records.Config{Catalog: cat, Schemas: schemas, Store: b.Store, CursorSecret: b.recordsConfig.CursorSecret, Custom: custom,
+		Idempotency: idempotency.New(b.Store, nil)}
 	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
 	b.Records = records.New(rc)
 	return b, nil
@@ -270,7 +271,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return metrics.Pool(s)
 		}))
 	}
-	idem := idempotency.New(b.Store, nil)
+	idem := b.recordsConfig.Idempotency
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,

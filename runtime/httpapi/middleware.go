@@ -1,0 +1,69 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bunrouter"
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/runtime/records"
+)
+
+// authed checks the bearer key and puts the principal in the request context.
+func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
+	return func(w http.ResponseWriter, req bunrouter.Request) error {
+		if len(req.Header.Values("Authorization")) > 1 {
+			return apierr.New(apierr.InvalidAPIKey, "Send exactly one Authorization header.")
+		}
+		authz := req.Header.Get("Authorization")
+		if authz == "" {
+			return apierr.New(apierr.InvalidAPIKey, "The Authorization header is missing; send Authorization: Bearer <API_KEY>.")
+		}
+		scheme, secret, ok := strings.Cut(authz, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return apierr.New(apierr.InvalidAPIKey, "The Authorization header must use the Bearer scheme.")
+		}
+		secret = strings.TrimSpace(secret)
+		var src netip.Prefix
+		var now time.Time
+		if h.authFails != nil {
+			src, now = source(req.Request, h.proxies), h.now()
+			if err := h.authFails.refused(src, secret, now); err != nil {
+				return err
+			}
+		}
+		p, err := h.dir.Authenticate(req.Context(), secret)
+		if err != nil {
+			if isKeyFailure(err) {
+				h.authFails.failed(req.Context(), src, now)
+			}
+			return err
+		}
+		h.authFails.succeeded(secret, now)
+		if in, ok := req.Context().Value(keyInfo).(*info); ok {
+			in.principal = p
+		}
+		if len(p.Key.AllowIPs) > 0 {
+			addr, ok := clientIP(req.Request, h.proxies)
+			if !ok {
+				return apierr.New(apierr.IPNotAllowed, "This key has an IP allowlist and the client address cannot be told: X-Forwarded-For holds an entry that is not an IP address.")
+			}
+			if !p.Key.AllowsIP(addr) {
+				return apierr.New(apierr.IPNotAllowed, "This key may not be used from "+addr.String()+".")
+			}
+		}
+		ctx, err := h.admit(context.WithValue(req.Context(), keyPrincipal, p), w, p)
+		if err != nil {
+			return err
+		}
+		return next(w, req.WithContext(ctx))
+	}
+}
+
+func actorOf(ctx context.Context) records.Actor {
+	p := principal(ctx)
+	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID(ctx), Role: p.Role}
+}

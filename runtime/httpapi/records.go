@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/uptrace/bunrouter"
+
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
+	"github.com/workspace-records/records/runtime/records"
+)
+
+// operation returns the handler of one record route: it reads the request into the service's typed
+// inputs, resolves the collection, calls the service, and writes its answer.
+func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
+	res := rt.Resource
+	return func(w http.ResponseWriter, req bunrouter.Request) error {
+		ctx := req.Context()
+		if err := principal(ctx).Authorize(res, rt.Op.Write()); err != nil {
+			return err
+		}
+		a := actorOf(ctx)
+		query, err := queryOf(req.Request)
+		if err != nil {
+			return err
+		}
+		switch rt.Op {
+		case model.OpList:
+			return h.list(w, req, a, res, records.ListRequest{Query: query})
+		case model.OpQuery:
+			body, err := optionalObject(req.Request)
+			if err != nil {
+				return err
+			}
+			return h.list(w, req, a, res, records.ListRequest{Query: query, Body: body})
+		}
+
+		modelID, err := modelParam(query, rt.Op)
+		if err != nil {
+			return err
+		}
+		// The collection is resolved before anything else is read, except for a create of a
+		// model-scoped resource, whose body may name the data model.
+		var c *records.Collection
+		if rt.Op != model.OpCreate || !res.ModelScoped {
+			if c, err = h.svc.Collection(ctx, a, res, modelID); err != nil {
+				return err
+			}
+		}
+		id := req.Param("id")
+		if (rt.Shape == route.Item || rt.Shape == route.Restore) && !model.IsUUID(id) {
+			return apierr.InvalidField(field.CodeFormat, "id", "must be a UUID")
+		}
+		if rt.Op == model.OpGet {
+			fields, err := records.Fieldset(query)
+			if err != nil {
+				return err
+			}
+			rec, err := h.svc.Get(ctx, c, id, fields)
+			if err != nil {
+				return err
+			}
+			writeJSON(w, 200, map[string]any{"data": rec})
+			return nil
+		}
+
+		// Writes: read the body, resolve the collection, then run the operation under the
+		// Idempotency-Key rules.
+		var body map[string]any
+		if rt.Op == model.OpCreate || rt.Op == model.OpUpdate {
+			body, err = requiredObject(req.Request)
+		} else {
+			body, err = optionalObject(req.Request)
+		}
+		if err != nil {
+			return err
+		}
+		if c == nil {
+			if modelID, err = records.ModelInBody(body, modelID); err != nil {
+				return err
+			}
+			if c, err = h.svc.Collection(ctx, a, res, modelID); err != nil {
+				return err
+			}
+		}
+		wr := write{status: 200}
+		switch rt.Op {
+		case model.OpCreate:
+			wr.status = 201
+			wr.location = func(rec records.Record) string {
+				loc := "/v1/" + res.Name + "/" + rec["id"].(string)
+				if c.ModelID != "" {
+					loc += "?model_id=" + c.ModelID
+				}
+				return loc
+			}
+			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Create(ctx, a, c, body, rc) }
+		case model.OpUpdate:
+			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Update(ctx, a, c, id, body, rc) }
+		case model.OpArchive:
+			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Archive(ctx, a, c, id, body, rc) }
+		case model.OpRestore:
+			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Restore(ctx, a, c, id, body, rc) }
+		}
+		return h.write(w, req, a, c, body, wr)
+	}
+}
+
+// modelParam reads model_id from the query (given at most once) and refuses any other parameter but a
+// get's fields; what model_id must be is the service's rule (records.Service.Collection).
+func modelParam(q map[string][]string, op model.Operation) (string, error) {
+	for k := range q {
+		if k == "model_id" || (k == "fields" && op == model.OpGet) {
+			continue
+		}
+		return "", apierr.InvalidField(field.CodeUnknown, k, "is not a parameter of this endpoint")
+	}
+	vals := q["model_id"]
+	if len(vals) > 1 {
+		return "", apierr.Invalid("model_id must be given once.", nil)
+	}
+	if len(vals) == 1 {
+		return strings.ToLower(vals[0]), nil
+	}
+	return "", nil
+}
+
+func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, a records.Actor, res *model.Resource, lr records.ListRequest) error {
+	page, err := h.svc.List(req.Context(), a, res, lr)
+	if err != nil {
+		return err
+	}
+	writePage(w, page)
+	return nil
+}
+
+// writePage answers a page of a list: its records and the meta of SPEC.md.
+func writePage(w http.ResponseWriter, page *records.Page) {
+	data := make([]any, len(page.Records))
+	for i, rec := range page.Records {
+		data[i] = rec
+	}
+	meta := map[string]any{"next_cursor": page.NextCursor, "has_more": page.HasMore, "page_size": page.PageSize}
+	if page.Page > 0 {
+		meta["page"] = page.Page
+	}
+	writeJSON(w, 200, map[string]any{"data": data, "meta": meta})
+}
+
+func requiredObject(r *http.Request) (map[string]any, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := DecodeObject(data)
+	if err != nil {
+		return nil, malformedBody(err)
+	}
+	return obj, nil
+}
+
+func optionalObject(r *http.Request) (map[string]any, error) {
+	data, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return map[string]any{}, nil
+	}
+	obj, err := DecodeObject(data)
+	if err != nil {
+		return nil, malformedBody(err)
+	}
+	return obj, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

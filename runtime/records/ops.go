@@ -1,0 +1,169 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Create validates body and stores a new record of c owned by the actor.
+func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[string]any, rc *Receipt) (Record, error) {
+	if err := checkWritable(c.Policy, body); err != nil {
+		return nil, err
+	}
+	b, errs := s.schemas.Resource(c.Resource.Name).Validate(body, schema.Create)
+	if errs != nil {
+		return nil, errs
+	}
+	ci, err := c.checkCustom(b.Custom, schema.Create)
+	if err != nil {
+		return nil, err
+	}
+	return s.commit(ctx, a, c, rc, s.insert(a, c, b.Values, ci))
+}
+
+// Update validates body and changes the given fields of record id of c.
+func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
+	r := c.Resource
+	if err := checkWritable(c.Policy, body); err != nil {
+		return nil, err
+	}
+	b, errs := s.schemas.Resource(r.Name).Validate(body, schema.Update)
+	if errs != nil {
+		return nil, errs
+	}
+	ci, err := c.checkCustom(b.Custom, schema.Update) // refused before any lock is taken
+	if err != nil {
+		return nil, err
+	}
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	return s.commit(ctx, a, c, rc, s.change(a, c, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+		if cur["archived"] == true {
+			return nil, &ConflictError{Message: "the record is archived; restore it before changing it"}
+		}
+		if len(b.Values) == 0 && !ci.given {
+			return nil, nil
+		}
+		set, err := s.beforeHooks(ctx, q, a, r, ActionUpdate, cur, b.Values)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range set {
+			b.Values[k] = v
+		}
+		if err := s.checkReferences(ctx, q, r, c.Workspace, b.Values); err != nil {
+			return nil, err
+		}
+		e := &edit{action: ActionUpdate, values: map[string]any{}, changes: map[string]any{}}
+		for k, v := range b.Values {
+			f, _ := r.Field(k)
+			e.values[f.Column] = v
+			e.changes[k] = v
+		}
+		if err := setComputed(r, cur, b.Values, e.values); err != nil {
+			return nil, err
+		}
+		if ci.given {
+			current, _ := cur["custom_fields"].(map[string]any)
+			custom := c.stored(ci, current)
+			if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
+				return nil, err
+			}
+			ids := c.ids(ci)
+			if err := s.syncCustom(ctx, q, c.Workspace, cur["id"].(string), c.Fields, custom, ids); err != nil {
+				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
+			}
+			e.values["custom_fields"] = jsonText(custom)
+			e.changes["custom_fields"] = b.Custom
+			e.custom, e.customIDs = custom, ids
+		}
+		return e, nil
+	}))
+}
+
+// MaxReason is the longest archive reason.
+const MaxReason = 1000
+
+// Archive soft-deletes record id of c; body may give the reason ({"reason": "…"}).
+func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
+	reason, err := archiveReason(body)
+	if err != nil {
+		return nil, err
+	}
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	return s.commit(ctx, a, c, rc, s.change(a, c, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+		if cur["archived"] == true {
+			return nil, &ConflictError{Message: "the record is already archived"}
+		}
+		changes := map[string]any{}
+		if reason != nil {
+			changes["archive_reason"] = *reason
+		}
+		if _, err := s.beforeHooks(ctx, q, a, c.Resource, ActionArchive, cur, changes); err != nil {
+			return nil, err
+		}
+		now := s.timestamp()
+		e := &edit{action: ActionArchive, values: map[string]any{"archived": true, "archived_at": now, "updated_at": now, "archive_reason": nil}, changes: map[string]any{}}
+		if reason != nil {
+			e.values["archive_reason"] = *reason
+			e.changes["archive_reason"] = *reason
+		}
+		return e, nil
+	}))
+}
+
+// archiveReason reads the body of an archive: nothing, or the reason.
+func archiveReason(body map[string]any) (*string, error) {
+	refuse := func(name string, code field.Code, message string) error {
+		return field.ErrorList{field.New(code, field.NewPath(name), message)}
+	}
+	for k := range body {
+		if k != "reason" {
+			return nil, refuse(k, field.CodeUnknown, "archive takes only reason")
+		}
+	}
+	v, ok := body["reason"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return nil, refuse("reason", field.CodeType, "must be a string")
+	}
+	if n := len([]rune(s)); n > MaxReason {
+		return nil, refuse("reason", field.CodeTooLong, "must be at most 1000 characters")
+	}
+	if strings.ContainsRune(s, 0) {
+		return nil, refuse("reason", field.CodeFormat, "must not contain NUL characters")
+	}
+	return &s, nil
+}
+
+// Restore brings archived record id of c back; it takes no body.
+func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
+	if len(body) > 0 {
+		return nil, apierr.Invalid("restore takes no body.", nil)
+	}
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	return s.commit(ctx, a, c, rc, s.change(a, c, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+		if cur["archived"] != true {
+			return nil, &ConflictError{Message: "the record is not archived"}
+		}
+		if _, err := s.beforeHooks(ctx, q, a, c.Resource, ActionRestore, cur, map[string]any{}); err != nil {
+			return nil, err
+		}
+		return &edit{action: ActionRestore, values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
+	}))
+}

@@ -1,0 +1,272 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Get returns one record of c as the caller sees it, with only the properties named in fields (nil: all).
+func (s *Service) Get(ctx context.Context, c *Collection, id string, fields []string) (Record, error) {
+	ctx = store.WithWorkspace(ctx, c.Workspace)
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	rec, err := s.get(ctx, s.st, c.Resource, c.key(id, c.Policy), false)
+	if err != nil {
+		return nil, err
+	}
+	return selectFields(c.view(rec), fields), nil
+}
+
+// key addresses record id of c, inside pol's record rule (nil: any record of the workspace).
+func (c *Collection) key(id string, pol *access.Policy) sqlgen.Key {
+	return sqlgen.Key{Workspace: c.Workspace, ModelID: c.ModelID, ID: strings.ToLower(id), Policy: pol}
+}
+
+// view turns a stored record into what the caller sees: custom field values keyed by their write key
+// (archived definitions left out), and the caller's field rules applied.
+func (c *Collection) view(rec Record) Record {
+	present(c.Fields, rec)
+	return c.Policy.Apply(rec)
+}
+
+func present(fs *customfields.Fields, rec Record) {
+	stored, _ := rec["custom_fields"].(map[string]any)
+	out := make(map[string]any, len(fs.Defs))
+	for id, v := range stored {
+		if d, ok := fs.ByID(id); ok {
+			out[d.Key] = v
+		}
+	}
+	rec["custom_fields"] = out
+}
+
+// Fieldset reads the fields parameter of a get: the top-level properties to return (nil: all).
+func Fieldset(q map[string][]string) ([]string, error) {
+	vals, ok := q["fields"]
+	if !ok {
+		return nil, nil
+	}
+	if len(vals) != 1 {
+		return nil, apierr.Invalid("fields must be given once.", nil)
+	}
+	out := []string{}
+	for _, f := range strings.Split(vals[0], ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	if len(out) > listplan.MaxFields {
+		return nil, apierr.Invalid(fmt.Sprintf("fields may name at most %d properties.", listplan.MaxFields), nil)
+	}
+	return out, nil
+}
+
+// selectFields keeps the named top-level properties (and id); nil keeps everything.
+func selectFields(rec Record, names []string) Record {
+	if names == nil {
+		return rec
+	}
+	out := Record{"id": rec["id"]}
+	for _, n := range names {
+		if v, ok := rec[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+func (s *Service) get(ctx context.Context, q store.Querier, r *model.Resource, k sqlgen.Key, lock bool) (Record, error) {
+	stmt := s.d.Get(r, k)
+	if lock {
+		stmt = s.d.GetForUpdate(r, k)
+	}
+	var rec Record
+	found, err := store.QueryOne(ctx, q, stmt, func(row []any) error {
+		var err error
+		rec, err = s.toRecord(r, row, k.Workspace, k.ModelID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s: %w", r.Name, k.ID, err)
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return rec, nil
+}
+
+// Page is one page of a list.
+type Page struct {
+	Records    []Record
+	HasMore    bool
+	NextCursor *string
+	PageSize   int
+	// Page is the page number in page mode; 0 in cursor mode.
+	Page int
+}
+
+// ListRequest is a list as the caller asked for it: the query string of GET /v1/{resource}, or the
+// body of POST /v1/{resource}/query.
+type ListRequest struct {
+	Query map[string][]string
+	Body  map[string]any // nil: the parameters are in Query
+}
+
+// List returns one page of r in a's workspace: it reads the parameters, resolves the collection (the
+// data model may be named in them), plans the list under the caller's policy and runs it.
+func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListRequest) (*Page, error) {
+	var params listplan.Params
+	if lr.Body != nil {
+		for k := range lr.Query {
+			return nil, apierr.InvalidField("unknown_field", k, "query takes its parameters in the JSON body")
+		}
+		p, fl := listplan.FromBody(lr.Body)
+		params = p
+		if len(fl) > 0 {
+			return nil, apierr.Invalid("", fl)
+		}
+	} else {
+		p, fl := listplan.FromQuery(lr.Query)
+		params = p
+		if len(fl) > 0 {
+			return nil, apierr.Invalid("", fl)
+		}
+	}
+	c, err := s.Collection(ctx, a, r, params.ModelID)
+	if err != nil {
+		return nil, err
+	}
+	params.ModelID = c.ModelID
+	plan, fl := listplan.Build(r, params, listplan.Scope{Workspace: c.Workspace, Secret: s.secret, Policy: c.Policy, Custom: c.Fields.FilterFields()})
+	if len(fl) > 0 {
+		return nil, apierr.Invalid("", fl)
+	}
+	page, err := s.list(ctx, c, plan)
+	if err != nil {
+		return nil, err
+	}
+	for i, rec := range page.Records {
+		page.Records[i] = selectFields(rec, plan.Fields)
+	}
+	page.PageSize, page.Page = plan.PageSize, plan.Page
+	return page, nil
+}
+
+// list returns one page of plan in c.
+func (s *Service) list(ctx context.Context, c *Collection, plan *listplan.Plan) (*Page, error) {
+	ctx = store.WithWorkspace(ctx, c.Workspace)
+	page := &Page{Records: []Record{}}
+	want := plan.Limit + 1
+	read := func(stmt sqlgen.Stmt) error {
+		err := s.st.Query(ctx, stmt, func(row []any) error {
+			if len(page.Records) >= want {
+				return nil
+			}
+			rec, err := s.toRecord(plan.Resource, row, c.Workspace, plan.ModelID)
+			if err != nil {
+				return err
+			}
+			page.Records = append(page.Records, rec)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", plan.Resource.Name, err)
+		}
+		return nil
+	}
+	for _, stmt := range s.d.List(plan, c.Workspace) {
+		if len(page.Records) >= want {
+			break
+		}
+		if err := read(stmt); err != nil {
+			return nil, err
+		}
+	}
+	if plan.Sort.Custom && !plan.CursorMode() && plan.Limit > 0 && len(page.Records) < want {
+		if err := s.emptyBandPage(ctx, plan, c.Workspace, page, read); err != nil {
+			return nil, err
+		}
+	}
+	if len(page.Records) > plan.Limit {
+		page.Records = page.Records[:plan.Limit]
+		page.HasMore = true
+	}
+	if page.HasMore && len(page.Records) > 0 {
+		last := page.Records[len(page.Records)-1]
+		pos := listplan.Position{ID: last["id"].(string)}
+		v := last[plan.Sort.Key]
+		if plan.Sort.Custom {
+			stored, _ := last["custom_fields"].(map[string]any)
+			v = stored[plan.Sort.Column]
+		}
+		if v != nil {
+			key, err := model.Canonical(plan.Sort, v)
+			if err != nil {
+				return nil, fmt.Errorf("list %s: cursor from %s: %w", plan.Resource.Name, plan.Sort.Key, err)
+			}
+			pos.Key = key
+		}
+		cur := listplan.EncodeCursor(s.secret, plan, pos)
+		page.NextCursor = &cur
+	}
+	for _, rec := range page.Records {
+		present(c.Fields, rec)
+		if plan.Policy != nil {
+			plan.Policy.Apply(rec)
+		}
+	}
+	return page, nil
+}
+
+// emptyBandPage completes a page-mode page over a custom sort key with records that have no value,
+// which follow all the values: the page's offset into them is its offset less the number of values.
+func (s *Service) emptyBandPage(ctx context.Context, plan *listplan.Plan, workspace string, page *Page, read func(sqlgen.Stmt) error) error {
+	values := plan.Offset + len(page.Records)
+	if len(page.Records) == 0 && plan.Offset > 0 {
+		found, err := store.QueryOne(ctx, s.st, s.d.CustomValueCount(plan, workspace, plan.Offset), func(row []any) error {
+			values = int(store.Int(row[0]))
+			return nil
+		})
+		if err != nil || !found {
+			return fmt.Errorf("list %s: count values: %w", plan.Resource.Name, err)
+		}
+	}
+	return read(s.d.CustomPage(plan, workspace, true, max(0, plan.Offset-values), plan.Limit+1-len(page.Records)))
+}
+
+// Describe returns the catalog document of c (GET /v1/resources/{resource}): the resource's declared
+// fields as the caller's policy shows them, and the workspace's custom fields (or the data model's
+// fields) with their write, filter and sort keys.
+func (s *Service) Describe(c *Collection) map[string]any {
+	r := c.Resource
+	doc := catalog.Document(r, s.schemas.Resource(r.Name), c.Policy)
+	custom := make([]any, 0, len(c.Fields.Defs))
+	sortKeys, _ := doc["sort_keys"].([]string)
+	filterKeys, _ := doc["filter_keys"].([]any)
+	for _, d := range c.Fields.Defs {
+		f := c.Fields.Field(d)
+		entry := catalog.Field(f)
+		entry["id"], entry["write_key"], entry["filter_key"], entry["custom_type"] = d.ID, "cf__"+d.Key, d.FilterKey(), d.Type
+		entry["writable"] = c.Policy.Level == access.Write
+		if f.Sortable {
+			entry["sort_key"] = d.FilterKey()
+			sortKeys = append(sortKeys, d.FilterKey())
+		}
+		filterKeys = append(filterKeys, map[string]any{"key": d.FilterKey(), "field": "cf__" + d.Key, "type": f.Type.String(), "ops": f.Ops()})
+		custom = append(custom, entry)
+	}
+	doc["sort_keys"], doc["filter_keys"] = sortKeys, filterKeys
+	doc["custom_fields"] = custom
+	return doc
+}

@@ -1,0 +1,248 @@
+package records
+
+// The write pipeline. Every write — create, update, archive, restore, link, unlink and the bulk import —
+// runs the same way:
+//
+//  1. Outside any transaction, on the resolved Collection: the body is validated against the resource's
+//     schema and the collection's custom fields, once. Nothing is locked yet, so a bad body costs no lock.
+//  2. commit opens one transaction and runs the write's step in it: read and lock the current state (none
+//     for a create), run the Before hooks, check references, compute formulas, write the row and its
+//     custom values, and settle — the audit entry, then the record read back as the caller sees it.
+//  3. In the same transaction, the Receipt (an Idempotency-Key's stored response) is written, so the
+//     write and its answer commit or roll back together.
+//  4. Once committed, the After hooks are told, in the background.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sort"
+	"time"
+
+	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Receipt is what a write stores with itself, in its own transaction: the response of a request sent
+// with an Idempotency-Key, made from the written record as the caller sees it.
+type Receipt struct {
+	Claim   *idempotency.Claim
+	Respond func(rec Record) idempotency.Response
+}
+
+// outcome is what one step wrote: the record as the caller sees it, and the After hooks' call.
+type outcome struct {
+	rec   Record
+	after *afterCall // nil: nothing to tell the plugins
+}
+
+// afterCall is a committed write as the After hooks are told of it.
+type afterCall struct {
+	r       *model.Resource
+	op      string
+	changes map[string]any // canonical, by field key
+	full    Record         // the record as stored, unrestricted by the caller's role
+}
+
+// step is one write inside the pipeline's transaction.
+type step func(ctx context.Context, q store.Querier) (*outcome, error)
+
+// commit runs st in one transaction of c's workspace with the receipt rc (nil: none), then tells the
+// After hooks.
+func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receipt, st step) (Record, error) {
+	ctx = store.WithWorkspace(ctx, c.Workspace)
+	var out *outcome
+	err := s.st.Tx(ctx, func(q store.Querier) error {
+		var err error
+		if out, err = st(ctx, q); err != nil {
+			return err
+		}
+		if rc == nil {
+			return nil
+		}
+		return s.idem.Complete(ctx, q, rc.Claim, rc.Respond(out.rec))
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out.after != nil {
+		s.afterHooks(a, out.after)
+	}
+	return out.rec, nil
+}
+
+// insert is the step of a create of c with the validated declared values (canonical, by key) and
+// custom values.
+func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *customInput) step {
+	return func(ctx context.Context, q store.Querier) (*outcome, error) {
+		r := c.Resource
+		set, err := s.beforeHooks(ctx, q, a, r, ActionCreate, nil, values)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(values, set)
+		id, now := NewID(), s.timestamp()
+		custom := c.stored(ci, nil)
+		cols := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
+		for k, v := range values {
+			f, _ := r.Field(k)
+			cols[f.Column] = v
+		}
+		if err := setComputed(r, nil, values, cols); err != nil {
+			return nil, err
+		}
+		if err := s.checkReferences(ctx, q, r, c.Workspace, values); err != nil {
+			return nil, err
+		}
+		if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
+			return nil, err
+		}
+		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
+			return nil, fmt.Errorf("insert %s: %w", r.Name, err)
+		}
+		// A new record has no side-table rows yet: insert, with nothing to delete first.
+		rows, err := s.customRows(nil, id, c.Fields, custom, keysOf(custom))
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, rows)); err != nil {
+				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
+			}
+		}
+		return s.settle(ctx, q, a, c, id, ActionCreate, createdValues(c, values, custom), nil, now, values)
+	}
+}
+
+// edit is what a change writes: columns to set, and the audit entry.
+type edit struct {
+	action  string
+	values  map[string]any // by column; updated_at is added
+	changes map[string]any // by field key, for the audit trail and the hooks
+	// custom is the record's stored custom values after the change (definition id -> value), and
+	// customIDs the definitions the change wrote; nil when it wrote none.
+	custom    map[string]any
+	customIDs []string
+}
+
+// change is the step of a locked read-modify-write of record id of c inside the caller's record rule:
+// decide sees the current record and returns the edit (nil: write nothing and answer the record as it
+// is).
+func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) step {
+	return func(ctx context.Context, q store.Querier) (*outcome, error) {
+		r := c.Resource
+		cur, err := s.get(ctx, q, r, c.key(id, c.Policy), true)
+		if err != nil {
+			return nil, err
+		}
+		e, err := decide(ctx, q, cur)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			return &outcome{rec: c.view(cur)}, nil
+		}
+		key := c.key(id, nil) // the locked read above already applied the record rule
+		now, ok := e.values["updated_at"].(time.Time)
+		if !ok {
+			now = s.timestamp()
+			e.values["updated_at"] = now
+		}
+		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", e.action, r.Name, err)
+		}
+		changes, previous := editValues(c, cur, e)
+		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes)
+	}
+}
+
+// settle is the shared tail of every record write, inside its transaction: the audit entry, then the
+// record read back as the caller sees it and, for the After hooks, as stored.
+func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any) (*outcome, error) {
+	r := c.Resource
+	if err := s.audit(ctx, q, a, r, id, action, changes, previous, at); err != nil {
+		return nil, err
+	}
+	rec, err := s.get(ctx, q, r, c.key(id, nil), false)
+	if err != nil {
+		return nil, err
+	}
+	out := &outcome{}
+	if s.hooks != nil && len(r.Hooks) > 0 {
+		full := maps.Clone(rec)
+		present(c.Fields, full)
+		out.after = &afterCall{r: r, op: action, changes: hookChanges, full: access.Unrestricted(r).Apply(full)}
+	}
+	out.rec = c.view(rec)
+	return out, nil
+}
+
+// checkWritable refuses body members naming fields the policy does not let the caller write.
+func checkWritable(pol *access.Policy, body map[string]any) error {
+	var errs field.ErrorList
+	for k := range body {
+		if f, ok := pol.Resource.Field(k); ok && f.Writable() && !pol.Writable(f) {
+			errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), "your role may not write this field"))
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+	return errs.Err()
+}
+
+// checkReferences verifies that every reference in rows names a record of the same workspace. Error
+// paths are the field key, prefixed with the row index when there is more than one row.
+func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model.Resource, workspace string, rows ...map[string]any) error {
+	byTarget := map[string][]string{}
+	keysOf := map[string][]field.Path{}
+	for i, values := range rows {
+		for k, v := range values {
+			f, _ := r.Field(k)
+			if f.Type != model.Reference || v == nil {
+				continue
+			}
+			path := field.NewPath(k)
+			if len(rows) > 1 {
+				path = field.NewPath("").Index(i).Child(k)
+			}
+			byTarget[f.Target] = append(byTarget[f.Target], v.(string))
+			keysOf[f.Target] = append(keysOf[f.Target], path)
+		}
+	}
+	var errs field.ErrorList
+	targets := make([]string, 0, len(byTarget))
+	for t := range byTarget {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	for _, t := range targets {
+		tr, _ := s.cat.Resource(t)
+		found := map[string]bool{}
+		ids := unique(byTarget[t])
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), 500)]
+			ids = ids[len(chunk):]
+			err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, chunk), func(row []any) error {
+				found[store.UUIDText(row[0])] = true
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("check references to %s: %w", t, err)
+			}
+		}
+		for i, id := range byTarget[t] {
+			if !found[id] {
+				errs = append(errs, field.New(field.CodeNotFound, keysOf[t][i], fmt.Sprintf("no %s record %s in this workspace", t, id)))
+			}
+		}
+	}
+	return errs.Err()
+}
+
+// audit writes the audit entry of one write of record id of r, inside its transaction q (see
+// auditlog.go): changes and previous are JSON-shaped, by field key.
+func (s *Service) audit(ctx context.Context, q store.Querier, a Actor, r *model.Resource, id, action string, changes, previous map[string]any, at time.Time) error {
+	return s.writeAudit(ctx, q, a, at, []auditEntry{{resource: r.Name, recordID: id, action: action, changes: changes, previous: previous}})
+}
