@@ -66,7 +66,7 @@ releases its key.
 // OpenAPI returns the OpenAPI 3.1 document of the API for cat, with ServerURL as its server address. It
 // is deterministic: the same definitions give the same document.
 func OpenAPI(cat *model.Catalog, schemas *schema.Set) map[string]any {
-	d := &doc{cat: cat, schemas: schemas, paths: map[string]any{}, comps: components(cat)}
+	d := &doc{cat: cat, schemas: schemas, paths: map[string]any{}, comps: components(cat), table: route.Table(cat)}
 	d.discovery()
 	for _, r := range cat.Resources {
 		d.resource(r)
@@ -108,6 +108,7 @@ type doc struct {
 	schemas *schema.Set
 	paths   map[string]any
 	comps   map[string]any
+	table   []route.Route // the API's routes: every documented one is described
 }
 
 func ref(kind, name string) map[string]any {
@@ -340,34 +341,46 @@ func (d *doc) add(path, method string, op map[string]any) {
 	item[method] = op
 }
 
+// discovery describes the documented fixed routes of the table.
 func (d *doc) discovery() {
 	open := []any{}
-	d.add("/v1", "get", map[string]any{"operationId": "getApiInfo", "tags": []string{"discovery"}, "security": open,
+	ops := map[route.Endpoint]map[string]any{}
+	ops[route.APIInfo] = map[string]any{"operationId": "getApiInfo", "tags": []string{"discovery"}, "security": open,
 		"summary": "API information", "description": "The API's name, version and the address of this document. No key needed.",
 		"responses": map[string]any{"200": map[string]any{"description": "API information.", "headers": headerRefs("X-Request-Id"), "content": jsonContent(map[string]any{
 			"type": "object", "required": []string{"name", "version", "openapi_url"}, "additionalProperties": false,
 			"properties": map[string]any{"name": str("The API's name."), "version": str("The API version (`v1`)."), "openapi_url": map[string]any{"type": "string", "format": "uri", "description": "Where this document is served."}},
-		})}}})
-	d.add("/v1/openapi.json", "get", map[string]any{"operationId": "getOpenAPI", "tags": []string{"discovery"}, "security": open,
+		})}}}
+	ops[route.OpenAPI] = map[string]any{"operationId": "getOpenAPI", "tags": []string{"discovery"}, "security": open,
 		"summary": "This contract", "description": "This OpenAPI 3.1 document, built from the server's definitions. Served with an `ETag`; `If-None-Match` gives 304. No key needed.",
 		"responses": map[string]any{
 			"200": map[string]any{"description": "The OpenAPI document.", "headers": map[string]any{"X-Request-Id": ref("headers", "X-Request-Id"), "ETag": map[string]any{"description": "The document's version.", "schema": map[string]any{"type": "string"}}},
 				"content": jsonContent(map[string]any{"type": "object"})},
 			"304": map[string]any{"description": "Unchanged since the `ETag` sent in `If-None-Match`.", "headers": headerRefs("X-Request-Id")},
-		}})
-	d.add("/v1/me", "get", withResponses(map[string]any{"operationId": "getMe", "tags": []string{"discovery"}, "summary": "The calling key",
+		}}
+	ops[route.Me] = withResponses(map[string]any{"operationId": "getMe", "tags": []string{"discovery"}, "summary": "The calling key",
 		"description": "The calling key, its owner, its workspace and its current rate-limit and quota usage. Use it to verify a key after rotation."},
-		"200", ok("The key report.", schemaRef("Me")), "401", "403", "429", "500", "503"))
-	d.add("/v1/resources", "get", withResponses(map[string]any{"operationId": "listResources", "tags": []string{"discovery"}, "summary": "Resources",
+		"200", ok("The key report.", schemaRef("Me")), "401", "403", "429", "500", "503")
+	ops[route.Resources] = withResponses(map[string]any{"operationId": "listResources", "tags": []string{"discovery"}, "summary": "Resources",
 		"description": "The resources this key can use, with their operations. A resource listed here is not a grant to read every record."},
-		"200", ok("The resources.", map[string]any{"type": "array", "items": schemaRef("ResourceSummary")}), "401", "403", "429", "500", "503"))
-	d.add("/v1/resources/{resource}", "get", withResponses(map[string]any{"operationId": "getResourceCatalog", "tags": []string{"discovery"}, "summary": "Field catalog",
+		"200", ok("The resources.", map[string]any{"type": "array", "items": schemaRef("ResourceSummary")}), "401", "403", "429", "500", "503")
+	ops[route.ResourceCatalog] = withResponses(map[string]any{"operationId": "getResourceCatalog", "tags": []string{"discovery"}, "summary": "Field catalog",
 		"description": "The live field catalog of a resource in this workspace: fields, required keys, options, sort and filter keys, custom fields and associations, with the caller's masks applied.",
 		"parameters": []any{
 			map[string]any{"name": "resource", "in": "path", "required": true, "description": "The resource.", "schema": schemaRef("ResourceName")},
 			map[string]any{"name": "model_id", "in": "query", "description": "The data model, for `data_model_records`.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 		}},
-		"200", ok("The field catalog.", schemaRef("FieldCatalog")), "400", "401", "403", "404", "429", "500", "503"))
+		"200", ok("The field catalog.", schemaRef("FieldCatalog")), "400", "401", "403", "404", "429", "500", "503")
+	for _, rt := range d.table {
+		if rt.Resource != nil || !rt.Documented {
+			continue
+		}
+		op, ok := ops[rt.Endpoint]
+		if !ok {
+			panic("catalog: the route table documents " + rt.Method + " " + rt.Path + ", which has no operation here")
+		}
+		d.add(route.OpenAPIPath(rt.Path), strings.ToLower(rt.Method), op)
+	}
 }
 
 // resource adds the paths and schemas of r.
@@ -378,13 +391,19 @@ func (d *doc) resource(r *model.Resource) {
 		d.comps["schemas"].(map[string]any)[name+"Create"] = writeSchema(r, s.Doc(schema.Create))
 		d.comps["schemas"].(map[string]any)[name+"Update"] = writeSchema(r, s.Doc(schema.Update))
 	}
-	for _, rt := range route.Table(d.cat) {
-		if rt.Resource == r {
+	for _, rt := range d.table {
+		if rt.Resource != r {
+			continue
+		}
+		switch rt.Endpoint {
+		case route.Record:
 			d.add(openAPIPath(r, rt.Shape), strings.ToLower(rt.Method), d.operation(rt))
+		case route.ListLinks, route.PutLink, route.DeleteLink:
+			d.link(rt)
 		}
 	}
 	d.refused(r)
-	d.links(r)
+	d.refusedLinks(r)
 }
 
 // writeSchema adapts a write body's JSON Schema document to a component: its $schema goes (components
@@ -440,10 +459,9 @@ func (d *doc) refused(r *model.Resource) {
 	}
 }
 
-func (d *doc) links(r *model.Resource) {
-	if len(r.Associations) == 0 {
-		return
-	}
+// linkParams returns the association path parameter of r (its associations as an enum) and the tags
+// of its link operations.
+func linkParams(r *model.Resource) (assoc map[string]any, tags []string) {
 	names := make([]string, len(r.Associations))
 	var desc strings.Builder
 	for i, a := range r.Associations {
@@ -453,31 +471,50 @@ func (d *doc) links(r *model.Resource) {
 			desc.WriteString(", ")
 		}
 	}
-	assoc := map[string]any{"name": "association", "in": "path", "required": true, "description": "The association: " + desc.String() + ".", "schema": map[string]any{"type": "string", "enum": names}}
-	tags := []string{r.Name}
+	assoc = map[string]any{"name": "association", "in": "path", "required": true, "description": "The association: " + desc.String() + ".", "schema": map[string]any{"type": "string", "enum": names}}
+	return assoc, []string{r.Name}
+}
+
+// link adds the operation of a link route of the table.
+func (d *doc) link(rt route.Route) {
+	r := rt.Resource
+	assoc, tags := linkParams(r)
 	id := ref("parameters", "Id")
-	d.add("/v1/"+r.Name+"/{id}/{association}", "get", withResponses(map[string]any{
-		"operationId": "listLinks" + SchemaName(r), "tags": tags, "summary": "List associations",
-		"description": "The records linked to a " + lowerFirst(r.Label) + " through an association, with the association's attributes. The key must be allowed both resources.",
-		"parameters":  []any{id, assoc, ref("parameters", "Page"), ref("parameters", "PageSize"), ref("parameters", "Cursor")}},
-		"200", list("One page of associations.", schemaRef("Link")), "400", "401", "403", "404", "422", "429", "500", "503"))
-	path := "/v1/" + r.Name + "/{id}/{association}/{target_id}"
+	path := route.OpenAPIPath(rt.Path)
 	params := []any{id, assoc, ref("parameters", "TargetId")}
-	if !r.Ops.Has(model.OpUpdate) {
-		for _, m := range []string{"put", "delete"} {
-			d.add(path, m, map[string]any{"operationId": m + "Link" + SchemaName(r) + "NotAllowed", "tags": tags, "parameters": params,
-				"summary": "Refused", "description": r.Name + " takes no writes, so its associations are changed from the other side.", "responses": errs("401", "405")})
-		}
+	switch rt.Endpoint {
+	case route.ListLinks:
+		d.add(path, "get", withResponses(map[string]any{
+			"operationId": "listLinks" + SchemaName(r), "tags": tags, "summary": "List associations",
+			"description": "The records linked to a " + lowerFirst(r.Label) + " through an association, with the association's attributes. The key must be allowed both resources.",
+			"parameters":  []any{id, assoc, ref("parameters", "Page"), ref("parameters", "PageSize"), ref("parameters", "Cursor")}},
+			"200", list("One page of associations.", schemaRef("Link")), "400", "401", "403", "404", "422", "429", "500", "503"))
+	case route.PutLink:
+		d.add(path, "put", withResponses(map[string]any{"operationId": "putLink" + SchemaName(r), "tags": tags, "summary": "Link records",
+			"description": "Creates the association, or updates its attributes when it exists. The body holds the attributes (the field catalog lists them); an empty body or none sets none.",
+			"parameters":  append(params, ref("parameters", "IdempotencyKey")),
+			"requestBody": map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object", "description": "The association's attributes."})}},
+			"200", ok("The association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "413", "422", "429", "500", "503"))
+	case route.DeleteLink:
+		d.add(path, "delete", withResponses(map[string]any{"operationId": "deleteLink" + SchemaName(r), "tags": tags, "summary": "Unlink records",
+			"description": "Removes the association.", "parameters": append(params, ref("parameters", "IdempotencyKey"))},
+			"200", ok("The removed association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "422", "429", "500", "503"))
+	}
+}
+
+// refusedLinks describes the 405 of link writes on a resource with associations that takes no updates:
+// its associations are changed from the other side.
+func (d *doc) refusedLinks(r *model.Resource) {
+	if len(r.Associations) == 0 || r.Ops.Has(model.OpUpdate) {
 		return
 	}
-	d.add(path, "put", withResponses(map[string]any{"operationId": "putLink" + SchemaName(r), "tags": tags, "summary": "Link records",
-		"description": "Creates the association, or updates its attributes when it exists. The body holds the attributes (the field catalog lists them); an empty body or none sets none.",
-		"parameters":  append(params, ref("parameters", "IdempotencyKey")),
-		"requestBody": map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object", "description": "The association's attributes."})}},
-		"200", ok("The association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "413", "422", "429", "500", "503"))
-	d.add(path, "delete", withResponses(map[string]any{"operationId": "deleteLink" + SchemaName(r), "tags": tags, "summary": "Unlink records",
-		"description": "Removes the association.", "parameters": append(params, ref("parameters", "IdempotencyKey"))},
-		"200", ok("The removed association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "422", "429", "500", "503"))
+	assoc, tags := linkParams(r)
+	params := []any{ref("parameters", "Id"), assoc, ref("parameters", "TargetId")}
+	path := "/v1/" + r.Name + "/{id}/{association}/{target_id}"
+	for _, m := range []string{"put", "delete"} {
+		d.add(path, m, map[string]any{"operationId": m + "Link" + SchemaName(r) + "NotAllowed", "tags": tags, "parameters": params,
+			"summary": "Refused", "description": r.Name + " takes no writes, so its associations are changed from the other side.", "responses": errs("401", "405")})
+	}
 }
 
 func lowerFirst(s string) string {

@@ -23,13 +23,113 @@ const (
 	Link                        // /v1/{resource}/{id}/{association}/{target_id}
 )
 
-// Route is one method on one path pattern (bunrouter syntax).
+// Endpoint is what a route serves: the handler the router mounts on it and the operation the OpenAPI
+// document describes for it.
+type Endpoint uint8
+
+// The endpoints.
+const (
+	Healthz         Endpoint = iota + 1 // GET /healthz, liveness
+	Readyz                              // GET /readyz, readiness
+	APIInfo                             // GET /v1
+	OpenAPI                             // GET /v1/openapi.json
+	DocsPage                            // GET /docs, the reference page
+	DocsScript                          // GET /docs/redoc.standalone.js
+	Me                                  // GET /v1/me
+	Resources                           // GET /v1/resources
+	ResourceCatalog                     // GET /v1/resources/:resource
+	Record                              // a record operation (Op) of Resource
+	ListLinks                           // GET /v1/{resource}/:id/:association
+	PutLink                             // PUT /v1/{resource}/:id/:association/:target_id
+	DeleteLink                          // DELETE /v1/{resource}/:id/:association/:target_id
+)
+
+// Route is one method on one path pattern (bunrouter syntax). The route table (Table) is the one list
+// of the API's routes: the router mounts it, 405 answers take their Allow header from it, and the
+// OpenAPI document describes its documented routes.
 type Route struct {
 	Method   string
 	Path     string
-	Resource *model.Resource
-	Op       model.Operation
-	Shape    Shape
+	Endpoint Endpoint
+	// Label names the operation in the access log and the metrics.
+	Label string
+	// Key is true for routes that need an API key.
+	Key bool
+	// Documented routes are part of the /v1 contract and described in the OpenAPI document; the probes
+	// and the reference page are not.
+	Documented bool
+	Resource   *model.Resource // nil outside a resource
+	Op         model.Operation // for Record
+	Shape      Shape           // for Record, ListLinks, PutLink, DeleteLink
+}
+
+// fixed are the routes outside any resource.
+var fixed = []Route{
+	{Method: "GET", Path: "/healthz", Endpoint: Healthz, Label: "healthz"},
+	{Method: "GET", Path: "/readyz", Endpoint: Readyz, Label: "readyz"},
+	{Method: "GET", Path: "/v1", Endpoint: APIInfo, Label: "root", Documented: true},
+	{Method: "GET", Path: "/v1/openapi.json", Endpoint: OpenAPI, Label: "openapi", Documented: true},
+	{Method: "GET", Path: "/docs", Endpoint: DocsPage, Label: "docs"},
+	{Method: "GET", Path: "/docs/redoc.standalone.js", Endpoint: DocsScript, Label: "docs"},
+	{Method: "GET", Path: "/v1/me", Endpoint: Me, Label: "me", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/resources", Endpoint: Resources, Label: "catalog", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/resources/:resource", Endpoint: ResourceCatalog, Label: "catalog", Key: true, Documented: true},
+}
+
+// Fixed returns the routes outside any resource.
+func Fixed() []Route { return append([]Route(nil), fixed...) }
+
+// FixedAllow returns the methods the fixed routes serve on path (a request path, not a pattern), comma
+// separated; "" when no fixed route has that path.
+func FixedAllow(path string) string {
+	var methods []string
+	for _, rt := range fixed {
+		if matches(rt.Path, path) && !contains(methods, rt.Method) {
+			methods = append(methods, rt.Method)
+		}
+	}
+	sort.Strings(methods)
+	return strings.Join(methods, ", ")
+}
+
+// matches reports whether path fits pattern, whose :name segments match one non-empty segment.
+func matches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i, p := range ps {
+		if strings.HasPrefix(p, ":") {
+			if xs[i] == "" {
+				return false
+			}
+			continue
+		}
+		if p != xs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// OpenAPIPath writes a route pattern in OpenAPI's template syntax: /v1/deals/:id becomes /v1/deals/{id}.
+func OpenAPIPath(pattern string) string {
+	segs := strings.Split(pattern, "/")
+	for i, s := range segs {
+		if name, ok := strings.CutPrefix(s, ":"); ok {
+			segs[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 // opRoute says where each operation lives.
@@ -65,13 +165,33 @@ func Pattern(name string, s Shape) string {
 	return "/v1/" + name
 }
 
-// Table returns every route the catalog's resources allow.
+// Table returns every route of the API: the fixed routes, then each resource's record routes and, for a
+// resource with associations, its link routes (put and delete only where the resource takes updates).
 func Table(cat *model.Catalog) []Route {
+	out := Fixed()
+	out = append(out, Records(cat)...)
+	for _, r := range cat.Resources {
+		if len(r.Associations) == 0 {
+			continue
+		}
+		base := "/v1/" + r.Name + "/:id/:association"
+		out = append(out, Route{Method: "GET", Path: base, Endpoint: ListLinks, Label: "list_links", Key: true, Documented: true, Resource: r, Shape: Links})
+		if r.Ops.Has(model.OpUpdate) {
+			out = append(out,
+				Route{Method: "PUT", Path: base + "/:target_id", Endpoint: PutLink, Label: "link", Key: true, Documented: true, Resource: r, Shape: Link},
+				Route{Method: "DELETE", Path: base + "/:target_id", Endpoint: DeleteLink, Label: "unlink", Key: true, Documented: true, Resource: r, Shape: Link})
+		}
+	}
+	return out
+}
+
+// Records returns the record routes the catalog's resources allow.
+func Records(cat *model.Catalog) []Route {
 	var out []Route
 	for _, r := range cat.Resources {
 		for _, op := range r.Ops.List() {
 			w := opRoute[op]
-			out = append(out, Route{Method: w.method, Path: Pattern(r.Name, w.shape), Resource: r, Op: op, Shape: w.shape})
+			out = append(out, Route{Method: w.method, Path: Pattern(r.Name, w.shape), Endpoint: Record, Label: op.String(), Key: true, Documented: true, Resource: r, Op: op, Shape: w.shape})
 		}
 	}
 	return out

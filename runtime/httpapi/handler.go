@@ -92,29 +92,52 @@ func New(cfg Config) *Handler {
 		bunrouter.WithNotFoundHandler(h.unmatched),
 		bunrouter.WithMethodNotAllowedHandler(h.unmatched),
 	)
-	r.GET("/healthz", tagged("-", "healthz", h.healthz))
-	r.GET("/readyz", tagged("-", "readyz", h.readyz))
-	r.GET("/v1", tagged("-", "root", h.root))
-	r.GET("/v1/openapi.json", tagged("-", "openapi", h.openAPI))
-	r.GET("/docs", tagged("-", "docs", serveAsset(docsPage)))
-	r.GET("/docs/redoc.standalone.js", tagged("-", "docs", serveAsset(docsScript)))
-	r.GET("/v1/me", tagged("-", "me", h.authed(h.me)))
-	r.GET("/v1/resources", tagged("-", "catalog", h.authed(h.resources)))
-	r.GET("/v1/resources/:resource", tagged("-", "catalog", h.authed(h.resourceCatalog)))
 	for _, rt := range route.Table(h.cat) {
-		r.Handle(rt.Method, rt.Path, tagged(rt.Resource.Name, rt.Op.String(), h.authed(h.operation(rt))))
-	}
-	for _, res := range h.cat.Resources {
-		if len(res.Associations) == 0 {
-			continue
+		resource := "-"
+		if rt.Resource != nil {
+			resource = rt.Resource.Name
 		}
-		base := "/v1/" + res.Name + "/:id/:association"
-		r.GET(base, tagged(res.Name, "list_links", h.authed(h.listLinks(res))))
-		r.PUT(base+"/:target_id", tagged(res.Name, "link", h.authed(h.changeLink(res, true))))
-		r.DELETE(base+"/:target_id", tagged(res.Name, "unlink", h.authed(h.changeLink(res, false))))
+		next := h.endpoint(rt)
+		if rt.Key {
+			next = h.authed(next)
+		}
+		r.Handle(rt.Method, rt.Path, tagged(resource, rt.Label, next))
 	}
 	h.router = r
 	return h
+}
+
+// endpoint returns the handler of rt.
+func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
+	switch rt.Endpoint {
+	case route.Healthz:
+		return h.healthz
+	case route.Readyz:
+		return h.readyz
+	case route.APIInfo:
+		return h.root
+	case route.OpenAPI:
+		return h.openAPI
+	case route.DocsPage:
+		return serveAsset(docsPage)
+	case route.DocsScript:
+		return serveAsset(docsScript)
+	case route.Me:
+		return h.me
+	case route.Resources:
+		return h.resources
+	case route.ResourceCatalog:
+		return h.resourceCatalog
+	case route.Record:
+		return h.operation(rt)
+	case route.ListLinks:
+		return h.listLinks(rt.Resource)
+	case route.PutLink:
+		return h.changeLink(rt.Resource, true)
+	case route.DeleteLink:
+		return h.changeLink(rt.Resource, false)
+	}
+	panic(fmt.Sprintf("httpapi: no handler for endpoint %d of %s %s", rt.Endpoint, rt.Method, rt.Path))
 }
 
 type ctxKey int

@@ -8,7 +8,6 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
-	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -61,9 +60,6 @@ func (h *Handler) listLinks(res *model.Resource) bunrouter.HandlerFunc {
 // changeLink puts (put true) or deletes one link, under the Idempotency-Key rules of every write.
 func (h *Handler) changeLink(res *model.Resource, put bool) bunrouter.HandlerFunc {
 	return func(w http.ResponseWriter, req bunrouter.Request) error {
-		if !res.Ops.Has(model.OpUpdate) {
-			return methodNotAllowed(res, route.Link, req.Method)
-		}
 		assoc, err := h.association(req, res, true)
 		if err != nil {
 			return err

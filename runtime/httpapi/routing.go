@@ -20,22 +20,12 @@ func (h *Handler) unmatched(w http.ResponseWriter, req bunrouter.Request) error 
 	case res != nil:
 		return methodNotAllowed(res, shape, req.Method)
 	}
-	if allow := fixedAllow(path); allow != "" {
+	if allow := route.FixedAllow(path); allow != "" {
 		e := apierr.New(apierr.MethodNotAllowed, req.Method+" is not allowed on "+path+".")
 		e.Header = http.Header{"Allow": []string{allow}}
 		return e
 	}
 	return apierr.New(apierr.RouteNotFound, "No route matches "+req.Method+" "+path+".")
-}
-
-func fixedAllow(path string) string {
-	switch {
-	case path == "/v1", path == "/v1/openapi.json", path == "/v1/me", path == "/v1/resources", path == "/healthz", path == "/readyz":
-		return "GET"
-	case strings.HasPrefix(path, "/v1/resources/") && !strings.Contains(strings.TrimPrefix(path, "/v1/resources/"), "/"):
-		return "GET"
-	}
-	return ""
 }
 
 func methodNotAllowed(res *model.Resource, shape route.Shape, method string) *apierr.Error {
