@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server"
@@ -37,22 +38,22 @@ func cmdAuditList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	res := fs.String("resource", "", "only entries of this resource")
 	record := fs.String("record", "", "only entries of this record id")
 	since := fs.String("since", "", "only entries from this time on: RFC 3339, or a duration ago (24h, 7d)")
-	limit := fs.Int("limit", records.DefaultAuditPage, fmt.Sprintf("entries per page (1..%d)", records.MaxAuditPage))
+	limit := fs.Int("limit", audit.DefaultPage, fmt.Sprintf("entries per page (1..%d)", audit.MaxPage))
 	cursor := fs.String("cursor", "", "next_cursor of the previous page")
 	asMember := fs.String("as-member", "", "show the trail as this member's role sees it (default: everything, as stored)")
 	return func(e *env, cfg config.Config, pos []string) error {
 		if err := errors.Join(need(pos, 0, auditListUsage), required("workspace", *ws)); err != nil {
 			return err
 		}
-		q := records.AuditQuery{Resource: *res, RecordID: strings.ToLower(*record), Limit: *limit, Cursor: *cursor}
+		q := audit.Query{Resource: *res, RecordID: strings.ToLower(*record), Limit: *limit, Cursor: *cursor}
 		var errs []error
 		for _, f := range [][2]string{{"workspace", *ws}, {"record", *record}, {"as-member", *asMember}} {
 			if f[1] != "" && !model.IsUUID(f[1]) {
 				errs = append(errs, fmt.Errorf("--%s %q: must be a UUID", f[0], f[1]))
 			}
 		}
-		if *limit < 1 || *limit > records.MaxAuditPage {
-			errs = append(errs, fmt.Errorf("--limit must be between 1 and %d", records.MaxAuditPage))
+		if *limit < 1 || *limit > audit.MaxPage {
+			errs = append(errs, fmt.Errorf("--limit must be between 1 and %d", audit.MaxPage))
 		}
 		if *since != "" {
 			t, err := parseSince(*since, time.Now())
@@ -112,7 +113,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 // auditTable renders a page as a table, one entry per line, values as compact JSON.
-func auditTable(page *records.AuditPage) string {
+func auditTable(page *audit.Page) string {
 	if len(page.Entries) == 0 {
 		return "no audit entries"
 	}

@@ -3,6 +3,8 @@ package records
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/workspace-records/records/runtime/audit"
 )
 
 // An update is audited only for the values it changed: the stored form (as either driver returns it)
@@ -26,8 +28,8 @@ func TestSameValue(t *testing.T) {
 		"multi-select in another order": {[]any{"z", "x"}, []string{"x", "z"}, false},
 		"attributes":                    {map[string]any{"role": "a"}, map[string]any{"role": "a"}, true},
 	} {
-		if got := sameValue(c.a, c.b); got != c.same {
-			t.Errorf("%s: sameValue(%#v, %#v) = %v", name, c.a, c.b, got)
+		if got := audit.Same(c.a, c.b); got != c.same {
+			t.Errorf("%s: audit.Same(%#v, %#v) = %v", name, c.a, c.b, got)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -70,12 +71,12 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		return 0, errs
 	}
 	// One audit entry per record, as for a create, written in the same transaction.
-	var trail []auditEntry
+	var trail []audit.Entry
 	if !a.Synthetic {
-		trail = make([]auditEntry, len(rows))
+		trail = make([]audit.Entry, len(rows))
 	}
 	for i := range trail {
-		trail[i] = auditEntry{resource: r.Name, recordID: ids[i], action: ActionImport, changes: createdValues(c, values[i], customs[i])}
+		trail[i] = audit.Entry{Resource: r.Name, RecordID: ids[i], Action: audit.ActionImport, Changes: createdValues(c, values[i], customs[i])}
 	}
 	_, err = s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
 		if err := s.checkReferences(ctx, q, r, c.Workspace, values...); err != nil {
@@ -108,7 +109,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 				return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
 			}
 		}
-		return &outcome{}, s.writeAudit(ctx, q, a, now, trail)
+		return &outcome{}, audit.Write(ctx, q, s.d, a.author(), now, trail)
 	})
 	if err != nil {
 		return 0, err

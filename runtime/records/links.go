@@ -15,6 +15,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -188,10 +189,10 @@ func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *mo
 			changes["attributes"] = attrs
 		}
 		var previous map[string]any
-		if old != nil && !sameValue(old["attributes"], attrs) {
+		if old != nil && !audit.Same(old["attributes"], attrs) {
 			previous = map[string]any{"attributes": old["attributes"]}
 		}
-		if err := s.audit(ctx, q, a, c.Resource, l.FromID, ActionLink, changes, previous, now); err != nil {
+		if err := s.audit(ctx, q, a, c.Resource, l.FromID, audit.ActionLink, changes, previous, now); err != nil {
 			return nil, err
 		}
 		rec, err := s.readLink(ctx, q, assoc, l, other)
@@ -221,7 +222,7 @@ func (s *Service) DeleteLink(ctx context.Context, a Actor, c *Collection, assoc 
 		if attrs, _ := rec["attributes"].(map[string]any); len(attrs) > 0 {
 			previous = map[string]any{"attributes": attrs}
 		}
-		if err := s.audit(ctx, q, a, c.Resource, l.FromID, ActionUnlink, map[string]any{assoc.Name: other}, previous, s.timestamp()); err != nil {
+		if err := s.audit(ctx, q, a, c.Resource, l.FromID, audit.ActionUnlink, map[string]any{assoc.Name: other}, previous, s.timestamp()); err != nil {
 			return nil, err
 		}
 		return &outcome{rec: rec}, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -52,7 +53,7 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 		if len(b.Values) == 0 && !ci.given {
 			return nil, nil
 		}
-		set, err := s.beforeHooks(ctx, q, a, r, ActionUpdate, cur, b.Values)
+		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionUpdate, cur, b.Values)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +63,7 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 		if err := s.checkReferences(ctx, q, r, c.Workspace, b.Values); err != nil {
 			return nil, err
 		}
-		e := &edit{action: ActionUpdate, values: map[string]any{}, changes: map[string]any{}}
+		e := &edit{action: audit.ActionUpdate, values: map[string]any{}, changes: map[string]any{}}
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
 			e.values[f.Column] = v
@@ -109,11 +110,11 @@ func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string
 		if reason != nil {
 			changes["archive_reason"] = *reason
 		}
-		if _, err := s.beforeHooks(ctx, q, a, c.Resource, ActionArchive, cur, changes); err != nil {
+		if _, err := s.beforeHooks(ctx, q, a, c.Resource, audit.ActionArchive, cur, changes); err != nil {
 			return nil, err
 		}
 		now := s.timestamp()
-		e := &edit{action: ActionArchive, values: map[string]any{"archived": true, "archived_at": now, "updated_at": now, "archive_reason": nil}, changes: map[string]any{}}
+		e := &edit{action: audit.ActionArchive, values: map[string]any{"archived": true, "archived_at": now, "updated_at": now, "archive_reason": nil}, changes: map[string]any{}}
 		if reason != nil {
 			e.values["archive_reason"] = *reason
 			e.changes["archive_reason"] = *reason
@@ -161,9 +162,9 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
-		if _, err := s.beforeHooks(ctx, q, a, c.Resource, ActionRestore, cur, map[string]any{}); err != nil {
+		if _, err := s.beforeHooks(ctx, q, a, c.Resource, audit.ActionRestore, cur, map[string]any{}); err != nil {
 			return nil, err
 		}
-		return &edit{action: ActionRestore, values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
+		return &edit{action: audit.ActionRestore, values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
 	}))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/plugins"
@@ -53,6 +54,7 @@ type Service struct {
 	custom  *customfields.Registry
 	hooks   *plugins.Host
 	idem    *idempotency.Keys
+	trail   *audit.Reader
 }
 
 // Config configures a Service.
@@ -78,7 +80,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret)}
 }
 
 // Catalog returns the model the service serves.

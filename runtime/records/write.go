@@ -22,6 +22,7 @@ import (
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -79,7 +80,7 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *customInput) step {
 	return func(ctx context.Context, q store.Querier) (*outcome, error) {
 		r := c.Resource
-		set, err := s.beforeHooks(ctx, q, a, r, ActionCreate, nil, values)
+		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionCreate, nil, values)
 		if err != nil {
 			return nil, err
 		}
@@ -113,7 +114,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
 			}
 		}
-		return s.settle(ctx, q, a, c, id, ActionCreate, createdValues(c, values, custom), nil, now, values)
+		return s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
 	}
 }
 
@@ -239,10 +240,4 @@ func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model
 		}
 	}
 	return errs.Err()
-}
-
-// audit writes the audit entry of one write of record id of r, inside its transaction q (see
-// auditlog.go): changes and previous are JSON-shaped, by field key.
-func (s *Service) audit(ctx context.Context, q store.Querier, a Actor, r *model.Resource, id, action string, changes, previous map[string]any, at time.Time) error {
-	return s.writeAudit(ctx, q, a, at, []auditEntry{{resource: r.Name, recordID: id, action: action, changes: changes, previous: previous}})
 }

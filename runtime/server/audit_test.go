@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/idempotency"
@@ -22,17 +23,17 @@ import (
 
 // auditOf returns every audit entry of the env's workspace that q selects, newest first, as the
 // operator sees them, walking pages of 2 so that paging is exercised too.
-func auditOf(t *testing.T, e *servertest.Env, q records.AuditQuery) []records.AuditEntry {
+func auditOf(t *testing.T, e *servertest.Env, q audit.Query) []audit.Row {
 	t.Helper()
 	return auditAs(t, e, records.Actor{Workspace: e.Workspace}, q)
 }
 
-func auditAs(t *testing.T, e *servertest.Env, a records.Actor, q records.AuditQuery) []records.AuditEntry {
+func auditAs(t *testing.T, e *servertest.Env, a records.Actor, q audit.Query) []audit.Row {
 	t.Helper()
 	if q.Limit == 0 {
 		q.Limit = 2
 	}
-	var out []records.AuditEntry
+	var out []audit.Row
 	seen := map[string]bool{}
 	for {
 		page, err := e.Server.Backend().Records.AuditLog(context.Background(), a, q)
@@ -133,7 +134,7 @@ func TestAuditEveryWrite(t *testing.T) {
 			// A create records every value it wrote: the defaults too.
 			writes[0].changes = `{"amount":1200.5,"currency":"USD","custom_fields":{"tier":"gold"},"name":"Audit deal","status":"open"}`
 
-			got := auditOf(t, e, records.AuditQuery{Resource: "deals", RecordID: id})
+			got := auditOf(t, e, audit.Query{Resource: "deals", RecordID: id})
 			if len(got) != len(writes) {
 				t.Fatalf("%d audit entries for %d writes: %s", len(got), len(writes), auditJSON(got))
 			}
@@ -179,7 +180,7 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			deal := e.Do("POST", "/v1/deals", map[string]any{"name": "Vetoed", "pipeline_id": pipeline, "stage_id": open}).Data()["id"].(string)
 			contact := e.Do("POST", "/v1/contacts", map[string]any{"last_name": "Kept"}).Data()["id"].(string)
 			e.Expect(e.Do("DELETE", "/v1/contacts/"+contact, nil), 200, "")
-			baseline := len(auditOf(t, e, records.AuditQuery{Limit: 100}))
+			baseline := len(auditOf(t, e, audit.Query{Limit: 100}))
 
 			e.Expect(e.Do("POST", "/v1/contacts", map[string]any{"first_name": "No last name"}), 422, "validation_failed")
 			e.Expect(e.Do("PATCH", "/v1/deals/"+deal, map[string]any{"amount": "lots"}), 422, "validation_failed")
@@ -222,7 +223,7 @@ func TestAuditRolledBackWrites(t *testing.T) {
 				t.Errorf("import with a missing reference: %v", err)
 			}
 
-			if got := auditOf(t, e, records.AuditQuery{Limit: 100}); len(got) != baseline {
+			if got := auditOf(t, e, audit.Query{Limit: 100}); len(got) != baseline {
 				t.Errorf("%d audit entries after failed writes, want %d: %s", len(got), baseline, auditJSON(got[:len(got)-baseline]))
 			}
 			if got := e.Do("GET", "/v1/deals/"+deal, nil).Data(); got["name"] != "Vetoed" || got["stage_id"] != open {
@@ -254,7 +255,7 @@ func TestAuditImport(t *testing.T) {
 			if _, err := be.Records.Import(ctx, admin, automations, "", []map[string]any{{"name": "Nightly sync"}}); err != nil {
 				t.Fatal(err)
 			}
-			got := auditOf(t, e, records.AuditQuery{})
+			got := auditOf(t, e, audit.Query{})
 			if len(got) != 3 {
 				t.Fatalf("%d entries for 3 imported records", len(got))
 			}
@@ -276,7 +277,7 @@ func TestAuditImport(t *testing.T) {
 			if n, err := be.Records.Import(ctx, records.Actor{Workspace: e.Workspace, Synthetic: true}, contacts, "", []map[string]any{{"last_name": "Generated"}}); err != nil || n != 1 {
 				t.Fatalf("synthetic import: %d %v", n, err)
 			}
-			if got := auditOf(t, e, records.AuditQuery{}); len(got) != 3 {
+			if got := auditOf(t, e, audit.Query{}); len(got) != 3 {
 				t.Errorf("%d entries after a synthetic import, want the 3 of before", len(got))
 			}
 		})
@@ -302,7 +303,7 @@ func TestAuditLogFilters(t *testing.T) {
 			other := e.DoKey(key2, "POST", "/v1/companies", map[string]any{"name": "Elsewhere"}).Data()["id"].(string)
 			e.DoKey(key2, "PATCH", "/v1/companies/"+other, map[string]any{"name": "Elsewhere too"})
 
-			all := auditOf(t, e, records.AuditQuery{})
+			all := auditOf(t, e, audit.Query{})
 			if len(all) != 7 {
 				t.Fatalf("%d entries in the workspace, want 7: %s", len(all), auditJSON(all))
 			}
@@ -314,38 +315,38 @@ func TestAuditLogFilters(t *testing.T) {
 					t.Errorf("another workspace's entry listed: %s", auditJSON(en))
 				}
 			}
-			if got := auditOf(t, e, records.AuditQuery{Resource: "companies"}); len(got) != 6 {
+			if got := auditOf(t, e, audit.Query{Resource: "companies"}); len(got) != 6 {
 				t.Errorf("--resource companies: %d entries, want 6", len(got))
 			}
-			if got := auditOf(t, e, records.AuditQuery{Resource: "companies", RecordID: companies[0]}); len(got) != 2 || got[0].Action != "update" || got[1].Action != "create" {
+			if got := auditOf(t, e, audit.Query{Resource: "companies", RecordID: companies[0]}); len(got) != 2 || got[0].Action != "update" || got[1].Action != "create" {
 				t.Errorf("--record: %s", auditJSON(got))
 			}
-			if got := auditOf(t, e, records.AuditQuery{RecordID: strings.ToUpper(companies[1])}); len(got) != 1 {
+			if got := auditOf(t, e, audit.Query{RecordID: strings.ToUpper(companies[1])}); len(got) != 1 {
 				t.Errorf("--record in upper case: %d entries", len(got))
 			}
-			if got := auditOf(t, e, records.AuditQuery{RecordID: other}); len(got) != 0 {
+			if got := auditOf(t, e, audit.Query{RecordID: other}); len(got) != 0 {
 				t.Errorf("another workspace's record: %s", auditJSON(got))
 			}
-			if got := auditAs(t, e, records.Actor{Workspace: ws2}, records.AuditQuery{}); len(got) != 2 || got[0].RecordID != other {
+			if got := auditAs(t, e, records.Actor{Workspace: ws2}, audit.Query{}); len(got) != 2 || got[0].RecordID != other {
 				t.Errorf("the other workspace's trail: %s", auditJSON(got))
 			}
 			since, _ := time.Parse(time.RFC3339Nano, all[1].CreatedAt)
-			if got := auditOf(t, e, records.AuditQuery{Since: since}); len(got) < 2 || len(got) == len(all) || got[0].ID != all[0].ID {
+			if got := auditOf(t, e, audit.Query{Since: since}); len(got) < 2 || len(got) == len(all) || got[0].ID != all[0].ID {
 				t.Errorf("--since %s: %s", since, auditJSON(got))
 			}
-			if got := auditOf(t, e, records.AuditQuery{Since: time.Now().Add(time.Hour)}); len(got) != 0 {
+			if got := auditOf(t, e, audit.Query{Since: time.Now().Add(time.Hour)}); len(got) != 0 {
 				t.Errorf("--since an hour ahead: %d entries", len(got))
 			}
 
 			rs := e.Server.Backend().Records
-			first, err := rs.AuditLog(ctx, records.Actor{Workspace: e.Workspace}, records.AuditQuery{Limit: 3})
+			first, err := rs.AuditLog(ctx, records.Actor{Workspace: e.Workspace}, audit.Query{Limit: 3})
 			if err != nil || len(first.Entries) != 3 || first.NextCursor == nil {
 				t.Fatalf("first page: %v %v", first, err)
 			}
-			for name, q := range map[string]records.AuditQuery{
+			for name, q := range map[string]audit.Query{
 				"unknown resource":     {Resource: "gizmos"},
 				"bad record id":        {RecordID: "42"},
-				"limit too large":      {Limit: records.MaxAuditPage + 1},
+				"limit too large":      {Limit: audit.MaxPage + 1},
 				"negative limit":       {Limit: -1},
 				"cursor of a query":    {Resource: "companies", Cursor: *first.NextCursor},
 				"cursor tampered with": {Cursor: *first.NextCursor + "x"},
@@ -354,7 +355,7 @@ func TestAuditLogFilters(t *testing.T) {
 					t.Errorf("%s: %v, want a field error", name, err)
 				}
 			}
-			if _, err := rs.AuditLog(ctx, records.Actor{Workspace: ws2}, records.AuditQuery{Cursor: *first.NextCursor}); err == nil {
+			if _, err := rs.AuditLog(ctx, records.Actor{Workspace: ws2}, audit.Query{Cursor: *first.NextCursor}); err == nil {
 				t.Error("a cursor of one workspace is accepted in another")
 			}
 		})
@@ -401,23 +402,23 @@ func TestAuditLogAsMember(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			byRecord := func(entries []records.AuditEntry) map[string][]records.AuditEntry {
-				out := map[string][]records.AuditEntry{}
+			byRecord := func(entries []audit.Row) map[string][]audit.Row {
+				out := map[string][]audit.Row{}
 				for _, en := range entries {
 					out[en.RecordID] = append(out[en.RecordID], en)
 				}
 				return out
 			}
-			as := func(m string) []records.AuditEntry {
+			as := func(m string) []audit.Row {
 				a, err := be.Records.MemberActor(ctx, e.Workspace, m)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return auditAs(t, e, a, records.AuditQuery{})
+				return auditAs(t, e, a, audit.Query{})
 			}
 
 			// The operator: everything, as stored.
-			op := byRecord(auditOf(t, e, records.AuditQuery{}))
+			op := byRecord(auditOf(t, e, audit.Query{}))
 			if got := auditJSON(op[contact][0].Changes); got != `{"email":"j.lee@acme.example","job_title":"CFO"}` || auditJSON(op[contact][0].Previous) != `{"email":"jane@acme.example","job_title":null}` {
 				t.Errorf("operator's contact update: %s was %s", got, auditJSON(op[contact][0].Previous))
 			}
@@ -473,7 +474,7 @@ func TestAuditLogAsMember(t *testing.T) {
 			if got := byRecord(au)[company][0]; got.Changes["phone"] != "+•••" || got.Changes["website"] != nil || auditJSON(got.Withheld) != `["website"]` {
 				t.Errorf("auditor's company create: %s", auditJSON(got))
 			}
-			if got := auditAs(t, e, mustActor(t, e, auditor), records.AuditQuery{Resource: "tags"}); len(got) != 0 {
+			if got := auditAs(t, e, mustActor(t, e, auditor), audit.Query{Resource: "tags"}); len(got) != 0 {
 				t.Errorf("auditor --resource tags: %s", auditJSON(got))
 			}
 
@@ -537,13 +538,13 @@ func TestAuditLogMigration(t *testing.T) {
 					t.Errorf("migration did not apply %q:\n%s", want, applied)
 				}
 			}
-			got := auditAs(t, e, records.Actor{Workspace: ws}, records.AuditQuery{})
+			got := auditAs(t, e, records.Actor{Workspace: ws}, audit.Query{})
 			if len(got) != 1 || auditJSON(got[0].Changes) != `{"name":"Old"}` || got[0].Previous != nil || got[0].MemberID != nil {
 				t.Errorf("legacy entry: %s", auditJSON(got))
 			}
 			company := e.Do("POST", "/v1/companies", map[string]any{"name": "New"}).Data()["id"].(string)
 			e.Expect(e.Do("PATCH", "/v1/companies/"+company, map[string]any{"name": "Newer"}), 200, "")
-			if got := auditOf(t, e, records.AuditQuery{RecordID: company}); len(got) != 2 || auditJSON(got[0].Previous) != `{"name":"New"}` {
+			if got := auditOf(t, e, audit.Query{RecordID: company}); len(got) != 2 || auditJSON(got[0].Previous) != `{"name":"New"}` {
 				t.Errorf("entries after the migration: %s", auditJSON(got))
 			}
 			be := e.Server.Backend()

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
-	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -126,7 +126,7 @@ func TestParallelPatches(t *testing.T) {
 						t.Errorf("writer %d's %s: %v, want %v", i, f, got, value(i))
 					}
 				}
-				entries := auditOf(t, e, records.AuditQuery{Resource: "companies", RecordID: id, Limit: 100})
+				entries := auditOf(t, e, audit.Query{Resource: "companies", RecordID: id, Limit: 100})
 				if len(entries) != writers+1 {
 					t.Errorf("%d audit entries, want the create and %d updates", len(entries), writers)
 				}
@@ -167,7 +167,7 @@ func TestParallelPatches(t *testing.T) {
 				}
 				// The audit trail, oldest first, is one chain: each update replaced what the one before
 				// it wrote, and the last one wrote the final value.
-				entries := auditOf(t, e, records.AuditQuery{Resource: "companies", RecordID: id, Limit: 200})
+				entries := auditOf(t, e, audit.Query{Resource: "companies", RecordID: id, Limit: 200})
 				slices.Reverse(entries)
 				if len(entries) != rounds*writers+1 || entries[0].Action != "create" {
 					t.Fatalf("%d audit entries, want the create and %d updates", len(entries), rounds*writers)
@@ -266,7 +266,7 @@ func TestRuleInvariantsUnderParallelWriters(t *testing.T) {
 				}
 				// Replay the trail oldest first: each update found the values it replaced, and no state
 				// it produced breaks the rule.
-				entries := auditOf(t, e, records.AuditQuery{Resource: "deals", RecordID: id, Limit: 200})
+				entries := auditOf(t, e, audit.Query{Resource: "deals", RecordID: id, Limit: 200})
 				slices.Reverse(entries)
 				state := map[string]any{}
 				for k, v := range entries[0].Changes {
@@ -322,10 +322,10 @@ func TestRuleInvariantsUnderParallelWriters(t *testing.T) {
 				if d := e.Do("GET", "/v1/deals/"+theirs, nil).Data(); d["description"] != "untouched" {
 					t.Errorf("the admin's deal was changed by the member: %v", d["description"])
 				}
-				if n := len(auditOf(t, e, records.AuditQuery{Resource: "deals", RecordID: theirs, Limit: 100})); n != 1 {
+				if n := len(auditOf(t, e, audit.Query{Resource: "deals", RecordID: theirs, Limit: 100})); n != 1 {
 					t.Errorf("%d audit entries on the admin's deal, want its create only", n)
 				}
-				if n := len(auditOf(t, e, records.AuditQuery{Resource: "deals", RecordID: mine, Limit: 100})); n != writers/2+1 {
+				if n := len(auditOf(t, e, audit.Query{Resource: "deals", RecordID: mine, Limit: 100})); n != writers/2+1 {
 					t.Errorf("%d audit entries on the member's deal, want its create and %d updates", n, writers/2)
 				}
 				t.Logf("%d parallel PATCHes by a member limited to owned deals, half on another's deal: %v", writers, statuses)
