@@ -22,7 +22,10 @@ run: build plugins
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus).
 test:
 	$(GO) test -count=1 -timeout 15m ./...
-	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -run '^TestUnscoped' ./runtime/server/
+	@# go test passes when -run matches nothing: the log must show a TestUnscoped pass and no skip.
+	@mkdir -p $(BIN)
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' ./runtime/server/ > $(BIN)/unscoped.log 2>&1 || { cat $(BIN)/unscoped.log; exit 1; }
+	@grep -E '^(--- |ok|FAIL)' $(BIN)/unscoped.log; grep -q '^--- PASS: TestUnscoped' $(BIN)/unscoped.log && ! grep -q -- '--- SKIP' $(BIN)/unscoped.log || { echo "no TestUnscoped test ran to a pass (or one skipped): see $(BIN)/unscoped.log"; exit 1; }
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
