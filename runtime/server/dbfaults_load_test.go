@@ -226,7 +226,7 @@ func (l *load) recovered(t *testing.T, down, back time.Time) {
 	if !ok {
 		t.Errorf("no write succeeded within %v of the database coming back: not recovered without a restart", took)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // pacing: the load runs on over the recovered database
 	t.Logf("fault lasted %v; first write acknowledged %v after it ended", back.Sub(down).Round(time.Millisecond), took.Round(time.Millisecond))
 }
 

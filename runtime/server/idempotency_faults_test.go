@@ -72,8 +72,11 @@ func idemReleaseAfterRollback(t *testing.T, e *servertest.Env, b servertest.Back
 		failed = e.Do("POST", "/v1/companies", body, "Idempotency-Key", "i6-key")
 	}()
 	if b == servertest.Postgres {
-		// The doomed write is in its trigger's sleep: the key is claimed, not yet released.
-		time.Sleep(500 * time.Millisecond)
+		// The doomed write has claimed its key and goes on to its trigger's 1.5 s sleep: the key is
+		// claimed, not yet released.
+		if _, ok := servertest.WaitFor(10*time.Second, func() bool { return idemKeyRows(t, e, kid, "i6-key") == 1 }); !ok {
+			t.Fatal("the doomed write did not claim its key within 10 s")
+		}
 		r := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "i6-key")
 		if r.Status != 409 || r.Code() != "idempotency_key_in_use" {
 			t.Errorf("retry while the failing write runs: %d %s, want 409 idempotency_key_in_use", r.Status, r.Raw)
@@ -230,13 +233,21 @@ END $$`); err != nil {
 	go func() {
 		done <- e.Do("POST", "/v1/companies", map[string]any{"name": "Outage during"}, "Idempotency-Key", "i10-during")
 	}()
-	time.Sleep(400 * time.Millisecond)
+	// Cut while the insert is in its trigger's sleep (seen in pg_stat_activity).
+	inSleep := func() bool {
+		var n int
+		err := conn.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()").Scan(&n)
+		return err == nil && n > 0
+	}
+	if _, ok := servertest.WaitFor(10*time.Second, inSleep); !ok {
+		t.Fatal("the write did not reach its trigger's sleep within 10 s")
+	}
 	proxy.Stop()
 	r = <-done
 	if r.Status != 503 || r.Header.Get("Retry-After") == "" {
 		t.Errorf("database lost mid-write: %d %s, want 503 with Retry-After", r.Status, r.Raw)
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the outage goes on a moment after the answer (not a wait for an event)
 	recovery := restore()
 	if n := idemNamed(t, e, "companies", "Outage during"); n != 0 {
 		t.Errorf("the cut write left %d records", n)

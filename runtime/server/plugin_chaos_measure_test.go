@@ -119,7 +119,8 @@ func (r *chaosRig) finish() {
 
 	start := time.Now()
 	r.e.Server.Close()
-	if d := time.Since(start); d > 5*time.Second {
+	// Bounded, not hung: a stopped plugin takes 3 s to be killed; 10 s leaves a loaded machine its margin.
+	if d := time.Since(start); d > 10*time.Second {
 		r.t.Errorf("closing the server took %v", d)
 	}
 	for pid := range r.pids {

@@ -83,7 +83,7 @@ func (c *cluster) killRound(t *testing.T, tn tenant, round int, victim *replica,
 			}
 		})
 	}
-	time.Sleep(time.Duration(400+100*(round%5)) * time.Millisecond)
+	time.Sleep(time.Duration(400+100*(round%5)) * time.Millisecond) // pacing: the kill lands mid-load
 	plugins := victim.Children()
 	killedAt := time.Now()
 	code := victim.Signal(sig)
@@ -108,7 +108,7 @@ func (c *cluster) killRound(t *testing.T, tn tenant, round int, victim *replica,
 		t.Fatalf("restart: %v", err)
 	}
 	restart := time.Since(t0)
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // pacing: the load goes on over the restarted replica
 	close(stop)
 	wg.Wait()
 	if r := c.do(t, victim.index, tn.key, "GET", "/v1/me", nil); r.Status != 200 {
@@ -297,7 +297,7 @@ func (c *cluster) testDrainingQuota(t *testing.T) {
 		}
 	}()
 	client := &http.Client{Timeout: time.Second}
-	if _, ok := servertest.WaitFor(2*time.Second, func() bool {
+	if _, ok := servertest.WaitFor(4*time.Second, func() bool { // within the 5 s drain
 		res, err := client.Get(r.url() + "/readyz")
 		if err != nil {
 			return false
@@ -312,6 +312,7 @@ func (c *cluster) testDrainingQuota(t *testing.T) {
 			t.Fatalf("draining replica: %v", res)
 		}
 	}
+	// The bound under test (two flush intervals), not a wait for an event: after it, the others must know.
 	time.Sleep(2*server.QuotaFlushInterval + 500*time.Millisecond)
 	accepted := 0
 	for range q {

@@ -57,11 +57,11 @@ func (c *cluster) testRevocation(t *testing.T) {
 			}
 		}
 		c.ctl.must(t, "key", "revoke", id)
-		d := c.waitAll(time.Now(), propagation, func(i int) bool {
+		d := c.waitAll(time.Now(), propagationBound, func(i int) bool {
 			r, err := c.call(t, i, secret, "GET", "/v1/me", nil)
 			return err == nil && r.Status == 401 && r.code() == "invalid_api_key"
 		})
-		t.Logf("round %d: key revoked; refused after %s", round, checkDelays(t, "revocation", d, propagation))
+		t.Logf("round %d: key revoked; refused after %s", round, checkDelays(t, "revocation", d, propagationBound))
 		all = append(all, d...)
 	}
 	logSpread(t, "revocation", all)
@@ -82,11 +82,11 @@ func (c *cluster) testCustomField(t *testing.T) {
 		}
 		created := c.ctl.must(t, "field", "create", "--workspace", tn.ws, "--resource", "companies", "--key", key, "--type", "select", "--options", "gold,silver")
 		filterKey, _ := created["filter_key"].(string)
-		d := c.waitAll(time.Now(), propagation, func(i int) bool {
+		d := c.waitAll(time.Now(), propagationBound, func(i int) bool {
 			r, err := c.call(t, i, tn.key, "GET", "/v1/resources/companies", nil)
 			return err == nil && r.Status == 200 && customField(r, key) != nil
 		})
-		t.Logf("round %d: field %s created; in the catalog after %s", round, key, checkDelays(t, "custom field", d, propagation))
+		t.Logf("round %d: field %s created; in the catalog after %s", round, key, checkDelays(t, "custom field", d, propagationBound))
 		all = append(all, d...)
 		for i := range c.replicas {
 			name := fmt.Sprintf("Custom %s on %d %s", key, i, c.runID)
@@ -127,11 +127,11 @@ func (c *cluster) testDataModel(t *testing.T) {
 		os.WriteFile(file, []byte("category: {type: string, options: [software, hardware]}\n"), 0o644)
 		id := c.ctl.must(t, "model", "create", "--workspace", tn.ws, "--name", fmt.Sprintf("Vendors %d", round), "--fields-file", file)["id"].(string)
 		catalog := "/v1/resources/data_model_records?model_id=" + id
-		d := c.waitAll(time.Now(), propagation, func(i int) bool {
+		d := c.waitAll(time.Now(), propagationBound, func(i int) bool {
 			r, err := c.call(t, i, tn.key, "GET", catalog, nil)
 			return err == nil && r.Status == 200 && customField(r, "category") != nil
 		})
-		t.Logf("round %d: model created; usable after %s", round, checkDelays(t, "data model", d, propagation))
+		t.Logf("round %d: model created; usable after %s", round, checkDelays(t, "data model", d, propagationBound))
 		created = append(created, d...)
 		for i := range c.replicas {
 			w := c.do(t, i, tn.key, "POST", "/v1/data_model_records?model_id="+id, map[string]any{"name": fmt.Sprintf("Vendor %d", i), "cf__category": "hardware"})
@@ -142,11 +142,11 @@ func (c *cluster) testDataModel(t *testing.T) {
 		// Every replica has the model's fields cached; a field is added.
 		os.WriteFile(file, []byte("category: {type: string, options: [software, hardware]}\nrating: {type: integer}\n"), 0o644)
 		c.ctl.must(t, "model", "update", id, "--fields-file", file)
-		d = c.waitAll(time.Now(), propagation, func(i int) bool {
+		d = c.waitAll(time.Now(), propagationBound, func(i int) bool {
 			r, err := c.call(t, i, tn.key, "GET", catalog, nil)
 			return err == nil && r.Status == 200 && customField(r, "rating") != nil
 		})
-		t.Logf("round %d: model field added; in the catalog after %s", round, checkDelays(t, "data model field", d, propagation))
+		t.Logf("round %d: model field added; in the catalog after %s", round, checkDelays(t, "data model field", d, propagationBound))
 		updated = append(updated, d...)
 		r := c.do(t, 0, tn.key, "GET", catalog, nil)
 		filterKey, _ := customField(r, "rating")["filter_key"].(string)
@@ -188,8 +188,8 @@ func (c *cluster) testRoleChange(t *testing.T) {
 			}
 		}
 		c.ctl.must(t, "member", "set-role", member, "--role", "viewer")
-		d := c.waitAll(time.Now(), propagation, func(i int) bool { return forbidden(i, key) })
-		t.Logf("round %d: member set-role viewer; enforced after %s", round, checkDelays(t, "set-role", d, propagation))
+		d := c.waitAll(time.Now(), propagationBound, func(i int) bool { return forbidden(i, key) })
+		t.Logf("round %d: member set-role viewer; enforced after %s", round, checkDelays(t, "set-role", d, propagationBound))
 		all = append(all, d...)
 		for i := range c.replicas {
 			if r := c.do(t, i, key, "POST", "/v1/companies", map[string]any{"name": "Not as viewer"}); r.Status != 403 || r.code() != "forbidden" {
@@ -211,8 +211,8 @@ func (c *cluster) testRoleChange(t *testing.T) {
 		}
 		os.WriteFile(file, []byte("version: 1\nroles:\n  "+role+":\n    label: Auditor\n    permissions: [api.access]\n    resources: {companies: read}\n"), 0o644)
 		c.ctl.must(t, "role", "update", "--workspace", tn.ws, "--file", file)
-		d = c.waitAll(time.Now(), propagation, func(i int) bool { return forbidden(i, akey) })
-		t.Logf("round %d: role %s narrowed; enforced after %s", round, role, checkDelays(t, "role update", d, propagation))
+		d = c.waitAll(time.Now(), propagationBound, func(i int) bool { return forbidden(i, akey) })
+		t.Logf("round %d: role %s narrowed; enforced after %s", round, role, checkDelays(t, "role update", d, propagationBound))
 		all = append(all, d...)
 		for i := range c.replicas {
 			if r := c.do(t, i, akey, "POST", "/v1/companies", map[string]any{"name": "Not as auditor"}); r.Status != 403 || r.code() != "forbidden" {
