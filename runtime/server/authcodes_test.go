@@ -53,14 +53,14 @@ func TestAuthCodes(t *testing.T) {
 
 			// expired_api_key
 			expiring := e.NewKey(member(e.Workspace, "admin"), auth.KeyOptions{Access: "read", ExpiresIn: 50 * time.Millisecond})
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // the key's life passing is the point
 			e.Expect(get(expiring, "/v1/me"), 401, "expired_api_key")
 
 			// key_assurance_stale
 			mfa := member(e.Workspace, "admin")
 			stale := e.NewKey(mfa, auth.KeyOptions{Access: "read"})
 			e.Expect(get(stale, "/v1/me"), 200, "")
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the factor is verified after the key was made
 			dir.MFAVerified(ctx, mfa)
 			e.Expect(get(stale, "/v1/me"), 401, "key_assurance_stale")
 			fresh := e.NewKey(mfa, auth.KeyOptions{Access: "read"})

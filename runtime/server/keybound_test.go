@@ -272,7 +272,9 @@ func TestKeyStoreDown(t *testing.T) {
 			if status != 401 || code != "invalid_api_key" || hdr.Get("WWW-Authenticate") == "" {
 				t.Errorf("%s, %s: %d %s, want 401 invalid_api_key", phase, name, status, code)
 			}
-			if took > 500*time.Millisecond {
+			// A malformed key is refused before any database access: far below the request deadline a
+			// wait for the (possibly stopped) database would take; 2 s leaves a loaded machine its margin.
+			if took > 2*time.Second {
 				t.Errorf("%s, %s: answered in %v", phase, name, took)
 			}
 		}

@@ -379,7 +379,9 @@ func TestHookAfterIdle(t *testing.T) {
 	if created.Data()["status"] != "won" {
 		t.Errorf("status %v, want won (set by the rule)", created.Data()["status"])
 	}
-	if d := time.Since(start); d > time.Second {
+	// Well short of go-plugin's 5 s broker wait, which one of them would take if the broker were gone;
+	// the margin is for a loaded machine.
+	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("three hooked writes after idling took %s", d)
 	}
 }
