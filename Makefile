@@ -65,6 +65,11 @@ docs-bundle: tools/openapi/node_modules
 		tools/openapi/node_modules/redoc/bundles/redoc.standalone.js > runtime/httpapi/docs/redoc.standalone.js
 	cp tools/openapi/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt runtime/httpapi/docs/redoc.standalone.js.LICENSE.txt
 
+# Rewrite docs/errors.md's table of error codes from engine/apierr.Table (a test checks it).
+.PHONY: errors-doc
+errors-doc:
+	ERRORS_DOC_UPDATE=1 $(GO) test -count=1 -run '^TestErrorsDoc$$' ./engine/apierr
+
 # Rewrite README.md's configuration table from the settings table of runtime/config (a test checks it).
 .PHONY: config-doc
 config-doc:

@@ -10,8 +10,10 @@ package apierr
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/workspace-records/records/engine/field"
 )
@@ -196,8 +198,11 @@ func InvalidField(code field.Code, name, message string) *Error {
 
 // Refused is the workspace refusing values (422 validation_failed) with the field errors.
 func Refused(errs field.ErrorList) *Error {
-	e := &Error{Code: ValidationFailed, Errors: errs, Message: "The workspace refused the values: " + errs[0].Error()}
-	if len(errs) > 1 {
+	e := &Error{Code: ValidationFailed, Errors: errs, Message: "The workspace refused the values."}
+	switch {
+	case len(errs) == 1:
+		e.Message = "The workspace refused the values: " + errs[0].Error()
+	case len(errs) > 1:
 		e.Message = "The workspace refused the values of " + strconv.Itoa(len(errs)) + " fields; see details.errors."
 	}
 	return e
@@ -208,4 +213,14 @@ func As(err error) (*Error, bool) {
 	var e *Error
 	ok := errors.As(err, &e)
 	return e, ok
+}
+
+// Markdown renders the table for docs/errors.md: one row a code, with its status, type and meaning.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| code | status | type | meaning |\n|---|---|---|---|\n")
+	for _, e := range Table {
+		fmt.Fprintf(&b, "| `%s` | %d | `%s` | %s |\n", e.Code, e.Status, e.Type, e.Meaning)
+	}
+	return b.String()
 }
