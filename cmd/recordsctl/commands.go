@@ -22,7 +22,6 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
-	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server"
@@ -544,11 +543,11 @@ func cmdOpenAPI(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 		if err != nil {
 			return err
 		}
-		doc, err := httpapi.NewDocument(catalog.OpenAPI(cat, sch), catalog.ServerURL)
+		doc, err := catalog.Encode(catalog.OpenAPI(cat, sch), catalog.ServerURL)
 		if err != nil {
 			return err
 		}
-		body, _ := doc.Render(strings.TrimRight(*base, "/"))
+		body := doc.Render(strings.TrimRight(*base, "/"))
 		_, err = e.stdout.Write(append(body, '\n'))
 		return err
 	}
