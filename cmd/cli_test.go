@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
+	procs "github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 var binDir string
