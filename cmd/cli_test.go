@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	procs "github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 var binDir string

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	procs "github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 // proc is a recordsd process whose standard error (its logs) the test keeps.

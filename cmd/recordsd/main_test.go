@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

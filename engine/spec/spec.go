@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -284,6 +285,10 @@ func pointerToPath(ptr string) string {
 	}
 	parts := strings.Split(ptr, "/")
 	for i, p := range parts {
+		// The validator escapes each token for a URL too ("*" is %2A): undo that, then the pointer's own.
+		if u, err := url.PathUnescape(p); err == nil {
+			p = u
+		}
 		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
 	}
 	return strings.Join(parts, ".")

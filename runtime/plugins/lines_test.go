@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
+	procs "github.com/workspace-records/records/internal/proc"
 )
 
 // records collects slog records as decoded JSON objects.

@@ -16,9 +16,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 	"github.com/workspace-records/records/runtime/store"
 )
 

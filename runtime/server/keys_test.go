@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 // TestKeys covers the key scenarios K1–K14 of the research note (shared/research/reliability.md §3)

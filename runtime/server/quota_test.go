@@ -20,11 +20,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 	"github.com/workspace-records/records/runtime/store"
 )
 

@@ -26,8 +26,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 var long = flag.Bool("cluster.long", os.Getenv("CLUSTER_LONG") == "1", "run the long form: larger limits, repeated rounds, several kill points (also CLUSTER_LONG=1)")

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 	"github.com/workspace-records/records/runtime/store"
 )
 

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/server/servertest"
-	"github.com/workspace-records/records/runtime/server/servertest/proc"
 )
 
 // binDir holds recordsd and recordsctl built from the working tree for this test binary.

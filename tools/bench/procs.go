@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	procs "github.com/workspace-records/records/runtime/server/servertest/proc"
+	procs "github.com/workspace-records/records/internal/proc"
 )
 
 // ctl runs recordsctl with --json and decodes its output.

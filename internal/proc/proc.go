@@ -1,6 +1,7 @@
 // Package proc starts and watches the real processes that the end-to-end tests and the benchmark tool
 // run: recordsd replicas, the benchmark's floor server and the plugins they spawn. It needs no testing.TB,
-// so a program (tools/bench) uses it as the tests do.
+// so a program (tools/bench) uses it as the tests do: it is a process harness, not a test helper, and sits
+// in internal/ rather than under servertest so that no program imports a test helper (tests/layers).
 package proc
 
 import (

@@ -1,0 +1,180 @@
+package sqlgen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+)
+
+// List returns the statements that read one page of plan for workspace. Run them in order and stop
+// once plan.Limit+1 rows have been read in all: the extra row tells whether more follow.
+//
+// Page mode is one statement with OFFSET. A cursor walk resumes after a position with a row-value
+// comparison on (sort key, id), which each database serves as an index range scan; for a nullable sort
+// key, the rows whose key is NULL form a separate band (after the others in PostgreSQL ascending order,
+// before them in SQLite's), so a walk may need a second statement when it crosses from one band to the next.
+func (d Dialect) List(plan *listplan.Plan, workspace string) []Stmt {
+	if plan.Sort.Custom && plan.Limit > 0 {
+		return d.customList(plan, workspace)
+	}
+	col := Quote(plan.Sort.Column)
+	id := Quote("id")
+	dir, cmp := "ASC", ">"
+	if plan.Desc {
+		dir, cmp = "DESC", "<"
+	}
+	limit := plan.Limit + 1
+	build := func(extra func(a *args) string, order string, offset int) Stmt {
+		a := &args{d: d}
+		where := d.where(plan, workspace, a)
+		if extra != nil {
+			where += " AND " + extra(a)
+		}
+		sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s LIMIT %s", d.selectList(plan.Resource), Quote(plan.Resource.Table), where, order, a.add(int64(limit)))
+		if offset > 0 {
+			sql += " OFFSET " + a.add(int64(offset))
+		}
+		return Stmt{SQL: sql, Args: a.vals}
+	}
+	full := col + " " + dir + ", " + id + " " + dir
+	if plan.Limit == 0 {
+		return nil
+	}
+	if !plan.CursorMode() || plan.After == nil {
+		return []Stmt{build(nil, full, plan.Offset)}
+	}
+	after := plan.After
+	if !plan.Sort.Nullable() {
+		return []Stmt{build(func(a *args) string {
+			return fmt.Sprintf("(%s, %s) %s (%s, %s)", col, id, cmp, a.add(after.Key), a.add(after.ID))
+		}, full, 0)}
+	}
+	nullsFirst := plan.Desc == d.NullsLargest()
+	nullBand := func(a *args) string {
+		return fmt.Sprintf("%s IS NULL AND %s %s %s", col, id, cmp, a.add(after.ID))
+	}
+	allNulls := func(*args) string { return col + " IS NULL" }
+	allValues := func(*args) string { return col + " IS NOT NULL" }
+	valueBand := func(a *args) string {
+		return fmt.Sprintf("(%s, %s) %s (%s, %s)", col, id, cmp, a.add(after.Key), a.add(after.ID))
+	}
+	// Within the NULL band, ordering by (key, id) equals ordering by id, and lets the index serve it.
+	nullOrder := full
+	switch {
+	case after.Key == nil && nullsFirst:
+		return []Stmt{build(nullBand, nullOrder, 0), build(allValues, full, 0)}
+	case after.Key == nil:
+		return []Stmt{build(nullBand, nullOrder, 0)}
+	case nullsFirst:
+		return []Stmt{build(valueBand, full, 0)}
+	default:
+		return []Stmt{build(valueBand, full, 0), build(allNulls, nullOrder, 0)}
+	}
+}
+
+// where renders the scope, archived flag, filters and search of plan.
+func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
+	r := plan.Resource
+	parts := []string{a.scope(Quote("workspace_id"), workspace)}
+	if r.ModelScoped {
+		parts = append(parts, Quote("model_id")+" = "+a.add(plan.ModelID))
+	}
+	if !plan.IncludeArchived {
+		parts = append(parts, Quote("archived")+" = "+a.add(false))
+	}
+	if rule := d.rule(plan.Policy, workspace, a, ""); rule != "" {
+		parts = append(parts, rule)
+	}
+	if len(plan.Filters) > 0 {
+		conds := make([]string, len(plan.Filters))
+		for i, f := range plan.Filters {
+			if f.Field.Custom {
+				conds[i] = d.customFilter(f, workspace, a)
+				continue
+			}
+			conds[i] = d.filter(f, a)
+		}
+		join := " AND "
+		if plan.Or {
+			join = " OR "
+		}
+		parts = append(parts, "("+strings.Join(conds, join)+")")
+	}
+	if len(plan.Search) > 0 {
+		parts = append(parts, d.search(r, plan.Search, a))
+	}
+	return strings.Join(parts, " AND ")
+}
+
+func (d Dialect) search(r *model.Resource, terms []string, a *args) string {
+	if d.kind == Postgres {
+		q := make([]string, len(terms))
+		for i, t := range terms {
+			q[i] = t + ":*" // terms hold only letters and digits
+		}
+		return fmt.Sprintf("%s @@ to_tsquery('simple'::regconfig, %s)", Quote("_search"), a.add(strings.Join(q, " & ")))
+	}
+	q := make([]string, len(terms))
+	for i, t := range terms {
+		q[i] = `"` + t + `"*`
+	}
+	fts := Quote(SearchName(r.Table))
+	return fmt.Sprintf("%s.rowid IN (SELECT rowid FROM %s WHERE %s MATCH %s)", Quote(r.Table), fts, fts, a.add(strings.Join(q, " AND ")))
+}
+
+func (d Dialect) filter(f listplan.Filter, a *args) string {
+	col := Quote(f.Field.Column)
+	like := "LIKE"
+	if d.kind == Postgres {
+		like = "ILIKE"
+	}
+	switch f.Op {
+	case "eq":
+		return col + " = " + a.add(f.Value)
+	case "ne":
+		if d.kind == Postgres {
+			return col + " IS DISTINCT FROM " + a.add(f.Value)
+		}
+		return col + " IS NOT " + a.add(f.Value)
+	case "lt":
+		return col + " < " + a.add(f.Value)
+	case "lte":
+		return col + " <= " + a.add(f.Value)
+	case "gt":
+		return col + " > " + a.add(f.Value)
+	case "gte":
+		return col + " >= " + a.add(f.Value)
+	case "in", "not_in":
+		ph := make([]string, len(f.Values))
+		for i, v := range f.Values {
+			ph[i] = a.add(v)
+		}
+		if f.Op == "in" {
+			return col + " IN (" + strings.Join(ph, ", ") + ")"
+		}
+		return "(" + col + " NOT IN (" + strings.Join(ph, ", ") + ") OR " + col + " IS NULL)"
+	case "contains":
+		return col + " " + like + " " + a.add("%"+escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'`
+	case "not_contains":
+		return "(" + col + " NOT " + like + " " + a.add("%"+escapeLike(f.Value.(string))+"%") + ` ESCAPE '\' OR ` + col + " IS NULL)"
+	case "starts_with":
+		return col + " " + like + " " + a.add(escapeLike(f.Value.(string))+"%") + ` ESCAPE '\'`
+	case "is_empty":
+		if f.Field.Type.Textual() {
+			return "(" + col + " IS NULL OR " + col + " = '')"
+		}
+		return col + " IS NULL"
+	case "is_not_empty":
+		if f.Field.Type.Textual() {
+			return "(" + col + " IS NOT NULL AND " + col + " <> '')"
+		}
+		return col + " IS NOT NULL"
+	}
+	panic("sqlgen: unknown filter op " + f.Op) // listplan only admits the ops above
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
