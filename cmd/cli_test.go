@@ -30,7 +30,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(procs.RunTests(m, servertest.RepoDir(), &binDir, "recordsd", "recordsctl"))
+	os.Exit(servertest.RunWithBinaries(m, procs.RunTests, &binDir, "recordsd", "recordsctl"))
 }
 
 type ctl struct {
