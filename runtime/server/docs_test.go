@@ -279,6 +279,7 @@ func render(t *testing.T, bin, url string, want []string) (dom string, png []byt
 // in headless Chromium it loads, shows the resources and operations, logs nothing to the console, and
 // its screenshot is a real page. RECORDS_DOCS_SCREENSHOT keeps the screenshot (make docs-check).
 func TestDocsPageInChromium(t *testing.T) {
+	t.Parallel()
 	bin := chromium(t)
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	res, err := http.Get(e.URL + "/docs")
