@@ -79,6 +79,7 @@ func (c ctl) fail(args ...string) string {
 }
 
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
@@ -251,6 +252,7 @@ func TestServeDev(t *testing.T) {
 
 // Two recordsd processes on one PostgreSQL: a key revoked with recordsctl is refused by both within 2 s.
 func TestRevocationReachesEveryServer(t *testing.T) {
+	t.Parallel()
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
 	c.run("migrate")
 	ws := c.run("workspace", "create", "--name", "Two servers", "--plan", "growth")["id"].(string)
@@ -281,6 +283,7 @@ func TestRevocationReachesEveryServer(t *testing.T) {
 // Two recordsd processes sharing Redis: with a limit of N per minute, 4N concurrent requests spread over
 // both get exactly N successes.
 func TestRateLimitAcrossServersWithRedis(t *testing.T) {
+	t.Parallel()
 	redisURL := os.Getenv("RECORDS_TEST_REDIS")
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
@@ -339,6 +342,7 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 // Two servers on one PostgreSQL: a custom field created with recordsctl is in both catalogs and writable
 // on both within 2 seconds, with no restart.
 func TestCustomFieldReachesEveryServer(t *testing.T) {
+	t.Parallel()
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
 	c.run("migrate")
 	ws := c.run("workspace", "create", "--name", "Live catalog", "--plan", "growth")["id"].(string)
@@ -523,6 +527,7 @@ func auditEntries(c ctl, args ...string) ([]map[string]any, any) {
 // record and time; pages; the operator sees stored values, --as-member the member's masks; another
 // workspace's entries never show; bad arguments fail cleanly.
 func TestAuditList(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
