@@ -8,7 +8,7 @@ ADDR    ?= 127.0.0.1:8080
 DB      ?= sqlite:./data/records.db
 FUZZTIME ?= 30s
 
-.PHONY: all build run test test-race lint openapi-lint docs-check docs-bundle fuzz bench bench-quick bench-go clean proto plugins
+.PHONY: all build run test test-race test-race-ci lint openapi-lint docs-check docs-bundle fuzz bench bench-quick bench-go clean proto plugins
 
 all: lint test
 
@@ -19,16 +19,39 @@ build:
 run: build plugins
 	$(BIN)/recordsd serve --dev --addr $(ADDR) --db $(DB)
 
-# The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus).
+# The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus), and the
+# tests of the build without workspace predicates (-tags recordstest_unscoped), run beside it. recordsd
+# and recordsctl are built once, into a temporary directory every package running them reads
+# (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
+# and TEST_PARALLEL parallel tests of a package run at once (go test's default is the number of
+# processors for both).
+TEST_P        ?= 4
+TEST_PARALLEL ?= 4
+TEST_FLAGS    ?=
 test:
-	$(GO) test -count=1 -timeout 15m ./...
-	@# go test passes when -run matches nothing: the log must show a TestUnscoped pass and no skip.
-	@mkdir -p $(BIN)
-	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' ./runtime/server/ > $(BIN)/unscoped.log 2>&1 || { cat $(BIN)/unscoped.log; exit 1; }
-	@grep -E '^(--- |ok|FAIL)' $(BIN)/unscoped.log; grep -q '^--- PASS: TestUnscoped' $(BIN)/unscoped.log && ! grep -q -- '--- SKIP' $(BIN)/unscoped.log || { echo "no TestUnscoped test ran to a pass (or one skipped): see $(BIN)/unscoped.log"; exit 1; }
+	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/records-test-bin.XXXXXX") || exit 1; \
+	trap 'rm -rf "$$bin"' EXIT; \
+	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl || exit 1; \
+	export RECORDS_TEST_BIN="$$bin"; \
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(TEST_FLAGS) ./runtime/server/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
+	rc=0; $(GO) test -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... || rc=$$?; \
+	urc=0; wait $$unscoped || urc=$$?; \
+	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \
+	if [ $$urc -ne 0 ]; then cat "$$bin/unscoped.log"; fi; \
+	if ! grep -q '^--- PASS: TestUnscoped' "$$bin/unscoped.log" || grep -q -- '--- SKIP' "$$bin/unscoped.log"; then \
+		echo "no TestUnscoped test ran to a pass (or one skipped): go test passes when -run matches nothing"; urc=1; fi; \
+	[ $$rc -eq 0 ] && [ $$urc -eq 0 ]
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# The race detector over the runtime packages, as .ci/run runs it after make test. It slows the tests
+# several times; to fit CI's budget it leaves out the tests that are long forms of a kind of their own
+# and run without it in make test (RACE_SKIP: plugin misbehaviour at scale, database faults, the docs
+# page in Chromium, the generated client). make test-race runs everything.
+RACE_SKIP ?= ^(TestPluginChaos|TestDatabaseFaults|TestDocsPageInChromium|TestGeneratedClient)$$
+test-race-ci:
+	$(GO) test -race -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) -skip '$(RACE_SKIP)' $(TEST_FLAGS) ./runtime/...
 
 lint: openapi-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

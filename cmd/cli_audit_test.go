@@ -85,6 +85,7 @@ func auditEntries(c ctl, args ...string) ([]map[string]any, any) {
 // record and time; pages; the operator sees stored values, --as-member the member's masks; another
 // workspace's entries never show; bad arguments fail cleanly.
 func TestAuditList(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}

@@ -22,6 +22,7 @@ import (
 
 // Two recordsd processes on one PostgreSQL: a key revoked with recordsctl is refused by both within 2 s.
 func TestRevocationReachesEveryServer(t *testing.T) {
+	t.Parallel()
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
 	c.run("migrate")
 	ws := c.run("workspace", "create", "--name", "Two servers", "--plan", "growth")["id"].(string)
@@ -53,6 +54,7 @@ func TestRevocationReachesEveryServer(t *testing.T) {
 // Two recordsd processes sharing Redis: with a limit of N per minute, 4N concurrent requests spread over
 // both get exactly N successes.
 func TestRateLimitAcrossServersWithRedis(t *testing.T) {
+	t.Parallel()
 	redisURL := os.Getenv("RECORDS_TEST_REDIS")
 	if redisURL == "" {
 		redisURL = "redis://127.0.0.1:6379/0"
@@ -111,6 +113,7 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 // Two servers on one PostgreSQL: a custom field created with recordsctl is in both catalogs and writable
 // on both within 2 seconds, with no restart.
 func TestCustomFieldReachesEveryServer(t *testing.T) {
+	t.Parallel()
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
 	c.run("migrate")
 	ws := c.run("workspace", "create", "--name", "Live catalog", "--plan", "growth")["id"].(string)

@@ -24,7 +24,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(procs.RunTests(m, servertest.RepoDir(), &binDir, "recordsd", "recordsctl"))
+	os.Exit(servertest.RunWithBinaries(m, procs.RunTests, &binDir, "recordsd", "recordsctl"))
 }
 
 type ctl struct {
@@ -73,6 +73,7 @@ func (c ctl) fail(args ...string) string {
 }
 
 func TestCommandLine(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}

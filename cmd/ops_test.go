@@ -124,6 +124,7 @@ func request(t *testing.T, base, key, method, path, body string) (int, string, s
 // (right or wrong), the database password, the cursor signing key, or a value the caller's role masks,
 // even one the caller put in a query string.
 func TestLogsHoldNoSecrets(t *testing.T) {
+	t.Parallel()
 	const password, cursorSecret = "Db-Pa55word-Never-Logged", "cursor-signing-key-never-logged-0123456789"
 	plain := servertest.DatabaseURL(t, servertest.Postgres)
 	u, _ := url.Parse(plain)
@@ -219,6 +220,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 // SIGTERM: the listener closes at once, a request already in flight (its body half sent) finishes and its
 // write is kept, the plugins stop, and the process exits 0 within the grace period.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
 	c.run("migrate")
 	ws := c.run("workspace", "create", "--name", "Shutdown", "--plan", "growth")["id"].(string)

@@ -18,6 +18,7 @@ const oapiRuntime = "github.com/oapi-codegen/runtime v1.8.0"
 // A Go client generated from the served document by oapi-codegen (pinned as a tool in go.mod), compiled
 // untouched, creates companies, walks a filtered list with a cursor, updates one and archives one.
 func TestGeneratedClient(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	res, doc := getDoc(t, e.URL)
 	if res.StatusCode != 200 {

@@ -34,6 +34,7 @@ func getDoc(t *testing.T, url string, header ...string) (*http.Response, []byte)
 // The served document is valid OpenAPI 3.1 (libopenapi-validator), complete for the definitions, served
 // with an ETag, and the same byte for byte from two servers of the same configuration.
 func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	const public = "https://records.example.com"
 	a := servertest.Start(t, servertest.SQLite, servertest.Options{PublicURL: public})
 	b := servertest.Start(t, servertest.SQLite, servertest.Options{PublicURL: public})
@@ -163,6 +164,7 @@ func TestOpenAPIDocument(t *testing.T) {
 // The contract check the behaviour suite runs on every exchange catches a response that drifts from the
 // document: a wrong type, an undeclared member, an undocumented status, a missing required header.
 func TestContractCatchesDrift(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	c := e.Contract()
 	id := e.Do("POST", "/v1/companies", map[string]any{"name": "Drift"}).Data()["id"].(string)

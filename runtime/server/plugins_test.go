@@ -78,6 +78,7 @@ func definitionsWithHooks(t testing.TB, resource string, names ...string) string
 // through the host's lookups; a killed plugin is restarted on the next write; no plugin process
 // outlives the server.
 func TestDealRulesPlugin(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
@@ -169,6 +170,7 @@ func waitGone(t *testing.T, pid int) {
 
 // A definition naming a plugin that is not in the plugins directory stops the server from starting.
 func TestMissingPluginIsALoadError(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default(func(string) string { return "" })
 	cfg.DB = servertest.DatabaseURL(t, servertest.SQLite)
 	cfg.DefinitionsDir = definitionsWithHooks(t, "deals", "no-such-rules")
@@ -196,6 +198,7 @@ func buildNameRules(t testing.TB, dir, word string) {
 
 // A changed plugin binary takes effect after a plugin restart, with the same server.
 func TestPluginSwap(t *testing.T) {
+	t.Parallel()
 	dir := pluginsDir(t)
 	buildNameRules(t, dir, "forbidden")
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
@@ -217,6 +220,7 @@ func TestPluginSwap(t *testing.T) {
 // Killing the plugin during a stream of writes: every write either passed the rule or was refused with
 // 503; none bypassed it; writes succeed again afterwards.
 func TestPluginKilledDuringWrites(t *testing.T) {
+	t.Parallel()
 	dir := pluginsDir(t)
 	buildNameRules(t, dir, "forbidden")
 	for _, b := range servertest.Backends {
@@ -300,6 +304,7 @@ func TestAfterHookSeesStoredRecord(t *testing.T) {
 // The shipped task-rules and signal-rules, through HTTP, reading projects, statuses, subtasks,
 // severities and probabilities through the host's lookups.
 func TestDeliveryPlugins(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})

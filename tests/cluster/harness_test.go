@@ -36,7 +36,7 @@ var long = flag.Bool("cluster.long", os.Getenv("CLUSTER_LONG") == "1", "run the 
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(proc.RunTests(m, servertest.RepoDir(), &binDir, "recordsd", "recordsctl"))
+	os.Exit(servertest.RunWithBinaries(m, proc.RunTests, &binDir, "recordsd", "recordsctl"))
 }
 
 // scale is how much each scenario does: the short form for make test, the long form for make cluster-test.

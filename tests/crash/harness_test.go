@@ -14,7 +14,7 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(proc.RunTests(m, servertest.RepoDir(), &binDir, "recordsd", "recordsctl"))
+	os.Exit(servertest.RunWithBinaries(m, proc.RunTests, &binDir, "recordsd", "recordsctl"))
 }
 
 // ctl runs recordsctl --json against db and returns its JSON output.

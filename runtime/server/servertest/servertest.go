@@ -58,11 +58,51 @@ func DatabaseURL(t testing.TB, b Backend) string {
 	if b == SQLite {
 		return "sqlite:" + filepath.Join(t.TempDir(), "records.db")
 	}
-	admin := os.Getenv("RECORDS_TEST_POSTGRES")
-	if admin == "" {
-		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	return newPostgresDatabase(t, "", os.Getenv("RECORDS_TEST_NO_LEAKPROOF") == "")
+}
+
+// adminURL is the superuser URL the tests create databases with.
+func adminURL() string {
+	if admin := os.Getenv("RECORDS_TEST_POSTGRES"); admin != "" {
+		return admin
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// ensureAppRole creates AppRole if it is missing.
+func ensureAppRole(ctx context.Context, conn *pgx.Conn) error {
+	// The server connects as a role that owns its database but is not a superuser, as in production:
+	// superusers bypass row-level security, which the tests must exercise.
+	if _, err := conn.Exec(ctx, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"+AppRole+"') THEN CREATE ROLE "+AppRole+" LOGIN; END IF; END $$"); err != nil {
+		return fmt.Errorf("create role: %w", err)
+	}
+	return nil
+}
+
+// markLeakproof does, in database name, what the deployment guide asks a superuser to do once per
+// database (see migrate.LeakproofSQL).
+func markLeakproof(ctx context.Context, admin *pgx.ConnConfig, name string) error {
+	cfg := admin.Copy()
+	cfg.Database = name
+	dbc, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", name, err)
+	}
+	_, err = dbc.Exec(ctx, migrate.LeakproofSQL())
+	dbc.Close(ctx)
+	if err != nil {
+		return fmt.Errorf("mark numeric comparisons leakproof in %s: %w", name, err)
+	}
+	return nil
+}
+
+// newPostgresDatabase creates a uniquely named PostgreSQL database owned by AppRole, a copy of
+// template ("" for an empty one, marked leakproof when asked), dropped when the test ends, and returns
+// AppRole's URL of it.
+func newPostgresDatabase(t testing.TB, template string, leakproof bool) string {
+	t.Helper()
+	admin := adminURL()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -75,12 +115,14 @@ func DatabaseURL(t testing.TB, b Backend) string {
 	raw := make([]byte, 6)
 	_, _ = rand.Read(raw)
 	name := "records_test_" + hex.EncodeToString(raw)
-	// The server connects as a role that owns its database but is not a superuser, as in production:
-	// superusers bypass row-level security, which the tests must exercise.
-	if _, err := conn.Exec(ctx, "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '"+AppRole+"') THEN CREATE ROLE "+AppRole+" LOGIN; END IF; END $$"); err != nil {
-		t.Fatalf("create role: %v", err)
+	if err := ensureAppRole(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" OWNER "+AppRole); err != nil {
+	create := "CREATE DATABASE " + name + " OWNER " + AppRole
+	if template != "" {
+		create += " TEMPLATE " + template
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatalf("create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -97,17 +139,9 @@ func DatabaseURL(t testing.TB, b Backend) string {
 		}
 	})
 	cfg, _ := pgx.ParseConfig(admin)
-	cfg.Database = name
-	// As the deployment guide asks a superuser to do once per database (see migrate.LeakproofSQL).
-	if os.Getenv("RECORDS_TEST_NO_LEAKPROOF") == "" {
-		dbc, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			t.Fatalf("connect to %s: %v", name, err)
-		}
-		_, err = dbc.Exec(ctx, migrate.LeakproofSQL())
-		dbc.Close(ctx)
-		if err != nil {
-			t.Fatalf("mark numeric comparisons leakproof: %v", err)
+	if template == "" && leakproof {
+		if err := markLeakproof(ctx, cfg, name); err != nil {
+			t.Fatal(err)
 		}
 	}
 	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", AppRole, cfg.Host, cfg.Port, name)
@@ -157,7 +191,12 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	t.Helper()
 	cfg := config.Default(func(string) string { return "" })
 	cfg.DB = opts.DB
-	if cfg.DB == "" {
+	switch {
+	case cfg.DB != "":
+	case opts.DefinitionsDir == "" || opts.DefinitionsDir == DefinitionsDir():
+		// A copy of a database migrated once per process (templates.go).
+		cfg.DB = migratedDatabase(t, b)
+	default:
 		cfg.DB = DatabaseURL(t, b)
 	}
 	cfg.TrustedProxies = opts.TrustedProxies

@@ -1,0 +1,259 @@
+package servertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Migrating the repository's definitions into an empty database takes a second on SQLite and several
+// on a loaded PostgreSQL, and most tests start a server on them. So each test process migrates them once
+// per backend, into a template, and copies it for each test that asks for the default definitions: a
+// file copy for SQLite, CREATE DATABASE … TEMPLATE for PostgreSQL. The copy is what migrate.Run makes of
+// an empty database and nothing more (no settings row: each copy makes its own cursor secret at its
+// first start, as a new database does); the server still runs migrate.Run at its start, which finds
+// nothing to do. Tests with their own definitions, and DatabaseURL's callers, get an empty database.
+
+// templatePrefix names the PostgreSQL templates: records_tpl_<unix seconds>_<random>.
+const templatePrefix = "records_tpl_"
+
+// templateMaxAge is how long a template may outlive its process (killed before Main could drop it)
+// before a later build drops it: longer than any test binary runs.
+const templateMaxAge = 3 * time.Hour
+
+type template struct {
+	once sync.Once
+	ref  string // the template's database name (PostgreSQL) or file (SQLite)
+	err  error
+}
+
+var templates struct {
+	mu   sync.Mutex
+	byID map[string]*template // backend and leakproof setting
+	pg   []string             // PostgreSQL templates this process made, dropped by Main
+	dir  string               // this process's SQLite templates, removed by Main
+}
+
+// Main is a TestMain body for packages whose tests Start servers: it runs the tests, then drops the
+// templates this process made. It returns the code for os.Exit.
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	dropTemplates()
+	return code
+}
+
+// migratedDatabase returns a new database of kind b holding the repository's definitions migrated,
+// dropped (or removed) when the test ends.
+func migratedDatabase(t testing.TB, b Backend) string {
+	t.Helper()
+	leakproof := os.Getenv("RECORDS_TEST_NO_LEAKPROOF") == ""
+	id := fmt.Sprintf("%s/%t", b, leakproof)
+	templates.mu.Lock()
+	if templates.byID == nil {
+		templates.byID = map[string]*template{}
+	}
+	tpl := templates.byID[id]
+	if tpl == nil {
+		tpl = &template{}
+		templates.byID[id] = tpl
+	}
+	templates.mu.Unlock()
+	tpl.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if b == SQLite {
+			tpl.ref, tpl.err = buildSQLiteTemplate(ctx)
+		} else {
+			tpl.ref, tpl.err = buildPostgresTemplate(ctx, leakproof)
+		}
+	})
+	if tpl.err != nil {
+		if b == Postgres && os.Getenv("CI") != "true" && strings.Contains(tpl.err.Error(), "connect") {
+			t.Skipf("PostgreSQL not reachable (%v); set RECORDS_TEST_POSTGRES", tpl.err)
+		}
+		t.Fatalf("template database (%s): %v", id, tpl.err)
+	}
+	if b == SQLite {
+		path := filepath.Join(t.TempDir(), "records.db")
+		if err := copyFile(tpl.ref, path, 0o644); err != nil {
+			t.Fatalf("copy the SQLite template: %v", err)
+		}
+		return "sqlite:" + path
+	}
+	return newPostgresDatabase(t, tpl.ref, false)
+}
+
+// migrateInto migrates the repository's definitions into the database at url.
+func migrateInto(ctx context.Context, url string) error {
+	cat, err := shippedCatalog()
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, url)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", redactURL(url), err)
+	}
+	defer st.Close()
+	if _, err := migrate.Run(ctx, st, cat, migrate.Options{}); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+func buildSQLiteTemplate(ctx context.Context) (string, error) {
+	templates.mu.Lock()
+	if templates.dir == "" {
+		dir, err := os.MkdirTemp("", "records-test-templates-")
+		if err != nil {
+			templates.mu.Unlock()
+			return "", fmt.Errorf("template directory: %w", err)
+		}
+		templates.dir = dir
+	}
+	dir := templates.dir
+	templates.mu.Unlock()
+	path := filepath.Join(dir, "records.db")
+	if err := migrateInto(ctx, "sqlite:"+path); err != nil {
+		return "", err
+	}
+	// Closed, the database is all in its main file (the last connection checkpoints the WAL).
+	if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > 0 {
+		return "", fmt.Errorf("the SQLite template %s kept a write-ahead log of %d bytes after closing", path, st.Size())
+	}
+	return path, nil
+}
+
+func buildPostgresTemplate(ctx context.Context, leakproof bool) (string, error) {
+	admin := adminURL()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	dropStaleTemplates(ctx, conn)
+	if err := ensureAppRole(ctx, conn); err != nil {
+		return "", err
+	}
+	raw := make([]byte, 4)
+	_, _ = rand.Read(raw)
+	name := templatePrefix + strconv.FormatInt(time.Now().Unix(), 10) + "_" + hex.EncodeToString(raw)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" OWNER "+AppRole); err != nil {
+		return "", fmt.Errorf("create template %s: %w", name, err)
+	}
+	templates.mu.Lock()
+	templates.pg = append(templates.pg, name)
+	templates.mu.Unlock()
+	cfg, _ := pgx.ParseConfig(admin)
+	if leakproof {
+		if err := markLeakproof(ctx, cfg, name); err != nil {
+			return "", err
+		}
+	}
+	url := fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", AppRole, cfg.Host, cfg.Port, name)
+	if err := migrateInto(ctx, url); err != nil {
+		return "", fmt.Errorf("template %s: %w", name, err)
+	}
+	// No one may be connected to a template while it is copied; the store above is closed, and nothing
+	// else connects to it. PostgreSQL waits a few seconds for closing sessions to end.
+	return name, nil
+}
+
+// dropStaleTemplates drops the templates of processes that ended without dropping theirs.
+func dropStaleTemplates(ctx context.Context, conn *pgx.Conn) {
+	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'records\\_tpl\\_%'")
+	if err != nil {
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		parts := strings.Split(strings.TrimPrefix(n, templatePrefix), "_")
+		made, err := strconv.ParseInt(parts[0], 10, 64)
+		if err != nil || time.Since(time.Unix(made, 0)) < templateMaxAge {
+			continue
+		}
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)"); err != nil {
+			slog.Warn("drop stale template database", "name", n, "err", err)
+		}
+	}
+}
+
+func dropTemplates() {
+	templates.mu.Lock()
+	pg, dir := templates.pg, templates.dir
+	templates.mu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	if len(pg) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, adminURL())
+	if err != nil {
+		slog.Warn("drop template databases", "err", err)
+		return
+	}
+	defer conn.Close(ctx)
+	for _, n := range pg {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+n+" WITH (FORCE)"); err != nil {
+			slog.Warn("drop template database", "name", n, "err", err)
+		}
+	}
+}
+
+// shippedCatalog loads the repository's definitions once per process.
+var shippedCatalog = sync.OnceValues(func() (*model.Catalog, error) {
+	cat, _, err := server.LoadDefinitions(os.DirFS(DefinitionsDir()))
+	if err != nil {
+		return nil, fmt.Errorf("load definitions: %w", err)
+	}
+	return cat, nil
+})
+
+func copyFile(from, to string, mode os.FileMode) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// redactURL drops a URL's password, for messages.
+func redactURL(u string) string {
+	if i, j := strings.Index(u, "://"), strings.LastIndex(u, "@"); i >= 0 && j > i {
+		if k := strings.Index(u[i+3:j], ":"); k >= 0 {
+			return u[:i+3+k] + ":xxx" + u[j:]
+		}
+	}
+	return u
+}
