@@ -43,10 +43,7 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 	if err != nil {
 		return nil, err
 	}
-	if !model.IsUUID(id) {
-		return nil, ErrNotFound
-	}
-	return s.commit(ctx, a, c, rc, s.change(a, c, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is archived; restore it before changing it"}
 		}
@@ -87,7 +84,7 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 			e.custom, e.customIDs = custom, ids
 		}
 		return e, nil
-	}))
+	})
 }
 
 // MaxReason is the longest archive reason.
@@ -99,10 +96,7 @@ func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string
 	if err != nil {
 		return nil, err
 	}
-	if !model.IsUUID(id) {
-		return nil, ErrNotFound
-	}
-	return s.commit(ctx, a, c, rc, s.change(a, c, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is already archived"}
 		}
@@ -120,7 +114,7 @@ func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string
 			e.changes["archive_reason"] = *reason
 		}
 		return e, nil
-	}))
+	})
 }
 
 // archiveReason reads the body of an archive: nothing, or the reason.
@@ -155,10 +149,7 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 	if len(body) > 0 {
 		return nil, apierr.Invalid("restore takes no body.", nil)
 	}
-	if !model.IsUUID(id) {
-		return nil, ErrNotFound
-	}
-	return s.commit(ctx, a, c, rc, s.change(a, c, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
@@ -166,5 +157,14 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 			return nil, err
 		}
 		return &edit{action: audit.ActionRestore, values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
-	}))
+	})
+}
+
+// changeOne commits the change of record id of c that decide makes; an id that is no UUID names no
+// record.
+func (s *Service) changeOne(ctx context.Context, a Actor, c *Collection, rc *Receipt, id string, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) (Record, error) {
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	return s.commit(ctx, a, c, rc, s.change(a, c, id, decide))
 }
