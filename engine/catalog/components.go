@@ -1,0 +1,211 @@
+package catalog
+
+import (
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+)
+
+// errorStatus describes each error status: its component name, description and headers.
+var errorStatus = []struct {
+	status, name, desc string
+	headers            []string
+}{
+	{"400", "BadRequest", "Malformed parameters or body (`invalid_request`); `details.errors` names the parameter or field.", nil},
+	{"401", "Unauthorized", "Missing, unknown, revoked or expired key (`invalid_api_key`, `expired_api_key`), or a key whose sign-in assurance is stale (`key_assurance_stale`).", []string{"WWW-Authenticate"}},
+	{"403", "Forbidden", "The key or its owner may not make this request (`permission_denied`, `insufficient_scope`, `ip_not_allowed`, `plan_upgrade_required`, `feature_unavailable`, `forbidden`).", nil},
+	{"404", "NotFound", "No such route (`route_not_found`), resource (`unknown_resource`) or record (`not_found`), including records the key may not see.", nil},
+	{"405", "MethodNotAllowed", "Method not allowed here (`method_not_allowed`), for example a write on a read-only resource. `Allow` lists the methods that are.", []string{"Allow"}},
+	{"409", "Conflict", "The write conflicts with the record's state or an existing record (`conflict`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`).", nil},
+	{"413", "PayloadTooLarge", "Body larger than 1 MiB (`payload_too_large`).", nil},
+	{"422", "UnprocessableEntity", "The workspace refused the values (`validation_failed`: unknown field, required field, type, bound or rule; `details.errors` lists each field), or the `Idempotency-Key` was used for a different request (`idempotency_key_reused`).", nil},
+	{"429", "TooManyRequests", "Rate limited (`rate_limited`) or monthly quota used up (`quota_exceeded`). Wait `Retry-After` seconds.", []string{"Retry-After"}},
+	{"500", "InternalError", "Unexpected failure (`internal_error`).", nil},
+	{"503", "ServiceUnavailable", "Temporarily unable to check the key, reach the data or run a rule (`service_unavailable`). Retry after `Retry-After` seconds.", []string{"Retry-After"}},
+}
+
+// usageHeaders are the rate-limit and quota headers of data responses.
+var usageHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-Quota-Limit", "X-Quota-Remaining", "X-Quota-Reset"}
+
+func headerRefs(names ...string) map[string]any {
+	out := map[string]any{}
+	for _, n := range names {
+		out[n] = ref("headers", n)
+	}
+	return out
+}
+
+// components returns the shared components: headers, parameters, error responses and common schemas.
+func components(cat *model.Catalog) map[string]any {
+	headers := map[string]any{
+		"X-Request-Id":          map[string]any{"description": "Identifies the request in logs; equals `error.request_id` on errors.", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}},
+		"X-RateLimit-Limit":     intHeader("Requests allowed in the tightest rate-limit window that applies (absent when none applies)."),
+		"X-RateLimit-Remaining": intHeader("Requests left in that window."),
+		"X-RateLimit-Reset":     intHeader("Seconds until that window resets."),
+		"X-Quota-Limit":         intHeader("The monthly request quota (absent when uncapped)."),
+		"X-Quota-Remaining":     intHeader("Requests left in this month's quota (absent when uncapped)."),
+		"X-Quota-Reset":         intHeader("Seconds until the monthly quota resets."),
+		"Location":              map[string]any{"description": "URL of the created record.", "required": true, "schema": map[string]any{"type": "string"}},
+		"Idempotent-Replayed":   map[string]any{"description": "`true` when this is the stored response of an earlier request with the same `Idempotency-Key`.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
+		"Retry-After":           map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer", "minimum": 0}},
+		"Allow":                 map[string]any{"description": "The methods this path allows, comma-separated (empty when none).", "required": true, "schema": map[string]any{"type": "string"}},
+		"WWW-Authenticate":      map[string]any{"description": "The Bearer challenge, with the reason in `error` and `error_description`.", "required": true, "schema": map[string]any{"type": "string"}},
+	}
+	responses := map[string]any{}
+	for _, e := range errorStatus {
+		h := headerRefs(append([]string{"X-Request-Id"}, e.headers...)...)
+		if e.status == "429" {
+			h["X-RateLimit-Reset"] = ref("headers", "X-RateLimit-Reset")
+		}
+		responses[e.name] = map[string]any{"description": e.desc, "headers": h, "content": jsonContent(schemaRef("Error"))}
+	}
+	names := make([]string, len(cat.Resources))
+	for i, r := range cat.Resources {
+		names[i] = r.Name
+	}
+	params := map[string]any{
+		"Id":             map[string]any{"name": "id", "in": "path", "required": true, "description": "The record's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+		"TargetId":       map[string]any{"name": "target_id", "in": "path", "required": true, "description": "The linked record's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
+		"IdempotencyKey": map[string]any{"name": "Idempotency-Key", "in": "header", "description": "Makes the write safe to retry: a repeat within 24 hours returns the first response with `Idempotent-Replayed: true` and writes nothing more.", "schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7E]+$"}},
+		"Fields":         map[string]any{"name": "fields", "in": "query", "description": "Comma-separated top-level properties to return; `id` is always kept and names the record lacks are skipped. Omit for every property.", "schema": map[string]any{"type": "string"}},
+		"Page":           map[string]any{"name": "page", "in": "query", "description": "1-based page within the first 10,000 records; the last page is floor(10000 / page_size) + 1. Not with `cursor`.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPage, "default": 1}},
+		"PageSize":       map[string]any{"name": "page_size", "in": "query", "description": "Records per page.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "default": listplan.DefaultSize}},
+		"Cursor":         map[string]any{"name": "cursor", "in": "query", "description": "Keyset pagination: `start` begins a walk; then send each response's `meta.next_cursor` verbatim until it is null. Reaches any depth. Not with `page`.", "schema": map[string]any{"type": "string", "maxLength": listplan.MaxCursorLen}},
+		"Order":          map[string]any{"name": "order", "in": "query", "description": "Sort direction.", "schema": map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}},
+		"IncludeArchived": map[string]any{"name": "include_archived", "in": "query", "description": "Include archived records.",
+			"schema": map[string]any{"type": "boolean", "default": false}},
+		"FilterQuery": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
+		"Join":        map[string]any{"name": "join", "in": "query", "description": "How the filters combine.", "schema": map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and"}},
+		"Search":      map[string]any{"name": "search", "in": "query", "description": "Free-text search over the resource's full-text fields.", "schema": map[string]any{"type": "string", "maxLength": 200}},
+	}
+	schemas := map[string]any{
+		"Error": map[string]any{
+			"type": "object", "required": []string{"error"}, "additionalProperties": false,
+			"description": "The error envelope of every error response.",
+			"properties": map[string]any{"error": map[string]any{
+				"type": "object", "required": []string{"type", "code", "message", "request_id"}, "additionalProperties": false,
+				"properties": map[string]any{
+					"type":       map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
+					"code":       map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
+					"message":    str("Human-readable text."),
+					"details":    map[string]any{"type": "object", "description": "More about the error; open members (for example `errors`: one item per refused field)."},
+					"request_id": map[string]any{"type": "string", "format": "uuid", "description": "Also sent in the `X-Request-Id` header."},
+				},
+			}},
+		},
+		"ListMeta": map[string]any{
+			"type": "object", "required": []string{"next_cursor"}, "description": "About the page.",
+			"properties": map[string]any{
+				"next_cursor": map[string]any{"type": []string{"string", "null"}, "description": "Send verbatim as `cursor` to get the next page; null when the walk is finished."},
+				"has_more":    map[string]any{"type": "boolean", "description": "Whether more records follow this page."},
+				"page":        map[string]any{"type": "integer", "minimum": 1, "description": "The page number, in page mode."},
+				"page_size":   map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "description": "The page size used."},
+			},
+		},
+		"FilterItem": map[string]any{
+			"type": "object", "required": []string{"field", "op"}, "additionalProperties": false, "description": "One filter item.",
+			"properties": map[string]any{
+				"field": str("A filter key from the field catalog (`filter_keys`), or a custom field's `cfv:<id>`."),
+				"op":    map[string]any{"type": "string", "enum": []string{"eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in", "contains", "not_contains", "starts_with", "is_empty", "is_not_empty"}, "description": "The comparison; the field catalog lists the operators each key takes."},
+				"value": map[string]any{"description": "The operand: a value of the field's type, an array for `in` and `not_in`, absent for `is_empty` and `is_not_empty`."},
+			},
+		},
+		"ArchiveRequest": map[string]any{"type": "object", "additionalProperties": false, "description": "Why the record is archived.",
+			"properties": map[string]any{"reason": map[string]any{"type": "string", "maxLength": 1000, "description": "Kept as `archive_reason`."}}},
+		"Link": map[string]any{
+			"type": "object", "required": []string{"id", "resource", "association", "attributes"}, "description": "One association of a record.",
+			"properties": map[string]any{
+				"id":          map[string]any{"type": "string", "format": "uuid", "description": "The linked record."},
+				"resource":    str("The linked record's resource."),
+				"association": str("The association's name."),
+				"attributes":  map[string]any{"type": "object", "description": "The association's attributes (the field catalog lists them)."},
+				"created_at":  map[string]any{"type": "string", "format": "date-time"},
+				"updated_at":  map[string]any{"type": "string", "format": "date-time"},
+			},
+		},
+		"ResourceName": map[string]any{"type": "string", "enum": names, "description": "A resource name."},
+		"ResourceSummary": map[string]any{
+			"type": "object", "required": []string{"name", "path", "operations"}, "description": "A resource the key can use.",
+			"properties": map[string]any{
+				"name":         schemaRef("ResourceName"),
+				"label":        str("Singular display name."),
+				"label_plural": str("Plural display name."),
+				"group":        str("The resource's group (crm, delivery, …)."),
+				"description":  str("What the resource holds."),
+				"path":         str("The collection path."),
+				"operations":   map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []string{"list", "query", "get", "create", "update", "archive", "restore"}}, "description": "The operations the resource has."},
+				"read_only":    map[string]any{"type": "boolean", "description": "Only list, query and get exist."},
+				"searchable":   map[string]any{"type": "boolean", "description": "Lists take `search`."},
+				"model_scoped": map[string]any{"type": "boolean", "description": "Records live inside a custom data model (`model_id`)."},
+				"access":       map[string]any{"type": "string", "enum": []string{"read", "write"}, "description": "What this key may do with it."},
+			},
+		},
+		"FieldCatalog": map[string]any{
+			"type": "object", "required": []string{"name", "fields", "sort_keys", "filter_keys", "associations", "custom_fields"},
+			"description": "The live field catalog of a resource in the key's workspace: fields with their types and rules (masks applied), the write schema, sort and filter keys, custom fields and associations. Members may be added.",
+			"properties": map[string]any{
+				"name": schemaRef("ResourceName"),
+				"fields": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"key", "type"},
+					"properties": map[string]any{"key": str("The field key."), "type": str("The field type.")}}, "description": "Declared fields: key, label, type, required, writable, sortable, filterable, filter_key, options, bounds, visibility."},
+				"required":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Keys a create must set."},
+				"sort_keys":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Values `sort` takes, custom fields' `cfv:<id>` included."},
+				"filter_keys":   map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "description": "Keys filters take, with their type and operators."},
+				"custom_fields": map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "description": "The workspace's custom fields of this resource, with `key`, `filter_key` and `sort_key`."},
+				"associations":  map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "description": "Associations: name, target, path and attributes."},
+				"schema":        map[string]any{"type": "object", "description": "The JSON Schemas of create and update bodies."},
+			},
+		},
+		"Me": map[string]any{
+			"type": "object", "required": []string{"key", "member", "workspace", "rate_limit", "quota"},
+			"description": "The calling key, its owner and workspace, and its current rate-limit and quota usage.",
+			"properties": map[string]any{
+				"key": map[string]any{"type": "object", "description": "The key (never its secret): id, prefix, hint, access, resources, allowed addresses, creation and expiry.",
+					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write"}},
+						"expires_at": map[string]any{"type": "string", "format": "date-time"}}},
+				"member":     map[string]any{"type": "object", "description": "The member who owns the key: id, email, role, department and permissions."},
+				"workspace":  map[string]any{"type": "object", "description": "The key's workspace: id, name, plan and features."},
+				"rate_limit": map[string]any{"type": "object", "description": "Configured limits and the tightest window's `limit`, `remaining` and `reset` (null when none applies)."},
+				"quota":      map[string]any{"type": "object", "description": "Monthly quota: `limit` (null when uncapped), `used`, `remaining`, `reset` (seconds)."},
+			},
+		},
+	}
+	return map[string]any{
+		"schemas":    schemas,
+		"headers":    headers,
+		"parameters": params,
+		"responses":  responses,
+		"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "wsk_<64 hex>",
+			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."}},
+	}
+}
+
+// errs returns the responses of the given error statuses.
+func errs(statuses ...string) map[string]any {
+	out := map[string]any{}
+	for _, s := range statuses {
+		for _, e := range errorStatus {
+			if e.status == s {
+				out[s] = ref("responses", e.name)
+			}
+		}
+	}
+	return out
+}
+
+// ok returns a success response with data shaped by s and the usage headers.
+func ok(desc string, s any, extra ...string) map[string]any {
+	return map[string]any{"description": desc, "headers": headerRefs(append(append([]string{"X-Request-Id"}, usageHeaders...), extra...)...),
+		"content": jsonContent(map[string]any{"type": "object", "required": []string{"data"}, "additionalProperties": false, "properties": map[string]any{"data": s}})}
+}
+
+func list(desc string, item any) map[string]any {
+	return map[string]any{"description": desc, "headers": headerRefs(append([]string{"X-Request-Id"}, usageHeaders...)...),
+		"content": jsonContent(map[string]any{"type": "object", "required": []string{"data", "meta"}, "additionalProperties": false,
+			"properties": map[string]any{"data": map[string]any{"type": "array", "items": item}, "meta": schemaRef("ListMeta")}})}
+}
+
+func withResponses(op map[string]any, success string, resp map[string]any, statuses ...string) map[string]any {
+	r := errs(statuses...)
+	r[success] = resp
+	op["responses"] = r
+	return op
+}
