@@ -62,6 +62,9 @@ type Config struct {
 	// Redis, when set (redis://host:port/db), holds the rate-limit and quota state shared by several servers.
 	// Empty: each server limits in process.
 	Redis string
+	// RedisTimeout bounds one call to Redis by the rate limiter and the quota; past it a request is
+	// judged by this server alone.
+	RedisTimeout time.Duration
 	// MetricsAddr, when set, serves Prometheus metrics (GET /metrics) on this separate listen address.
 	MetricsAddr string
 	// DebugAddr, when set, serves Go runtime profiles (net/http/pprof) on this separate listen address.
@@ -129,6 +132,10 @@ func (c Config) check(s Setting) error {
 		}
 	case "plugin_timeout":
 		if c.PluginTimeout <= 0 {
+			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "redis_timeout":
+		if c.RedisTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
 		}
 	case "request_timeout":

@@ -169,6 +169,13 @@ func Settings() []Setting {
 				"servers share. Empty: limits in process, quota from the database. A password in it is never logged.",
 		},
 		{
+			Name: "redis_timeout", Flag: "redis-timeout", Env: "RECORDS_REDIS_TIMEOUT", Key: "redis_timeout",
+			Kind: KindDuration, Default: "250ms", Commands: Recordsd, field: func(c *Config) any { return &c.RedisTimeout },
+			Help: "Deadline of one call to `redis` by the rate limiter and the quota. A call that misses it is judged " +
+				"by this server alone (limits in process, quota from the database count), and failures in a row stop " +
+				"asking Redis until it answers a ping again.",
+		},
+		{
 			Name: "cursor_secret", Env: "RECORDS_CURSOR_SECRET", Key: "cursor_secret", Kind: KindString, Secrecy: Secret,
 			Commands: Both, field: func(c *Config) any { return &c.CursorSecret },
 			Help: "Key signing list cursors, at least 32 characters. Empty: one generated once and kept in the " +

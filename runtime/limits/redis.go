@@ -90,8 +90,14 @@ func NewRedis(client redis.UniversalClient, prefix string, log *slog.Logger) *Re
 func (r *Redis) NewQuota(st store.Store, prefix string) *Quota {
 	r.br.what, r.br.fallback = "rate limiter and monthly quota", "using per-server limits and the database's quota count"
 	q := NewRedisQuota(st, r.client, prefix, r.br.log)
-	q.br = r.br
+	q.br, q.Timeout = r.br, r.Timeout
 	return q
+}
+
+// SetTimeout bounds each call to Redis (the limiter's, its quota's and the breaker's ping) by d instead
+// of DefaultRedisTimeout. Call it before NewQuota and before the limiter is used.
+func (r *Redis) SetTimeout(d time.Duration) {
+	r.Timeout, r.br.timeout = d, d
 }
 
 // Fallbacks is how many requests this limiter judged in process because Redis failed or was not asked.

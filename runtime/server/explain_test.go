@@ -97,6 +97,7 @@ func explain(t *testing.T, ctx context.Context, st store.Store, d sqlgen.Dialect
 // filter over 20,000 rows is served by the custom_values index, not a scan. (Range filters are
 // semi-joins the planner may still answer by walking the sort index: see docs/custom-fields.md.)
 func TestCustomFilterUsesIndex(t *testing.T) {
+	t.Parallel()
 	be := openBackend(t, servertest.DatabaseURL(t, servertest.Postgres), servertest.DefinitionsDir(), false)
 	defer be.Close()
 	r, _ := be.Catalog.Resource("deals")

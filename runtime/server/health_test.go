@@ -66,6 +66,7 @@ func (p probe) notReady(t *testing.T, part string) {
 
 // Liveness and readiness need no key, send no CORS headers, and name every part they checked.
 func TestHealthEndpoints(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})

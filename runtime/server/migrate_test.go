@@ -137,6 +137,7 @@ func TestAdditiveMigration(t *testing.T) {
 
 // Servers starting together against one PostgreSQL database migrate one after another without error.
 func TestConcurrentMigrations(t *testing.T) {
+	t.Parallel()
 	db := servertest.DatabaseURL(t, servertest.Postgres)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)

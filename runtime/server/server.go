@@ -256,6 +256,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		redis.SetLogger(redisLog{log})
 		rl := limits.NewRedis(rdb, "records:rl:", log)
+		rl.SetTimeout(cfg.RedisTimeout)
 		limiter, quota = rl, rl.NewQuota(b.Store, "records:quota:")
 		q := quota
 		for part, n := range map[string]func() uint64{"rate_limits": rl.Fallbacks, "quota": q.Fallbacks} {

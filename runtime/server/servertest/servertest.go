@@ -171,6 +171,8 @@ type Options struct {
 	PluginsDir     string // default: the shipped plugins, built from source (ShippedPlugins)
 	PublicURL      string // see config.Config.PublicURL
 	Redis          string // see config.Config.Redis
+	// RedisTimeout bounds one Redis call of the limits (config.Config.RedisTimeout; default 250 ms).
+	RedisTimeout time.Duration
 	// PluginTimeout is the deadline of one hook call (config.Config.PluginTimeout; default 2 s).
 	PluginTimeout time.Duration
 	// Metrics makes the server keep Prometheus metrics (Server.Metrics); the test serves them itself.
@@ -211,6 +213,9 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	}
 	if opts.RequestTimeout > 0 {
 		cfg.RequestTimeout = opts.RequestTimeout
+	}
+	if opts.RedisTimeout > 0 {
+		cfg.RedisTimeout = opts.RedisTimeout
 	}
 	cfg.PluginsDir = opts.PluginsDir
 	if cfg.PluginsDir == "" {
