@@ -51,9 +51,16 @@ test-race:
 # and hooked concurrent creates, exact limits under load, concurrent migrations, the key cache, plugins
 # killed during writes, the pool's workspace setting. make test-race runs everything under -race.
 RACE_SERVER_RUN ?= ^(TestParallelPatches|TestRuleInvariantsUnderParallelWriters|TestIdempotentConcurrentCreates|TestIdempotencyConcurrentHookedCreates|TestRateLimitExact|TestConcurrentMigrations|TestKeyCache|TestPluginKilledDuringWrites|TestPoolWorkspaceLeak)$$
+RACE_PKGS = $$($(GO) list ./runtime/... | grep -v '/runtime/server$$')
 test-race-ci:
-	$(GO) test -race -count=1 -timeout 10m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $$($(GO) list ./runtime/... | grep -v '/runtime/server$$')
+	$(GO) test -race -count=1 -timeout 10m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(RACE_PKGS)
 	$(GO) test -race -count=1 -timeout 10m -parallel $(TEST_PARALLEL) -run '$(RACE_SERVER_RUN)' $(TEST_FLAGS) ./runtime/server/
+
+# test-race-ci's packages compiled with -race and run with no test selected: .ci/run starts it beside
+# make test, so that the race run after it finds its binaries built.
+.PHONY: test-race-build
+test-race-build:
+	$(GO) test -race -count=1 -run '^$$' $(RACE_PKGS) ./runtime/server/ >/dev/null
 
 lint: openapi-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
