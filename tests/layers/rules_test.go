@@ -30,7 +30,7 @@ var layers = []layer{
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",
 		"./runtime/customfields", "./runtime/migrate", "./runtime/plugins")},
 	{"store", pkgs("./runtime/store/...")},
-	{"runtime leaves", pkgs("./runtime/config", "./runtime/metrics")},
+	{"runtime leaves", pkgs("./runtime/config", "./runtime/metrics", "./runtime/version")},
 	// The engine, in the order of STYLE.md §2: field ← spec ← model ← {schema, listplan, catalog, route},
 	// sqlgen ← {model, listplan}.
 	{"engine documents", pkgs("./engine/catalog")},
@@ -40,7 +40,7 @@ var layers = []layer{
 	{"engine access", pkgs("./engine/access")},
 	{"engine model", pkgs("./engine/model")},
 	{"engine spec and error codes", pkgs("./engine/spec", "./engine/apierr")},
-	{"engine leaves", pkgs("./engine/field", "./engine/strictjson")},
+	{"engine leaves", pkgs("./engine/field", "./engine/strictjson", "./engine/suggest")},
 	// The plugin contract and the definitions are peers at the bottom: neither imports the other.
 	{"contract and data", pkgs("./plugins/sdk/...", "./definitions")},
 }
@@ -68,6 +68,8 @@ var denials = []denial{
 	{"./internal/proc", pkgs("./..."), reach, "the harness runs the module's binaries; it links none of it"},
 	{"./runtime/config", pkgs("./..."), reach, "configuration is a leaf every runtime package may use"},
 	{"./runtime/metrics", pkgs("./..."), reach, "metrics are a leaf every runtime package may use"},
+	{"./runtime/version", pkgs("./..."), reach, "the build's version is a leaf every program may use"},
+	{"./engine/suggest", pkgs("./..."), reach, "the wording of unknown names is a leaf every package may use"},
 }
 
 // isHelper reports whether a package is a test helper, which no other package may import outside its
