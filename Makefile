@@ -7,14 +7,18 @@ BIN     := bin
 ADDR    ?= 127.0.0.1:8080
 DB      ?= sqlite:./data/records.db
 FUZZTIME ?= 30s
+# The version `recordsd --version` and `recordsctl --version` print: `git describe` of the checkout, or
+# what make build VERSION=v1.4.0 says (empty: the module version of the build information, or "devel").
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X github.com/workspace-records/records/runtime/version.Version=$(VERSION))
 
 .PHONY: all build run test test-race test-race-ci lint openapi-lint docs-check docs-bundle fuzz bench bench-quick bench-go clean proto plugins
 
 all: lint test
 
 build:
-	$(GO) build -o $(BIN)/recordsd ./cmd/recordsd
-	$(GO) build -o $(BIN)/recordsctl ./cmd/recordsctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/recordsd ./cmd/recordsd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/recordsctl ./cmd/recordsctl
 
 run: build plugins
 	$(BIN)/recordsd serve --dev --addr $(ADDR) --db $(DB)

@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
@@ -16,62 +14,49 @@ import (
 )
 
 type command struct {
-	usage string
-	flags func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
+	usage   string // the command line, after "recordsctl "
+	summary string // what it does, one line
+	flags   func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
 }
 
+// groups are the first words of two-word commands (workspace create, key list, …).
 var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true, "plugins": true}
 
 func commands() map[string]command {
 	return map[string]command{
-		"migrate":              {"migrate [--allow-destructive]", cmdMigrate},
-		"workspace create":     {"workspace create --name N --plan P", cmdWorkspaceCreate},
-		"workspace set-plan":   {"workspace set-plan ID --plan P", cmdWorkspaceSetPlan},
-		"workspace set-limits": {"workspace set-limits ID [--key-per-minute N] [--key-per-hour N] [--workspace-per-minute N] [--monthly-quota N]", cmdWorkspaceSetLimits},
-		"member create":        {"member create --workspace W --email E --role R [--department D]", cmdMemberCreate},
-		"member set-role":      {"member set-role ID --role R", cmdMemberSetRole},
-		"member deactivate":    {"member deactivate ID", memberAction((*auth.Directory).Deactivate)},
-		"member activate":      {"member activate ID", memberAction((*auth.Directory).Activate)},
-		"member mfa-verified":  {"member mfa-verified ID", memberAction((*auth.Directory).MFAVerified)},
-		"key create":           {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", cmdKeyCreate},
-		"key revoke":           {"key revoke ID", cmdKeyRevoke},
-		"key list":             {"key list --workspace W", cmdKeyList},
-		"key reminders":        {"key reminders --workspace W", cmdKeyReminders},
-		"member notifications": {"member notifications ID --key-expiry on|off", cmdMemberNotifications},
-		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
-		"model update":         {"model update ID [--name N] [--fields-file F]", cmdModelUpdate},
-		"role create":          {"role create --workspace W --file ROLES.yaml", cmdRolePut(true)},
-		"field create":         {"field create --workspace W --resource R --key K --type T [--required] [--options a,b] [--label L] [--description D] [--target R]", cmdFieldCreate},
-		"field update":         {"field update ID [--label L] [--description D] [--required true|false] [--options a,b]", cmdFieldUpdate(nil)},
-		"field archive":        {"field archive ID", cmdFieldUpdate(ptrBool(true))},
-		"field restore":        {"field restore ID", cmdFieldUpdate(ptrBool(false))},
-		"role update":          {"role update --workspace W --file ROLES.yaml", cmdRolePut(false)},
-		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", cmdImport},
-		"audit list":           {auditListUsage, cmdAuditList},
-		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", cmdSeed},
-		"definitions lint":     {"definitions lint [DIR]", cmdLint},
-		"plugins list":         {"plugins list [--plugins DIR]", cmdPluginsList},
-		"openapi":              {"openapi [--server-url URL]", cmdOpenAPI},
+		"migrate":              {"migrate [--allow-destructive]", "create the database (a SQLite file too) or bring its tables in line with the definitions", cmdMigrate},
+		"workspace create":     {"workspace create --name N --plan P", "create a workspace on a plan of plans.yaml", cmdWorkspaceCreate},
+		"workspace set-plan":   {"workspace set-plan ID --plan P", "move a workspace to another plan", cmdWorkspaceSetPlan},
+		"workspace set-limits": {"workspace set-limits ID [--key-per-minute N] [--key-per-hour N] [--workspace-per-minute N] [--monthly-quota N]", "override a workspace's plan limits", cmdWorkspaceSetLimits},
+		"member create":        {"member create --workspace W --email E --role R [--department D]", "add a member to a workspace", cmdMemberCreate},
+		"member set-role":      {"member set-role ID --role R", "change a member's role", cmdMemberSetRole},
+		"member deactivate":    {"member deactivate ID", "deactivate a member and revoke their keys", memberAction((*auth.Directory).Deactivate)},
+		"member activate":      {"member activate ID", "activate a member again (their revoked keys stay revoked)", memberAction((*auth.Directory).Activate)},
+		"member mfa-verified":  {"member mfa-verified ID", "record that a member verified a new MFA factor now", memberAction((*auth.Directory).MFAVerified)},
+		"member notifications": {"member notifications ID --key-expiry on|off", "turn a member's key-expiry reminders on or off", cmdMemberNotifications},
+		"key create":           {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", "create an API key for a member; prints its secret once", cmdKeyCreate},
+		"key revoke":           {"key revoke ID", "revoke an API key", cmdKeyRevoke},
+		"key list":             {"key list --workspace W", "list a workspace's API keys, newest first", cmdKeyList},
+		"key reminders":        {"key reminders --workspace W", "list the key-expiry reminders of a workspace", cmdKeyReminders},
+		"model create":         {"model create --workspace W --name N --fields-file F", "create a custom data model", cmdModelCreate},
+		"model update":         {"model update ID [--name N] [--fields-file F]", "rename a data model or replace its fields", cmdModelUpdate},
+		"role create":          {"role create --workspace W --file ROLES.yaml", "create workspace roles from a file in the format of roles.yaml", cmdRolePut(true)},
+		"role update":          {"role update --workspace W --file ROLES.yaml", "replace workspace roles from a file in the format of roles.yaml", cmdRolePut(false)},
+		"field create":         {"field create --workspace W --resource R --key K --type T [--required] [--options a,b] [--label L] [--description D] [--target R]", "add a custom field to a resource of a workspace", cmdFieldCreate},
+		"field update":         {"field update ID [--label L] [--description D] [--required true|false] [--options a,b]", "change a custom field", cmdFieldUpdate(nil)},
+		"field archive":        {"field archive ID", "archive a custom field (its values are kept)", cmdFieldUpdate(ptrBool(true))},
+		"field restore":        {"field restore ID", "restore an archived custom field", cmdFieldUpdate(ptrBool(false))},
+		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", "import records from a JSON Lines file (the admin path)", cmdImport},
+		"audit list":           {auditListUsage, "list the audit trail of a workspace, newest first", cmdAuditList},
+		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", "create synthetic records", cmdSeed},
+		"definitions lint":     {"definitions lint [DIR]", "check the definitions and report every problem", cmdLint},
+		"plugins list":         {"plugins list [--plugins DIR]", "start the plugins the definitions name and report their health", cmdPluginsList},
+		"openapi":              {"openapi [--server-url URL]", "print the OpenAPI document recordsd serves", cmdOpenAPI},
 	}
 }
 
 // helps explain commands beyond their usage line, for COMMAND --help.
 var helps = map[string]string{"audit list": auditListHelp}
-
-func usage() string {
-	cmds := commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var b strings.Builder
-	b.WriteString("usage: recordsctl [--db URL] [--definitions DIR] [--json] COMMAND\ncommands:\n")
-	for _, n := range names {
-		b.WriteString("  " + cmds[n].usage + "\n")
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := config.Default(getenv)
@@ -79,45 +64,53 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	root := flag.NewFlagSet("recordsctl", flag.ContinueOnError)
 	root.SetOutput(io.Discard)
 	globalFlags(root, &cfg, &asJSON)
+	showVersion := root.Bool("version", false, "print the version of recordsctl and exit")
 	if err := root.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stdout, usage())
-			return nil
+			_, err := fmt.Fprint(stdout, overview(root))
+			return err
 		}
-		return fmt.Errorf("%w\n%s", err, usage())
+		return usageErr(fmt.Errorf("%w\n%s", flagErr(root, err), seeHelp))
 	}
 	rest := root.Args()
+	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, json: asJSON}
+	if *showVersion {
+		return printVersion(e)
+	}
 	if len(rest) == 0 {
-		return errors.New(usage())
+		return usageErr(errors.New("no command given\n" + shortUsage))
 	}
-	name := rest[0]
-	rest = rest[1:]
-	if groups[name] && len(rest) > 0 {
-		name += " " + rest[0]
-		rest = rest[1:]
+	switch rest[0] {
+	case "help":
+		return help(stdout, root, rest[1:])
+	case "version":
+		if len(rest) > 1 {
+			return usageErr(errors.New("usage: recordsctl version"))
+		}
+		return printVersion(e)
 	}
-	cmd, ok := commands()[name]
-	if !ok {
-		return fmt.Errorf("unknown command %q\n%s", name, usage())
+	name, rest, err := commandName(rest)
+	var shown helpShown
+	if errors.As(err, &shown) {
+		_, err := fmt.Fprint(stdout, shown.text)
+		return err
 	}
+	if err != nil {
+		return err
+	}
+	cmd := commands()[name]
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	globalFlags(fs, &cfg, &asJSON)
 	runCmd := cmd.flags(fs)
 	pos, err := parse(fs, rest)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(stdout, "usage: recordsctl "+cmd.usage)
-		if h := helps[name]; h != "" {
-			fmt.Fprintln(stdout, "\n"+h)
-		}
-		fmt.Fprintln(stdout, "\nflags:")
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		return nil
+		_, err := fmt.Fprint(stdout, commandHelp(name, cmd, fs))
+		return err
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w\nusage: recordsctl %s", name, err, cmd.usage)
 	}
-	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, json: asJSON}
+	e.json = asJSON
 	if err := runCmd(e, cfg, pos); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

@@ -18,7 +18,7 @@ func cmdLint(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	return func(e *env, cfg config.Config, pos []string) error {
 		dir := cfg.DefinitionsDir
 		if len(pos) > 1 {
-			return errors.New("usage: recordsctl definitions lint [DIR]")
+			return usageErr(errors.New("usage: recordsctl definitions lint [DIR]"))
 		}
 		if len(pos) == 1 {
 			dir = pos[0]

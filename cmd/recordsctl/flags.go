@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,7 +26,10 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for len(args) > 0 {
 		if err := fs.Parse(args); err != nil {
-			return nil, err
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageErr(flagErr(fs, err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -44,16 +48,18 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// need checks that a command got n positional arguments: a usage error otherwise.
 func need(pos []string, n int, usage string) error {
 	if len(pos) != n {
-		return fmt.Errorf("usage: recordsctl %s", usage)
+		return usageErr(fmt.Errorf("usage: recordsctl %s", usage))
 	}
 	return nil
 }
 
+// required checks that flag name was given: a usage error otherwise.
 func required(name, value string) error {
 	if strings.TrimSpace(value) == "" {
-		return fmt.Errorf("--%s is required", name)
+		return usageErr(fmt.Errorf("--%s is required", name))
 	}
 	return nil
 }

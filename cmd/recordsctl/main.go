@@ -1,5 +1,6 @@
-// Command recordsctl administers a Workspace Records database: migrations, workspaces, members, keys,
-// data models, bulk import, synthetic data and definition linting. See README.md for every command.
+// Command recordsctl administers a Workspace Records database: migrations, workspaces, members, roles,
+// keys, custom fields, data models, bulk import, synthetic data, the audit trail and definition linting.
+// See README.md for every command, or run recordsctl help.
 //
 //	recordsctl [--db URL] [--definitions DIR] [--json] COMMAND [ARGS]
 package main
@@ -19,7 +20,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recordsctl:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 

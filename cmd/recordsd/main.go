@@ -14,11 +14,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/version"
 )
 
 // started is when the process began, for the start-to-serving time the "serving" line reports.
@@ -30,37 +33,88 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recordsd:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
 const usage = "usage: recordsd serve [--config FILE] [--addr 127.0.0.1:8080] [--db URL] [--definitions DIR] [--plugins DIR] [--dev]\n" +
-	"(recordsd serve -h lists every flag; each has a RECORDS_* variable and a config file key, see README.md)"
+	"(recordsd help serve lists every flag; each has a RECORDS_* variable and a config file key, see README.md)"
+
+// overview is the text of recordsd help.
+const overview = `recordsd serves the Workspace Records API v1.
+
+usage: recordsd COMMAND [FLAGS]
+
+commands:
+  serve           migrate the database and serve the API (recordsd help serve lists the flags)
+  help [COMMAND]  this text, or a command's flags
+  version         the version of recordsd (also --version)
+
+Errors go to stderr: exit status 2 for a mistake in the command line (unknown command or flag), 1 for
+any other error.
+`
+
+// commandWords are recordsd's commands, for suggestions.
+var commandWords = []string{"serve", "help", "version"}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "serve" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(stdout, usage)
-			return nil
-		}
-		return errors.New(usage)
+	if len(args) == 0 {
+		return usageErr(errors.New("no command given\n" + usage))
 	}
-	cfg := config.Default(getenv)
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), usage)
-		fs.PrintDefaults()
-	}
-	config.Bind(fs, &cfg, config.Recordsd)
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		switch {
+		case len(args) == 1:
+			_, err := fmt.Fprint(stdout, overview)
+			return err
+		case len(args) == 2 && args[1] == "serve":
+			return serve(ctx, []string{"--help"}, getenv, stdout, stderr)
+		case len(args) == 2 && (args[1] == "help" || args[1] == "version"):
+			_, err := fmt.Fprint(stdout, overview)
+			return err
 		}
+		return usageErr(fmt.Errorf("%s\n%s", unknown(args[1]), usage))
+	case "version", "-version", "--version":
+		if len(args) > 1 {
+			return usageErr(errors.New("usage: recordsd version"))
+		}
+		_, err := fmt.Fprintln(stdout, "recordsd "+version.Get().String())
 		return err
 	}
+	if strings.HasPrefix(args[0], "-") {
+		return usageErr(fmt.Errorf("flag %s before the command: the flags are serve's (recordsd serve %s …)\n%s", args[0], args[0], usage))
+	}
+	return usageErr(fmt.Errorf("%s\n%s", unknown(args[0]), usage))
+}
+
+// unknown is the error text for an unknown command, naming the nearest one.
+func unknown(name string) string {
+	if near, ok := suggest.Nearest(name, commandWords); ok {
+		return fmt.Sprintf("unknown command %q (did you mean %q?)", name, near)
+	}
+	return fmt.Sprintf("unknown command %q", name)
+}
+
+// serve is recordsd serve: it returns when ctx is done and the server has shut down.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg := config.Default(getenv)
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	config.Bind(fs, &cfg, config.Recordsd)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, usage)
+			fmt.Fprintln(stdout, "\nflags:")
+			fs.PrintDefaults()
+			return nil
+		}
+		return usageErr(fmt.Errorf("%w\n%s", flagErr(fs, err), usage))
+	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage)
+		return usageErr(fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage))
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -70,7 +124,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if abs, err := filepath.Abs(file); file != "" && err == nil {
 		file = abs
 	}
-	log.Info("configuration", "file", file, "config", cfg)
+	log.Info("configuration", "version", version.Get().Version, "file", file, "config", cfg)
 
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {

@@ -186,19 +186,24 @@ func TestServeConfigErrors(t *testing.T) {
 	}
 }
 
-// serve -h lists every flag with its variable and exits cleanly.
+// serve -h (and help serve) lists every flag with its variable on stdout and exits cleanly.
 func TestServeHelp(t *testing.T) {
 	t.Parallel()
-	var stdout, stderr proc.Buffer
-	if err := run(context.Background(), []string{"serve", "-h"}, func(string) string { return "" }, &stdout, &stderr); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"-config", "RECORDS_CONFIG", "-addr", "RECORDS_ADDR", "-metrics-addr", "-log-format", "-shutdown-grace"} {
-		if !strings.Contains(stderr.String(), want) {
-			t.Errorf("help lacks %s:\n%s", want, stderr.String())
+	for _, args := range [][]string{{"serve", "-h"}, {"serve", "--help"}, {"help", "serve"}} {
+		var stdout, stderr proc.Buffer
+		if err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+			t.Fatalf("%v: %v", args, err)
 		}
-	}
-	if strings.Contains(stderr.String(), "-cursor-secret") {
-		t.Error("the cursor secret is a flag")
+		for _, want := range []string{"-config", "RECORDS_CONFIG", "-addr", "RECORDS_ADDR", "-metrics-addr", "-log-format", "-shutdown-grace"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("%v: help lacks %s:\n%s", args, want, stdout.String())
+			}
+		}
+		if strings.Contains(stdout.String(), "-cursor-secret") {
+			t.Errorf("%v: the cursor secret is a flag", args)
+		}
+		if stderr.String() != "" {
+			t.Errorf("%v: help wrote to stderr: %s", args, stderr.String())
+		}
 	}
 }
