@@ -85,21 +85,24 @@ func cmdKeyList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
+			if err := workspaceExists(b, e.ctx, *ws); err != nil {
+				return err
+			}
 			keys, err := b.Directory.ListKeys(e.ctx, *ws)
 			if err != nil {
 				return err
 			}
-			var text strings.Builder
-			for _, k := range keys {
+			rows := make([][]string, len(keys))
+			for i, k := range keys {
 				state := "active"
 				if k.RevokedAt != nil {
 					state = "revoked"
 				} else if !time.Now().Before(k.ExpiresAt) {
 					state = "expired"
 				}
-				fmt.Fprintf(&text, "%s  %s  %-5s  %-7s  expires %s\n", k.ID, k.Hint, k.Access, state, k.ExpiresAt.Format(time.RFC3339))
+				rows[i] = []string{k.ID, k.Hint, k.Access, state, k.Member, stamp(k.ExpiresAt)}
 			}
-			return e.emit(map[string]any{"data": keys}, strings.TrimRight(text.String(), "\n"))
+			return e.emit(map[string]any{"data": keys}, table("no keys", []string{"ID", "HINT", "ACCESS", "STATE", "MEMBER", "EXPIRES_AT"}, rows))
 		})
 	}
 }
