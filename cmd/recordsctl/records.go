@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server"
@@ -19,7 +20,7 @@ import (
 func resourceOf(b *server.Backend, name string) (*model.Resource, error) {
 	r, ok := b.Catalog.Resource(name)
 	if !ok {
-		return nil, fmt.Errorf("unknown resource %q", name)
+		return nil, errors.New(suggest.Unknown("resource", name, b.Catalog.ResourceNames(false)))
 	}
 	return r, nil
 }

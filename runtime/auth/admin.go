@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -21,11 +22,8 @@ func (d *Directory) SetRole(ctx context.Context, member, role string) error {
 		if err != nil {
 			return fmt.Errorf("set role: %w", err)
 		}
-		if ok, err := d.roleExists(ctx, q, workspace, role); err != nil || !ok {
-			if err != nil {
-				return fmt.Errorf("set role: %w", err)
-			}
-			return fmt.Errorf("%w: unknown role %q", ErrInvalid, role)
+		if err := d.checkRole(ctx, q, workspace, role); err != nil {
+			return fmt.Errorf("set role: %w", err)
 		}
 		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET role = ?, updated_at = ? WHERE id = ?", role, d.ts(), member)); err != nil {
 			return fmt.Errorf("set role: %w", err)
@@ -151,10 +149,10 @@ func (d *Directory) checkModelFields(fields map[string]ModelField) error {
 		case !keyRE2.MatchString(k) || model.IsManaged(k):
 			problems = append(problems, fmt.Sprintf("field %q: keys are lowercase snake_case and not engine-managed names", k))
 		case !ok:
-			problems = append(problems, fmt.Sprintf("field %q: unknown type %q", k, f.Type))
+			problems = append(problems, fmt.Sprintf("field %q: %s", k, suggest.Unknown("type", f.Type, model.TypeNames())))
 		case t == model.Reference:
 			if _, ok := d.cat.Resource(f.Target); !ok {
-				problems = append(problems, fmt.Sprintf("field %q: unknown target %q", k, f.Target))
+				problems = append(problems, fmt.Sprintf("field %q: target: %s", k, suggest.Unknown("resource", f.Target, d.cat.ResourceNames(false))))
 			}
 		}
 	}

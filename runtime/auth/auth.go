@@ -23,6 +23,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -176,7 +177,7 @@ func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Wo
 		return nil, fmt.Errorf("%w: workspace name must be 1 to 200 characters", ErrInvalid)
 	}
 	if _, ok := d.cat.Plan(plan); !ok {
-		return nil, fmt.Errorf("%w: unknown plan %q", ErrInvalid, plan)
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.cat.PlanNames()))
 	}
 	w := &Workspace{ID: newID(), Name: name, Plan: plan}
 	now := d.ts()
@@ -191,7 +192,7 @@ func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Wo
 func (d *Directory) SetPlan(ctx context.Context, id, plan string) error {
 	defer d.forget()
 	if _, ok := d.cat.Plan(plan); !ok {
-		return fmt.Errorf("%w: unknown plan %q", ErrInvalid, plan)
+		return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.cat.PlanNames()))
 	}
 	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE workspaces SET plan = ?, updated_at = ? WHERE id = ?", plan, d.ts(), strings.ToLower(id)))
 	if err != nil {
@@ -236,11 +237,8 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 		if !found {
 			return fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
 		}
-		if ok, err := d.roleExists(ctx, q, workspace, p.Role); err != nil || !ok {
-			if err != nil {
-				return err
-			}
-			return fmt.Errorf("%w: unknown role %q", ErrInvalid, p.Role)
+		if err := d.checkRole(ctx, q, workspace, p.Role); err != nil {
+			return err
 		}
 		var dept any
 		if p.Department != "" {
@@ -296,7 +294,7 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	}
 	for _, r := range o.Resources {
 		if _, ok := d.cat.Resource(r); !ok {
-			return nil, "", fmt.Errorf("%w: unknown resource %q", ErrInvalid, r)
+			return nil, "", fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("resource", r, d.cat.ResourceNames(false)))
 		}
 	}
 	for _, ip := range o.AllowIPs {

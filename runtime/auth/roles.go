@@ -9,6 +9,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/spec"
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -62,12 +63,26 @@ func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data [
 	return names, nil
 }
 
-// roleExists reports whether name is a built-in role or a role of workspace.
-func (d *Directory) roleExists(ctx context.Context, q store.Querier, workspace, name string) (bool, error) {
+// checkRole checks that name is a built-in role or a role of workspace; when it is neither, the error
+// lists the roles there are.
+func (d *Directory) checkRole(ctx context.Context, q store.Querier, workspace, name string) error {
 	if _, ok := d.cat.Role(name); ok {
-		return true, nil
+		return nil
 	}
-	return store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspace_roles WHERE workspace_id = ? AND name = ?", workspace, name), func([]any) error { return nil })
+	names := d.cat.RoleNames()
+	err := q.Query(ctx, d.d.Bind("SELECT name FROM workspace_roles WHERE workspace_id = ?", workspace), func(row []any) error {
+		names = append(names, store.Text(row[0]))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read roles: %w", err)
+	}
+	for _, n := range names {
+		if n == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("role", name, names))
 }
 
 func decodeRole(name string, def any) (*model.Role, error) {

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -221,9 +221,9 @@ func (r *Registry) Create(ctx context.Context, workspace string, d Def) (*Def, e
 	var problems []string
 	switch {
 	case !ok:
-		problems = append(problems, fmt.Sprintf("unknown resource %q", d.Resource))
+		problems = append(problems, suggest.Unknown("resource", d.Resource, r.cat.ResourceNames(true)))
 	case res.ReadOnly():
-		problems = append(problems, d.Resource+" is read-only")
+		problems = append(problems, d.Resource+" is read-only: custom fields go on resources that take writes")
 	}
 	if !keyRE.MatchString(d.Key) {
 		problems = append(problems, "key must be lowercase snake_case, at most 63 characters")
@@ -234,15 +234,16 @@ func (r *Registry) Create(ctx context.Context, workspace string, d Def) (*Def, e
 		for n := range Types {
 			names = append(names, n)
 		}
-		sort.Strings(names)
-		problems = append(problems, fmt.Sprintf("unknown type %q (%s)", d.Type, strings.Join(names, ", ")))
+		problems = append(problems, suggest.Unknown("type", d.Type, names))
 	}
 	if (d.Type == "select" || d.Type == "multi_select") != (len(d.Options) > 0) {
 		problems = append(problems, "options are required for select and multi_select, and only for them")
 	}
 	if t.Type == model.Reference {
-		if _, ok := r.cat.Resource(d.Target); !ok {
-			problems = append(problems, fmt.Sprintf("reference needs --target naming a resource (got %q)", d.Target))
+		if _, ok := r.cat.Resource(d.Target); !ok && d.Target == "" {
+			problems = append(problems, "a reference needs a target resource (--target)")
+		} else if !ok {
+			problems = append(problems, "target: "+suggest.Unknown("resource", d.Target, r.cat.ResourceNames(false)))
 		}
 	} else if d.Target != "" {
 		problems = append(problems, "target applies to reference fields only")
