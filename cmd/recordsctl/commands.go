@@ -132,8 +132,15 @@ func (e *env) emit(v any, text string) error {
 	return err
 }
 
+// withBackend runs fn with the database open: a missing SQLite file is an error, the migration runs only
+// when the database is not current, and the JSON Schemas are not compiled.
 func withBackend(e *env, cfg config.Config, fn func(b *server.Backend) error) error {
-	b, err := server.Open(e.ctx, cfg)
+	return withBackendFor(e, cfg, server.AdminOptions{}, fn)
+}
+
+// withBackendFor is withBackend for a command that needs more of the backend (opts).
+func withBackendFor(e *env, cfg config.Config, opts server.AdminOptions, fn func(b *server.Backend) error) error {
+	b, err := server.OpenAdmin(e.ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -148,7 +155,7 @@ func cmdMigrate(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		cfg.AllowDestructive = *destructive
-		return withBackend(e, cfg, func(b *server.Backend) error {
+		return withBackendFor(e, cfg, server.AdminOptions{Migrate: true}, func(b *server.Backend) error {
 			pending := b.Migration.Pending
 			if pending == nil {
 				pending = []string{}

@@ -58,7 +58,7 @@ func cmdImport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("read %s: %w", *file, err)
 		}
-		return withBackend(e, cfg, func(b *server.Backend) error {
+		return withBackendFor(e, cfg, server.AdminOptions{Schemas: true}, func(b *server.Backend) error {
 			r, err := resourceOf(b, *res)
 			if err != nil {
 				return err

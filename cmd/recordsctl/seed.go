@@ -31,7 +31,7 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 		if *count < 1 || *count > 100_000_000 {
 			return errors.New("--count must be between 1 and 100000000")
 		}
-		return withBackend(e, cfg, func(b *server.Backend) error {
+		return withBackendFor(e, cfg, server.AdminOptions{Schemas: true}, func(b *server.Backend) error {
 			r, err := resourceOf(b, *res)
 			if err != nil {
 				return err

@@ -11,8 +11,10 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
@@ -120,7 +122,10 @@ type metaSchemas struct {
 	resource, roles, plans *jsonschema.Schema
 }
 
-func compileMeta() (*metaSchemas, error) {
+// compileMeta compiles the meta-schemas (embedded, so the same every time) once per process.
+var compileMeta = sync.OnceValues(compileMetaSchemas)
+
+func compileMetaSchemas() (*metaSchemas, error) {
 	c := jsonschema.NewCompiler()
 	c.Draft = jsonschema.Draft2020
 	c.LoadURL = func(url string) (io.ReadCloser, error) {
@@ -167,8 +172,9 @@ func Load(fsys fs.FS) (*Set, field.ErrorList) {
 		errs = append(errs, &field.Error{Code: field.CodeRequired, Field: "resources", Message: "no resource definitions (resources/*.yaml)"})
 	}
 	sort.Strings(files)
-	for _, file := range files {
-		node, errl := readFile(fsys, file, meta.resource)
+	docs := readFiles(fsys, files, meta.resource)
+	for i, file := range files {
+		node, errl := docs[i].node, docs[i].errs
 		errs = append(errs, errl...)
 		if node == nil {
 			continue
@@ -207,6 +213,33 @@ func ParseRoles(file string, data []byte) ([]*Role, field.ErrorList) {
 		return nil, errs
 	}
 	return decodeRoles(node), nil
+}
+
+// doc is one file read by readFiles.
+type doc struct {
+	node *yaml.Node
+	errs field.ErrorList
+}
+
+// readFiles reads files with readFile, as many at once as there are processors (parsing and checking
+// the definitions is most of a command's start), and returns them in the order of files.
+func readFiles(fsys fs.FS, files []string, meta *jsonschema.Schema) []doc {
+	docs := make([]doc, len(files))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for i := range next {
+				docs[i].node, docs[i].errs = readFile(fsys, files[i], meta)
+			}
+		})
+	}
+	for i := range files {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return docs
 }
 
 // readFile parses file and validates it against its meta-schema. It returns the document's root mapping

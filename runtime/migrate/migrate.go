@@ -29,7 +29,11 @@ type Result struct {
 	Pending []string // destructive changes left undone
 }
 
-// Run migrates st to cat.
+// tenantSystemTables are the system tables that hold workspaces' data besides the record tables: they
+// get the same row-level security.
+var tenantSystemTables = []string{"associations", "audit_log", "custom_values"}
+
+// Run migrates st to cat and records cat's Fingerprint.
 func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) (*Result, error) {
 	res := &Result{Applied: []string{}}
 	d := st.Dialect()
@@ -54,8 +58,7 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 				return fmt.Errorf("migrate %s: %w", add.table, err)
 			}
 		}
-		// Tenant tables besides the record tables get the same row-level security.
-		for _, table := range []string{"associations", "audit_log", "custom_values"} {
+		for _, table := range tenantSystemTables {
 			if err := migrateRowSecurity(ctx, q, d, table, res); err != nil {
 				return fmt.Errorf("migrate %s: %w", table, err)
 			}
@@ -65,7 +68,10 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 				return fmt.Errorf("migrate %s: %w", r.Name, err)
 			}
 		}
-		return checkLeakproof(ctx, q, d, res)
+		if err := checkLeakproof(ctx, q, d, res); err != nil {
+			return err
+		}
+		return recordFingerprint(ctx, q, d, cat)
 	})
 	if err != nil {
 		return nil, err

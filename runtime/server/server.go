@@ -77,16 +77,31 @@ type Backend struct {
 	recordsConfig records.Config
 }
 
-// Open loads the definitions, opens the database and migrates it.
+// Open loads the definitions, opens the database (creating a missing SQLite file) and migrates it.
 func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
-	return open(ctx, cfg, nil)
+	return open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true})
 }
 
-// open is Open; alongside, once the catalog is known, it runs also (when not nil) and waits for it. The
-// JSON Schemas compile while the database opens and migrates: a start costs the longer of the two.
-func open(ctx context.Context, cfg config.Config, also func(*model.Catalog) error) (*Backend, error) {
+// openOptions say what open does beyond loading the definitions and opening the database.
+type openOptions struct {
+	schemas bool // compile the JSON Schemas (validating record bodies needs them)
+	create  bool // a missing SQLite file may be created
+	migrate bool // run the migration even when the database is current (migrate.Current)
+	// also runs (when not nil) alongside the opening and migration, once the catalog is known.
+	also func(*model.Catalog) error
+}
+
+// open loads the definitions and opens the database, migrating it when o.migrate or when it is not
+// current. The JSON Schemas compile (o.schemas) and o.also runs while the database opens and migrates:
+// a start costs the longest of them.
+func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if !o.create {
+		if err := sqliteExists(cfg.DB); err != nil {
+			return nil, err
+		}
 	}
 	cat, err := loadCatalog(os.DirFS(cfg.DefinitionsDir))
 	if err != nil {
@@ -95,15 +110,17 @@ func open(ctx context.Context, cfg config.Config, also func(*model.Catalog) erro
 	var schemas *schema.Set
 	var schemaErr, alsoErr error
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if schemas, schemaErr = schema.Compile(cat); schemaErr != nil {
-			schemaErr = fmt.Errorf("definitions: %w", schemaErr)
-		}
-	})
-	if also != nil {
-		wg.Go(func() { alsoErr = also(cat) })
+	if o.schemas {
+		wg.Go(func() {
+			if schemas, schemaErr = schema.Compile(cat); schemaErr != nil {
+				schemaErr = fmt.Errorf("definitions: %w", schemaErr)
+			}
+		})
 	}
-	b, err := openStore(ctx, cfg, cat)
+	if o.also != nil {
+		wg.Go(func() { alsoErr = o.also(cat) })
+	}
+	b, err := openStore(ctx, cfg, cat, o.migrate)
 	wg.Wait()
 	if err := errors.Join(err, schemaErr, alsoErr); err != nil {
 		if b != nil {
@@ -119,16 +136,26 @@ func open(ctx context.Context, cfg config.Config, also func(*model.Catalog) erro
 	return b, nil
 }
 
-// openStore opens and migrates the database and reads (or makes) the cursor secret.
-func openStore(ctx context.Context, cfg config.Config, cat *model.Catalog) (*Backend, error) {
+// openStore opens the database, migrates it (always, or only when it is not current) and reads (or
+// makes) the cursor secret.
+func openStore(ctx context.Context, cfg config.Config, cat *model.Catalog, always bool) (*Backend, error) {
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, err
 	}
-	res, err := migrate.Run(ctx, st, cat, migrate.Options{AllowDestructive: cfg.AllowDestructive})
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
+	res := &migrate.Result{Applied: []string{}}
+	current := false
+	if !always {
+		if current, err = migrate.Current(ctx, st, cat); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	if !current {
+		if res, err = migrate.Run(ctx, st, cat, migrate.Options{AllowDestructive: cfg.AllowDestructive}); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
 	}
 	secret := []byte(cfg.CursorSecret)
 	if len(secret) == 0 {
@@ -172,22 +199,35 @@ func (b *Backend) Close() error {
 }
 
 // storedSecret returns the named secret, generating and storing it the first time. Concurrent first
-// calls agree: the insert keeps the first value written.
+// calls agree: the insert keeps the first value written. Once stored, reading it is one query, no write.
 func storedSecret(ctx context.Context, st store.Store, name string) ([]byte, error) {
 	d := st.Dialect()
-	raw := make([]byte, 32)
-	if _, err := rand.Read(raw); err != nil {
-		return nil, fmt.Errorf("generate %s: %w", name, err)
+	read := func() (string, bool, error) {
+		var value string
+		found, err := store.QueryOne(ctx, st, d.Bind("SELECT value FROM settings WHERE name = ?", name), func(row []any) error {
+			value, _ = row[0].(string)
+			return nil
+		})
+		if err != nil {
+			return "", false, fmt.Errorf("read %s: %w", name, err)
+		}
+		return value, found, nil
 	}
-	if _, err := st.Exec(ctx, d.Bind("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", name, hex.EncodeToString(raw))); err != nil {
-		return nil, fmt.Errorf("store %s: %w", name, err)
+	value, found, err := read()
+	if err != nil {
+		return nil, err
 	}
-	var value string
-	if _, err := store.QueryOne(ctx, st, d.Bind("SELECT value FROM settings WHERE name = ?", name), func(row []any) error {
-		value, _ = row[0].(string)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read %s: %w", name, err)
+	if !found {
+		raw := make([]byte, 32)
+		if _, err := rand.Read(raw); err != nil {
+			return nil, fmt.Errorf("generate %s: %w", name, err)
+		}
+		if _, err := st.Exec(ctx, d.Bind("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", name, hex.EncodeToString(raw))); err != nil {
+			return nil, fmt.Errorf("store %s: %w", name, err)
+		}
+		if value, _, err = read(); err != nil {
+			return nil, err
+		}
 	}
 	secret, err := hex.DecodeString(value)
 	if err != nil || len(secret) < 16 {
@@ -218,15 +258,24 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	// The plugin programs start while the database opens and migrates.
 	var host *plugins.Host
-	b, err := open(ctx, cfg, func(cat *model.Catalog) (err error) {
+	created := sqliteExists(cfg.DB) != nil
+	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, also: func(cat *model.Catalog) (err error) {
 		host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, cat)
 		return err
-	})
+	}})
 	if err != nil {
 		host.Close()
 		return nil, err
 	}
 	b.usePlugins(host)
+	if created {
+		// Started from another directory, a relative sqlite: path names a new, empty database: say so.
+		level := slog.LevelWarn
+		if cfg.Dev {
+			level = slog.LevelInfo // --dev is how a first start makes the demo database
+		}
+		log.Log(ctx, level, "created a new, empty SQLite database: the file did not exist", "path", sqlitePath(cfg.DB))
+	}
 	if n := len(b.Migration.Applied); n > 0 {
 		log.Info("migrations applied", "count", n)
 	}

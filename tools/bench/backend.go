@@ -253,9 +253,12 @@ func (b *bench) createDatabase(ctx context.Context) (func(), error) {
 	}, nil
 }
 
-// setup creates the workspace, member, key and custom field with recordsctl, and seeds the companies
-// through its bulk path (progress bar on stderr).
+// setup creates the database's tables (and its SQLite file), the workspace, member, key and custom
+// field with recordsctl, and seeds the companies through its bulk path (progress bar on stderr).
 func (b *bench) setup(ctx context.Context) error {
+	if _, err := ctl(ctx, b.o, b.dsn, "migrate"); err != nil {
+		return err
+	}
 	ws, err := ctl(ctx, b.o, b.dsn, "workspace", "create", "--name", "Bench", "--plan", "enterprise")
 	if err != nil {
 		return err
