@@ -4,8 +4,10 @@
 
 GO      ?= go
 BIN     := bin
-ADDR    ?= 127.0.0.1:8080
-DB      ?= sqlite:./data/records.db
+# make run's address and database: make run ADDR=127.0.0.1:9090 DB=postgres://…, or else RECORDS_ADDR and
+# RECORDS_DB from the environment, or else the defaults.
+ADDR    ?= $(or $(RECORDS_ADDR),127.0.0.1:8080)
+DB      ?= $(or $(RECORDS_DB),sqlite:./data/records.db)
 FUZZTIME ?= 30s
 # The version `recordsd --version` and `recordsctl --version` print: `git describe` of the checkout, or
 # what make build VERSION=v1.4.0 says (empty: the module version of the build information, or "devel").
