@@ -85,8 +85,10 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("recordsctl help lacks %q:\n%s", want, overview)
 		}
 	}
-	if got := ok("recordsctl", "--help"); got != overview {
-		t.Errorf("recordsctl --help differs from recordsctl help:\n%s", got)
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help", "version"}, {"help", "help"}} {
+		if got := ok("recordsctl", args...); got != overview {
+			t.Errorf("recordsctl %v differs from recordsctl help:\n%s", args, got)
+		}
 	}
 	for _, args := range [][]string{{"help", "key", "create"}, {"key", "create", "--help"}, {"key", "create", "-h"}, {"--json", "key", "create", "--help"}} {
 		out := ok("recordsctl", args...)

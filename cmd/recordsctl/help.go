@@ -92,7 +92,7 @@ func commandNames() []string {
 
 // help answers recordsctl help [COMMAND].
 func help(stdout io.Writer, root *flag.FlagSet, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || len(args) == 1 && (args[0] == "help" || args[0] == "version") {
 		_, err := fmt.Fprint(stdout, overview(root))
 		return err
 	}
