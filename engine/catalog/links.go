@@ -1,36 +1,64 @@
 package catalog
 
 import (
+	"maps"
+	"reflect"
 	"strings"
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
+	"github.com/workspace-records/records/engine/schema"
 )
 
-// refused documents the 405 of each standard operation r does not have.
-func (d *doc) refused(r *model.Resource) {
-	for _, op := range []model.Operation{model.OpCreate, model.OpQuery, model.OpGet, model.OpUpdate, model.OpArchive, model.OpRestore, model.OpList} {
+// refusals describes the writes r refuses without declaring them as operations: an operation whose only
+// answer is 405 would become a callable method of every generated client (and a linter warning). Each
+// refusal is listed in the tag's x-refused-operations (method, path, status, the Allow header answered,
+// why) and told in the tag's description, and a path that has operations of its own says which methods
+// it refuses. The server answers them 405 with Allow before the key is checked.
+func (d *doc) refusals(r *model.Resource) (items []any, text string) {
+	refusedOn := map[string][]string{} // OpenAPI path → refused methods
+	var paths []string
+	note := func(method, path, allow, why string) {
+		items = append(items, map[string]any{"method": method, "path": path, "status": 405, "allow": allow, "reason": why})
+		if refusedOn[path] == nil {
+			paths = append(paths, path)
+		}
+		refusedOn[path] = append(refusedOn[path], method)
+	}
+	for _, op := range []model.Operation{model.OpList, model.OpCreate, model.OpQuery, model.OpGet, model.OpUpdate, model.OpArchive, model.OpRestore} {
 		if r.Ops.Has(op) {
 			continue
 		}
 		method, shape := route.Where(op)
-		allow := strings.Join(route.Allow(r, shape), ", ")
-		desc := r.LabelPlural + " have no " + op.String() + " operation"
+		why := r.LabelPlural + " have no " + op.String() + " operation."
 		if r.ReadOnly() {
-			desc = r.Name + " is read-only: only list, query and get exist"
+			why = r.Name + " is read-only: only list, query and get exist."
 		}
-		var params []any
-		if shape == route.Item || shape == route.Restore {
-			params = append(params, ref("parameters", "Id"))
-		}
-		op := map[string]any{"operationId": op.String() + SchemaName(r) + "NotAllowed", "tags": []string{r.Name}, "security": []any{},
-			"summary": strings.ToUpper(method[:1]) + strings.ToLower(method[1:]) + " is refused", "description": desc + "; the request is answered 405 with `Allow: " + allow + "` before the key is checked.",
-			"responses": errs("405")}
-		if len(params) > 0 {
-			op["parameters"] = params
-		}
-		d.add(openAPIPath(r, shape), strings.ToLower(method), op)
+		note(method, openAPIPath(r, shape), strings.Join(route.Allow(r, shape), ", "), why)
 	}
+	if len(r.Associations) > 0 && !r.Ops.Has(model.OpUpdate) {
+		path := "/v1/" + r.Name + "/{id}/{association}/{target_id}"
+		for _, m := range []string{"PUT", "DELETE"} {
+			note(m, path, strings.Join(route.Allow(r, route.Link), ", "), r.Name+" takes no writes, so its associations are changed from the other side.")
+		}
+	}
+	if len(items) == 0 {
+		return nil, ""
+	}
+	var b strings.Builder
+	b.WriteString("Refused with 405 and `Allow` before the key is checked: ")
+	for i, path := range paths {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		methods := strings.Join(refusedOn[path], ", ")
+		b.WriteString(methods + " " + path)
+		if item, ok := d.paths[path].(map[string]any); ok {
+			item["description"] = methods + " on this path is refused: 405, with `Allow` naming the methods described here (HEAD beside GET)."
+		}
+	}
+	b.WriteString(".")
+	return items, b.String()
 }
 
 // linkParams returns the association path parameter of r (its associations as an enum) and the tags
@@ -67,7 +95,7 @@ func (d *doc) link(rt route.Route) {
 		d.add(path, "put", withResponses(map[string]any{"operationId": "putLink" + SchemaName(r), "tags": tags, "summary": "Link records",
 			"description": "Creates the association, or updates its attributes when it exists. The body holds the attributes (the field catalog lists them); an empty body or none sets none.",
 			"parameters":  append(params, ref("parameters", "IdempotencyKey")),
-			"requestBody": map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object", "description": "The association's attributes."})}},
+			"requestBody": map[string]any{"required": false, "content": jsonContent(d.linkBody(r))}},
 			"200", ok("The association.", schemaRef("Link"), "Idempotent-Replayed"), "400", "401", "403", "404", "409", "413", "422", "429", "500", "503"))
 	case route.DeleteLink:
 		d.add(path, "delete", withResponses(map[string]any{"operationId": "deleteLink" + SchemaName(r), "tags": tags, "summary": "Unlink records",
@@ -76,17 +104,50 @@ func (d *doc) link(rt route.Route) {
 	}
 }
 
-// refusedLinks describes the 405 of link writes on a resource with associations that takes no updates:
-// its associations are changed from the other side.
-func (d *doc) refusedLinks(r *model.Resource) {
-	if len(r.Associations) == 0 || r.Ops.Has(model.OpUpdate) {
-		return
+// linkBody is the body of r's PUT link: the attributes of its associations, typed. Each association
+// takes its own attributes (the field catalog lists them), and a member another association declares is
+// refused with 422; a member two associations declare differently takes either form.
+func (d *doc) linkBody(r *model.Resource) map[string]any {
+	props := map[string]any{}
+	owners := map[string][]string{}
+	var keys []string
+	for _, a := range r.Associations {
+		s := d.schemas.Resource(a.Attrs.Name)
+		if s == nil {
+			continue
+		}
+		attrs, _ := s.Doc(schema.Create)["properties"].(map[string]any)
+		for _, f := range a.Attributes {
+			v, ok := attrs[f.Key].(map[string]any)
+			if !ok {
+				continue
+			}
+			p := maps.Clone(withNumberFormat(v))
+			if prev, seen := props[f.Key]; seen && !reflect.DeepEqual(prev, p) {
+				if alts, ok := prev.(map[string]any)["anyOf"].([]any); ok {
+					p = map[string]any{"anyOf": append(alts, p)}
+				} else {
+					p = map[string]any{"anyOf": []any{prev, p}}
+				}
+			} else if !seen {
+				keys = append(keys, f.Key)
+			}
+			props[f.Key] = p
+			owners[f.Key] = append(owners[f.Key], a.Name)
+		}
 	}
-	assoc, tags := linkParams(r)
-	params := []any{ref("parameters", "Id"), assoc, ref("parameters", "TargetId")}
-	path := "/v1/" + r.Name + "/{id}/{association}/{target_id}"
-	for _, m := range []string{"put", "delete"} {
-		d.add(path, m, map[string]any{"operationId": m + "Link" + SchemaName(r) + "NotAllowed", "tags": tags, "parameters": params,
-			"summary": "Refused", "description": r.Name + " takes no writes, so its associations are changed from the other side.", "responses": errs("401", "405")})
+	for _, k := range keys {
+		p := props[k].(map[string]any)
+		p["description"] = strings.TrimSpace(desc(p) + " Of the association" + plural(len(owners[k])) + " " + strings.Join(owners[k], ", ") + ".")
 	}
+	out := map[string]any{"type": "object", "additionalProperties": false, "properties": props,
+		"description": "The association's attributes; an association without attributes takes an empty object."}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

@@ -62,13 +62,24 @@ releases its key.
 **Errors** are ` + "`{error: {type, code, message, details?, request_id}}`" + ` with the request id also in
 ` + "`X-Request-Id`" + `.`
 
-// OpenAPI returns the OpenAPI 3.1 document of the API for cat, with ServerURL as its server address. It
-// is deterministic: the same definitions give the same document.
+// OpenAPI returns the generic OpenAPI 3.1 document of the API for cat, with ServerURL as its server
+// address: custom fields are open objects of any field value. It is deterministic: the same definitions
+// give the same document.
 func OpenAPI(cat *model.Catalog, schemas *schema.Set) map[string]any {
-	d := &doc{cat: cat, schemas: schemas, paths: map[string]any{}, comps: components(cat), table: route.Table(cat)}
+	return OpenAPIFor(cat, schemas, nil)
+}
+
+// OpenAPIFor returns the document for one workspace as one caller sees it (ws; nil: the generic
+// document): the custom fields and data model fields ws lists are typed properties of the records and
+// write bodies of their resources. It is deterministic too.
+func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[string]any {
+	d := &doc{cat: cat, schemas: schemas, ws: ws, paths: map[string]any{}, comps: components(cat), table: route.Table(cat)}
 	d.discovery()
+	refused := map[string][]any{}
+	notes := map[string]string{}
 	for _, r := range cat.Resources {
 		d.resource(r)
+		refused[r.Name], notes[r.Name] = d.refusals(r)
 	}
 	var tags, groups []any
 	for _, g := range groupNames {
@@ -82,16 +93,27 @@ func OpenAPI(cat *model.Catalog, schemas *schema.Set) map[string]any {
 			groups = append(groups, map[string]any{"name": g.name, "tags": names})
 		}
 	}
-	tags = append(tags, map[string]any{"name": "discovery", "x-displayName": "Discovery", "description": "The API's entry point, this contract, the calling key and the catalog of resources and fields."})
+	tags = append(tags, map[string]any{"name": "discovery", "x-displayName": "Discovery", "description": "The API's entry point, this contract, the calling key and the catalog of resources and fields."},
+		map[string]any{"name": "probes", "x-displayName": "Probes", "description": "Liveness and readiness for load balancers and orchestrators, outside the versioned API. No key needed."})
 	for _, r := range cat.Resources {
-		tags = append(tags, map[string]any{"name": r.Name, "x-displayName": r.LabelPlural, "description": r.Description})
+		tag := map[string]any{"name": r.Name, "x-displayName": r.LabelPlural, "description": r.Description}
+		if refused[r.Name] != nil {
+			tag["description"] = strings.TrimSpace(r.Description + "\n\n" + notes[r.Name])
+			tag["x-refused-operations"] = refused[r.Name]
+		}
+		tags = append(tags, tag)
 	}
-	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery"}}}, groups...)
+	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes"}}}, groups...)
+	description := apiDescription
+	if ws != nil {
+		description += "\n\n" + ws.description()
+	}
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
-			"title": "Workspace Records API", "version": "v1", "description": apiDescription,
+			"title": "Workspace Records API", "version": "v1", "description": description,
 			"license": map[string]any{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"},
+			"contact": map[string]any{"name": "The operators of this server (the reference page is /docs)"},
 		},
 		"servers":     []any{map[string]any{"url": ServerURL, "description": "This server. Paths include the /v1 version prefix."}},
 		"security":    []any{map[string]any{"bearerAuth": []any{}}},
@@ -105,6 +127,7 @@ func OpenAPI(cat *model.Catalog, schemas *schema.Set) map[string]any {
 type doc struct {
 	cat     *model.Catalog
 	schemas *schema.Set
+	ws      *Workspace // nil: the generic document
 	paths   map[string]any
 	comps   map[string]any
 	table   []route.Route // the API's routes: every documented one is described
@@ -135,6 +158,10 @@ func (d *doc) add(path, method string, op map[string]any) {
 	item[method] = op
 }
 
+// transportRefusal is the 400 of an operation that checks nothing of the request: the answer to a request
+// the HTTP layer cannot parse (a malformed header or request line), which reaches no handler.
+var transportRefusal = map[string]any{"$ref": "#/components/responses/BadRequest"}
+
 // discovery describes the documented fixed routes of the table.
 func (d *doc) discovery() {
 	open := []any{}
@@ -144,14 +171,37 @@ func (d *doc) discovery() {
 		"responses": map[string]any{"200": map[string]any{"description": "API information.", "headers": headerRefs("X-Request-Id"), "content": jsonContent(map[string]any{
 			"type": "object", "required": []string{"name", "version", "openapi_url"}, "additionalProperties": false,
 			"properties": map[string]any{"name": str("The API's name."), "version": str("The API version (`v1`)."), "openapi_url": map[string]any{"type": "string", "format": "uri", "description": "Where this document is served."}},
-		})}}}
-	ops[route.OpenAPI] = map[string]any{"operationId": "getOpenAPI", "tags": []string{"discovery"}, "security": open,
-		"summary": "This contract", "description": "This OpenAPI 3.1 document, built from the server's definitions. Served with an `ETag`; `If-None-Match` gives 304. No key needed.",
-		"responses": map[string]any{
-			"200": map[string]any{"description": "The OpenAPI document.", "headers": map[string]any{"X-Request-Id": ref("headers", "X-Request-Id"), "ETag": map[string]any{"description": "The document's version.", "schema": map[string]any{"type": "string"}}},
-				"content": jsonContent(map[string]any{"type": "object"})},
-			"304": map[string]any{"description": "Unchanged since the `ETag` sent in `If-None-Match`.", "headers": headerRefs("X-Request-Id")},
-		}}
+		})}, "400": transportRefusal}}
+	openapi := withResponses(map[string]any{"operationId": "getOpenAPI", "tags": []string{"discovery"},
+		"security": []any{map[string]any{}, map[string]any{"bearerAuth": []any{}}},
+		"summary":  "This contract", "description": "This OpenAPI 3.1 document, built from the server's definitions. Served with an `ETag`; `If-None-Match` gives 304.\n\n" +
+			"Without a key it is the generic document: custom fields are open objects of any field value. With a key " +
+			"(`Authorization: Bearer`, checked, rate limited and counted like any keyed request) it is the key's workspace's document: " +
+			"the custom fields and data model fields of the resources the key may read are typed properties, so a client generated " +
+			"from it writes `custom_fields.<key>` typed. Resources the key may not read, and their custom fields, stay generic."},
+		"200", map[string]any{"description": "The OpenAPI document.", "headers": map[string]any{"X-Request-Id": ref("headers", "X-Request-Id"), "ETag": map[string]any{"description": "The document's version.", "schema": map[string]any{"type": "string"}}},
+			"content": jsonContent(map[string]any{"type": "object", "additionalProperties": true, "required": []string{"openapi", "info", "paths"}, "description": "An OpenAPI 3.1 document.",
+				"properties": map[string]any{"openapi": str("The OpenAPI version, 3.1.0."), "info": map[string]any{"type": "object", "additionalProperties": true, "description": "The API's title, version and description."},
+					"paths": map[string]any{"type": "object", "additionalProperties": true, "description": "The operations by path."}}})},
+		"400", "401", "403", "429", "500", "503")
+	openapi["responses"].(map[string]any)["304"] = map[string]any{"description": "Unchanged since the `ETag` sent in `If-None-Match`.", "headers": headerRefs("X-Request-Id")}
+	ops[route.OpenAPI] = openapi
+	ops[route.Healthz] = map[string]any{"operationId": "getHealthz", "tags": []string{"probes"}, "security": open,
+		"summary": "Liveness", "description": "200 while the process serves HTTP; checks nothing else. No key needed, not rate limited.",
+		"responses": map[string]any{"200": map[string]any{"description": "The process is alive.", "headers": headerRefs("X-Request-Id"), "content": jsonContent(map[string]any{
+			"type": "object", "required": []string{"status"}, "additionalProperties": false,
+			"properties": map[string]any{"status": map[string]any{"type": "string", "enum": []string{"ok"}, "description": "Always `ok`."}}})},
+			"400": transportRefusal}}
+	ops[route.Readyz] = withResponses(map[string]any{"operationId": "getReadyz", "tags": []string{"probes"}, "security": open,
+		"summary": "Readiness", "description": "200 when every part a request needs answers (the database, Redis when configured, the rules plugins), " +
+			"503 naming each failing part in `details.checks`, or while the server shuts down. No key needed, not rate limited.",
+		"parameters": []any{map[string]any{"name": "optional", "in": "query", "description": "Comma-separated check names (such as `redis`) that are still checked and reported but do not fail the probe: the answer is then 200 with status `degraded`.",
+			"schema": map[string]any{"type": "string"}}}},
+		"200", map[string]any{"description": "Ready (or degraded: only optional parts fail).", "headers": headerRefs("X-Request-Id"), "content": jsonContent(map[string]any{
+			"type": "object", "required": []string{"status", "checks"}, "additionalProperties": false,
+			"properties": map[string]any{"status": map[string]any{"type": "string", "enum": []string{"ok", "degraded"}, "description": "`degraded` when an optional part fails."},
+				"checks": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "Each part checked: `ok` or the reason it fails."}}})},
+		"400", "500", "503")
 	ops[route.Me] = withResponses(map[string]any{"operationId": "getMe", "tags": []string{"discovery"}, "summary": "The calling key",
 		"description": "The calling key, its owner, its workspace and its current rate-limit and quota usage. Use it to verify a key after rotation."},
 		"200", ok("The key report.", schemaRef("Me")), "401", "403", "429", "500", "503")
@@ -177,13 +227,18 @@ func (d *doc) discovery() {
 	}
 }
 
-// resource adds the paths and schemas of r.
+// resource adds the paths and schemas of r. A create body is a component of requestBodies, not of
+// schemas: it carries the defaults the server applies, and generators such as openapi-typescript make a
+// defaulted member of a schema component required (a response always has it) but leave it optional in a
+// request body.
 func (d *doc) resource(r *model.Resource) {
 	name := SchemaName(r)
-	d.comps["schemas"].(map[string]any)[name+"Record"] = recordSchema(r)
+	d.comps["schemas"].(map[string]any)[name+"Record"] = d.recordSchema(r)
 	if s := d.schemas.Resource(r.Name); s != nil && !r.ReadOnly() {
-		d.comps["schemas"].(map[string]any)[name+"Create"] = writeSchema(r, s.Doc(schema.Create))
-		d.comps["schemas"].(map[string]any)[name+"Update"] = writeSchema(r, s.Doc(schema.Update))
+		d.comps["requestBodies"].(map[string]any)[name+"Create"] = map[string]any{"required": true,
+			"description": "The " + lowerFirst(r.Label) + " to create: the fields to set; omitted fields take their defaults.",
+			"content":     jsonContent(d.writeSchema(r, s.Doc(schema.Create), schema.Create))}
+		d.comps["schemas"].(map[string]any)[name+"Update"] = d.writeSchema(r, s.Doc(schema.Update), schema.Update)
 	}
 	for _, rt := range d.table {
 		if rt.Resource != r {
@@ -196,38 +251,7 @@ func (d *doc) resource(r *model.Resource) {
 			d.link(rt)
 		}
 	}
-	d.refused(r)
-	d.refusedLinks(r)
 }
-
-// writeSchema adapts a write body's JSON Schema document to a component: its $schema goes (components
-// use the document's dialect). A data model record's body also holds the model's own fields, checked
-// against the model's definition (the field catalog with model_id shows them), and may name its model.
-func writeSchema(r *model.Resource, s map[string]any) map[string]any {
-	out := make(map[string]any, len(s))
-	for k, v := range s {
-		if k != "$schema" {
-			out[k] = v
-		}
-	}
-	props := map[string]any{}
-	for k, v := range out["properties"].(map[string]any) {
-		props[k] = withNumberFormat(v.(map[string]any))
-	}
-	out["properties"] = props
-	if r.ModelScoped {
-		props := map[string]any{"model_id": map[string]any{"type": "string", "format": "uuid", "description": "The data model; required here or as the model_id query parameter."}}
-		for k, v := range out["properties"].(map[string]any) {
-			props[k] = v
-		}
-		out["properties"] = props
-		out["additionalProperties"] = true
-		out["description"] = "Declared fields, custom fields and the data model's own fields (the field catalog of the model lists them)."
-	}
-	return out
-}
-
-
 func lowerFirst(s string) string {
 	if s == "" {
 		return s
@@ -255,4 +279,3 @@ func openAPIPath(r *model.Resource, s route.Shape) string {
 	}
 	return route.Pattern(r.Name, s)
 }
-

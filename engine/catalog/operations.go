@@ -12,8 +12,9 @@ import (
 // recordSchema is the schema of r's records as responses show them. Values may be null where a role
 // masks them, and masked text keeps its shape but not its format, so text formats, patterns and options
 // are described rather than asserted; hidden fields and fields left out by `fields` are absent, so only id
-// is required.
-func recordSchema(r *model.Resource) map[string]any {
+// is required. custom_fields holds any field values, or in a workspace's document its custom fields typed
+// (and still any value for a field added since).
+func (d *doc) recordSchema(r *model.Resource) map[string]any {
 	props := map[string]any{}
 	for _, f := range r.Fields {
 		props[f.Key] = responseProperty(f)
@@ -21,13 +22,55 @@ func recordSchema(r *model.Resource) map[string]any {
 	if r.ModelScoped {
 		props["model_id"] = map[string]any{"type": "string", "format": "uuid", "description": "The data model the record belongs to."}
 	}
-	props["custom_fields"] = map[string]any{"type": "object", "description": "The workspace's custom field values, keyed by field key (masks applied)."}
+	props["custom_fields"] = schemaRef("CustomFields")
+	if custom, typed := d.customProps(r, true); typed {
+		props["custom_fields"] = map[string]any{"type": "object", "properties": custom, "additionalProperties": schemaRef("FieldValue"),
+			"description": "The custom field values, keyed by field key (masks applied)."}
+	}
 	out := map[string]any{"type": "object", "required": []string{"id"}, "properties": props,
 		"description": "A " + lowerFirst(r.Label) + " record. " + r.Description}
 	if r.ModelScoped {
 		out["additionalProperties"] = true // the data model's own fields
 	} else {
 		out["additionalProperties"] = false
+	}
+	return out
+}
+
+// writeSchema adapts a write body's JSON Schema document to the document: its $schema goes (components
+// use the document's dialect), decimals get format double, custom field values refer to FieldValue, or in
+// a workspace's document are typed, as custom_fields members and as cf__<key> members alike. A data model
+// record's body also holds the model's own fields, checked against the model's definition (the field
+// catalog with model_id shows them), and may name its model.
+func (d *doc) writeSchema(r *model.Resource, s map[string]any, m schema.Mode) map[string]any {
+	out := make(map[string]any, len(s))
+	for k, v := range s {
+		if k != "$schema" {
+			out[k] = v
+		}
+	}
+	props := map[string]any{}
+	for k, v := range out["properties"].(map[string]any) {
+		props[k] = withNumberFormat(v.(map[string]any))
+	}
+	props["custom_fields"] = schemaRef("CustomFields")
+	out["patternProperties"] = map[string]any{schema.CustomMemberPattern: schemaRef("FieldValue")}
+	if custom, typed := d.customProps(r, false); typed {
+		note := "Custom field values keyed by field key. Not together with cf__<key> members."
+		if required := d.requiredCustom(r); m == schema.Create && len(required) > 0 {
+			note += " Required on create, here or as cf__<key>: " + strings.Join(required, ", ") + "."
+		}
+		props["custom_fields"] = map[string]any{"type": "object", "properties": custom, "additionalProperties": false, "description": note}
+		for k, v := range custom {
+			props["cf__"+k] = v
+		}
+		delete(out, "patternProperties")
+	}
+	out["properties"] = props
+	if r.ModelScoped {
+		props["model_id"] = map[string]any{"type": "string", "format": "uuid", "description": "The data model; required here or as the model_id query parameter."}
+		out["additionalProperties"] = true
+		out["description"] = "Declared fields, custom fields and the data model's own fields (the field catalog of the model lists them)."
 	}
 	return out
 }
@@ -128,7 +171,9 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		if r.ModelScoped {
 			props["model_id"] = map[string]any{"type": "string", "format": "uuid"}
 		}
-		op["requestBody"] = map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object", "additionalProperties": false, "properties": props})}
+		// The server refuses page and cursor together (400): the schema says so.
+		op["requestBody"] = map[string]any{"required": false, "content": jsonContent(map[string]any{"type": "object", "additionalProperties": false, "properties": props,
+			"not": map[string]any{"required": []string{"page", "cursor"}, "properties": map[string]any{"page": map[string]any{}, "cursor": map[string]any{}}}, "description": "The list parameters; `page` and `cursor` exclude each other."})}
 		withResponses(op, "200", list("One page of records.", rec), "400", "401", "403", "404", "413", "422", "429", "500", "503")
 	case model.OpGet:
 		op["summary"] = "Get a " + lowerFirst(r.Label)
@@ -139,7 +184,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["summary"] = "Create a " + lowerFirst(r.Label)
 		op["description"] = "The body holds only the fields to set, plus custom fields as `cf__<key>` members or one `custom_fields` object (not both). Unknown and read-only fields are refused with 422."
 		params = append(params, ref("parameters", "IdempotencyKey"))
-		op["requestBody"] = map[string]any{"required": true, "content": jsonContent(schemaRef(name + "Create"))}
+		op["requestBody"] = ref("requestBodies", name+"Create")
 		withResponses(op, "201", ok("Created.", rec, "Location", "Idempotent-Replayed"), writes...)
 	case model.OpUpdate:
 		op["summary"] = "Update a " + lowerFirst(r.Label)

@@ -101,7 +101,13 @@ func New(cfg Config) *Handler {
 		if rt.Key {
 			next = h.authed(next)
 		}
-		r.Handle(rt.Method, rt.Path, tagged(resource, rt.Label, next))
+		handler := tagged(resource, rt.Label, next)
+		r.Handle(rt.Method, rt.Path, handler)
+		if rt.Method == http.MethodGet {
+			// HEAD wherever GET (RFC 9110 9.3.2): the same handler, so the same key check, limits, status
+			// and headers (Content-Length included); net/http sends no body for a HEAD request.
+			r.Handle(http.MethodHead, rt.Path, handler)
+		}
 	}
 	h.router = r
 	return h
