@@ -54,7 +54,12 @@ func (d *doc) writeSchema(r *model.Resource, s map[string]any, m schema.Mode) ma
 		props[k] = withNumberFormat(v.(map[string]any))
 	}
 	props["custom_fields"] = schemaRef("CustomFields")
-	out["patternProperties"] = map[string]any{schema.CustomMemberPattern: schemaRef("FieldValue")}
+	// cf__<key> members hold a FieldValue, but the schema does not say so with a type: generators turn
+	// patternProperties into an index signature over every member (openapi-typescript: [key: string]: T),
+	// which the custom_fields object would then have to satisfy too. Untyped, it is [key: string]: unknown;
+	// the workspace's document (customProps) declares each cf__<key> member typed instead.
+	out["patternProperties"] = map[string]any{schema.CustomMemberPattern: map[string]any{
+		"description": "A custom field value, keyed cf__<key>: a FieldValue of the field's type (the field catalog lists the fields). Not together with custom_fields."}}
 	if custom, typed := d.customProps(r, false); typed {
 		note := "Custom field values keyed by field key. Not together with cf__<key> members."
 		if required := d.requiredCustom(r); m == schema.Create && len(required) > 0 {
