@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/model/modeltest"
 	"github.com/workspace-records/records/engine/schema"
 )
@@ -256,5 +257,64 @@ func TestProbesDocumented(t *testing.T) {
 	}
 	if doc["paths"].(map[string]any)["/readyz"].(map[string]any)["get"].(map[string]any)["responses"].(map[string]any)["503"] == nil {
 		t.Error("GET /readyz: no 503")
+	}
+}
+
+// A workspace's document types the custom fields of the resources it lists, as custom_fields members and
+// cf__<key> members; a key two data models declare differently takes either type; resources it does not
+// list stay generic; no workspace is the generic document.
+func TestOpenAPIForWorkspace(t *testing.T) {
+	cat := modeltest.Shipped(t)
+	sch, err := schema.Compile(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(viaJSON(t, catalog.OpenAPIFor(cat, sch, nil)), shippedDoc(t)) {
+		t.Error("OpenAPIFor(nil) is not the generic document")
+	}
+	tier := &model.Field{Key: "tier", Label: "Tier", Type: model.String, MaxLength: 255, Options: []string{"gold", "silver"}}
+	seats := &model.Field{Key: "seats", Label: "Seats", Type: model.Integer, Required: true}
+	rating := &model.Field{Key: "rating", Label: "Rating", Type: model.Integer}
+	ratingText := &model.Field{Key: "rating", Label: "Rating", Type: model.String, MaxLength: 20}
+	ws := &catalog.Workspace{Name: "Acme", Resources: map[string][]catalog.CustomField{
+		"companies":          {{Field: tier}, {Field: seats}},
+		"data_model_records": {{Field: rating, Model: "Vendors"}, {Field: ratingText, Model: "Partners"}},
+		"deals":              nil, // readable, no custom fields
+	}}
+	doc := viaJSON(t, catalog.OpenAPIFor(cat, sch, ws))
+	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
+	create := requestBodySchema(t, doc, doc["paths"].(map[string]any)["/v1/companies"].(map[string]any)["post"].(map[string]any))
+	cprops := create["properties"].(map[string]any)
+	cf := cprops["custom_fields"].(map[string]any)
+	if cf["additionalProperties"] != false || create["patternProperties"] != nil {
+		t.Errorf("the create body's custom fields are not closed: %v / %v", cf, create["patternProperties"])
+	}
+	tierWrite := cf["properties"].(map[string]any)["tier"].(map[string]any)
+	if !reflect.DeepEqual(tierWrite["enum"], []any{"gold", "silver", nil}) || !reflect.DeepEqual(cprops["cf__tier"], tierWrite) {
+		t.Errorf("tier on create: %v, cf__tier %v", tierWrite, cprops["cf__tier"])
+	}
+	if !strings.Contains(fmt.Sprint(cf["description"]), "seats") || cf["properties"].(map[string]any)["seats"].(map[string]any)["type"] != "integer" {
+		t.Errorf("seats on create: %v", cf)
+	}
+	record := schemas["CompaniesRecord"].(map[string]any)["properties"].(map[string]any)["custom_fields"].(map[string]any)
+	if record["properties"].(map[string]any)["tier"] == nil || !reflect.DeepEqual(record["additionalProperties"], map[string]any{"$ref": "#/components/schemas/FieldValue"}) {
+		t.Errorf("CompaniesRecord.custom_fields: %v", record)
+	}
+	models := schemas["DataModelRecordsRecord"].(map[string]any)["properties"].(map[string]any)["custom_fields"].(map[string]any)
+	r, _ := models["properties"].(map[string]any)["rating"].(map[string]any)
+	if alts, _ := r["anyOf"].([]any); len(alts) != 2 || !strings.Contains(fmt.Sprint(r["description"]), "Vendors, Partners") {
+		t.Errorf("rating of two models: %v", r)
+	}
+	if deals := schemas["DealsRecord"].(map[string]any)["properties"].(map[string]any)["custom_fields"].(map[string]any); deals["properties"] == nil {
+		t.Errorf("DealsRecord.custom_fields is not typed (empty): %v", deals)
+	}
+	if contacts := schemas["ContactsRecord"].(map[string]any)["properties"].(map[string]any)["custom_fields"]; !reflect.DeepEqual(contacts, map[string]any{"$ref": "#/components/schemas/CustomFields"}) {
+		t.Errorf("ContactsRecord.custom_fields, not in the workspace's list, is %v", contacts)
+	}
+	if !strings.Contains(doc["info"].(map[string]any)["description"].(string), "This workspace's document") {
+		t.Error("the description does not say whose document it is")
+	}
+	if ws.Fingerprint() == (&catalog.Workspace{Name: "Acme", Resources: map[string][]catalog.CustomField{"companies": {{Field: tier}}}}).Fingerprint() {
+		t.Error("two workspaces with different fields share a fingerprint")
 	}
 }

@@ -63,6 +63,7 @@ type Handler struct {
 	cat       *model.Catalog
 	log       *slog.Logger
 	openapi   *Document
+	wsDocs    workspaceDocs // the documents served for keys (workspaceOpenAPI)
 	publicURL string
 	proxies   []netip.Prefix
 	limiter   limits.Limiter
