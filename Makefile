@@ -73,12 +73,14 @@ lint: openapi-lint
 	$(GO) vet ./...
 	$(GO) run ./cmd/recordsctl definitions lint definitions
 
-# The OpenAPI document recordsd serves, linted by Redocly CLI (pinned in tools/openapi, from the npm
-# registry) with its recommended rules: any error fails.
+# The OpenAPI document recordsd serves, linted by Redocly CLI (its recommended rules, warnings raised to
+# errors) and by Spectral (its spectral:oas ruleset, any result fails), both pinned in tools/openapi from
+# the npm registry: zero errors and zero warnings, or the target fails.
 openapi-lint: tools/openapi/node_modules
 	@mkdir -p $(BIN)
 	$(GO) run ./cmd/recordsctl openapi > $(BIN)/openapi.json
 	cd tools/openapi && ./node_modules/.bin/redocly lint ../../$(BIN)/openapi.json --config redocly.yaml
+	cd tools/openapi && ./node_modules/.bin/spectral lint ../../$(BIN)/openapi.json --ruleset spectral.yaml --fail-severity hint
 
 # Rewrite docs/openapi.json, the committed OpenAPI document of the shipped definitions (recordsctl openapi,
 # indented): the behaviour tests hold every response to it, and tests/openapi fails while it is stale.

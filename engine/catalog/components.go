@@ -3,6 +3,7 @@ package catalog
 import (
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
 )
 
 // errorStatus describes each error status: its component name, description and headers.
@@ -78,16 +79,26 @@ func components(cat *model.Catalog) map[string]any {
 		"Search":      map[string]any{"name": "search", "in": "query", "description": "Free-text search over the resource's full-text fields.", "schema": map[string]any{"type": "string", "maxLength": 200}},
 	}
 	schemas := map[string]any{
+		"FieldValue": func() map[string]any {
+			v := schema.Value()
+			v["description"] = "A custom field or association attribute value: text (also dates, date-times, options, emails, URLs, phones and ids), a number, a boolean, a multi-select's list of options, or null. The field catalog gives each field's type."
+			return v
+		}(),
+		"CustomFields": map[string]any{"type": "object", "additionalProperties": schemaRef("FieldValue"),
+			"description": "Custom field values keyed by field key (the workspace's fields of the resource; `GET /v1/resources/{resource}` lists them, and the document served for a key types them). On writes, not together with `cf__<key>` members."},
 		"Error": map[string]any{
 			"type": "object", "required": []string{"error"}, "additionalProperties": false,
 			"description": "The error envelope of every error response.",
 			"properties": map[string]any{"error": map[string]any{
 				"type": "object", "required": []string{"type", "code", "message", "request_id"}, "additionalProperties": false,
 				"properties": map[string]any{
-					"type":       map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
-					"code":       map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
-					"message":    str("Human-readable text."),
-					"details":    map[string]any{"type": "object", "description": "More about the error; open members (for example `errors`: one item per refused field)."},
+					"type":    map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
+					"code":    map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
+					"message": str("Human-readable text."),
+					"details": map[string]any{"type": "object", "additionalProperties": true, "description": "More about the error; open members beside `errors` (for example `checks` of a 503 from /readyz).",
+						"properties": map[string]any{"errors": map[string]any{"type": "array", "description": "One item per refused field or parameter.", "items": map[string]any{
+							"type": "object", "required": []string{"code", "message"}, "properties": map[string]any{
+								"field": str("The field or parameter (`custom_fields.<key>` for a custom field)."), "code": str("What is wrong with it (`required`, `unknown`, `type`, …)."), "message": str("Human-readable text.")}}}}},
 					"request_id": map[string]any{"type": "string", "format": "uuid", "description": "Also sent in the `X-Request-Id` header."},
 				},
 			}},
@@ -117,7 +128,7 @@ func components(cat *model.Catalog) map[string]any {
 				"id":          map[string]any{"type": "string", "format": "uuid", "description": "The linked record."},
 				"resource":    str("The linked record's resource."),
 				"association": str("The association's name."),
-				"attributes":  map[string]any{"type": "object", "description": "The association's attributes (the field catalog lists them)."},
+				"attributes":  map[string]any{"type": "object", "additionalProperties": schemaRef("FieldValue"), "description": "The association's attributes (the field catalog lists them)."},
 				"created_at":  map[string]any{"type": "string", "format": "date-time"},
 				"updated_at":  map[string]any{"type": "string", "format": "date-time"},
 			},
@@ -148,10 +159,10 @@ func components(cat *model.Catalog) map[string]any {
 					"properties": map[string]any{"key": str("The field key."), "type": str("The field type.")}}, "description": "Declared fields: key, label, type, required, writable, sortable, filterable, filter_key, options, bounds, visibility."},
 				"required":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Keys a create must set."},
 				"sort_keys":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Values `sort` takes, custom fields' `cfv:<id>` included."},
-				"filter_keys":   map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "description": "Keys filters take, with their type and operators."},
-				"custom_fields": map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "description": "The workspace's custom fields of this resource, with `key`, `filter_key` and `sort_key`."},
-				"associations":  map[string]any{"type": "array", "items": map[string]any{"type": "object"}, "description": "Associations: name, target, path and attributes."},
-				"schema":        map[string]any{"type": "object", "description": "The JSON Schemas of create and update bodies."},
+				"filter_keys":   map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "Keys filters take, with their type and operators."},
+				"custom_fields": map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "The workspace's custom fields of this resource, with `key`, `filter_key` and `sort_key`."},
+				"associations":  map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "Associations: name, target, path and attributes."},
+				"schema":        map[string]any{"type": "object", "additionalProperties": true, "description": "The JSON Schemas of create and update bodies."},
 			},
 		},
 		"Me": map[string]any{
@@ -161,18 +172,19 @@ func components(cat *model.Catalog) map[string]any {
 				"key": map[string]any{"type": "object", "description": "The key (never its secret): id, prefix, hint, access, resources, allowed addresses, creation and expiry.",
 					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write"}},
 						"expires_at": map[string]any{"type": "string", "format": "date-time"}}},
-				"member":     map[string]any{"type": "object", "description": "The member who owns the key: id, email, role, department and permissions."},
-				"workspace":  map[string]any{"type": "object", "description": "The key's workspace: id, name, plan and features."},
-				"rate_limit": map[string]any{"type": "object", "description": "Configured limits and the tightest window's `limit`, `remaining` and `reset` (null when none applies)."},
-				"quota":      map[string]any{"type": "object", "description": "Monthly quota: `limit` (null when uncapped), `used`, `remaining`, `reset` (seconds)."},
+				"member":     map[string]any{"type": "object", "additionalProperties": true, "description": "The member who owns the key: id, email, role, department and permissions."},
+				"workspace":  map[string]any{"type": "object", "additionalProperties": true, "description": "The key's workspace: id, name, plan and features."},
+				"rate_limit": map[string]any{"type": "object", "additionalProperties": true, "description": "Configured limits and the tightest window's `limit`, `remaining` and `reset` (null when none applies)."},
+				"quota":      map[string]any{"type": "object", "additionalProperties": true, "description": "Monthly quota: `limit` (null when uncapped), `used`, `remaining`, `reset` (seconds)."},
 			},
 		},
 	}
 	return map[string]any{
-		"schemas":    schemas,
-		"headers":    headers,
-		"parameters": params,
-		"responses":  responses,
+		"schemas":       schemas,
+		"requestBodies": map[string]any{},
+		"headers":       headers,
+		"parameters":    params,
+		"responses":     responses,
 		"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "wsk_<64 hex>",
 			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."}},
 	}

@@ -46,7 +46,9 @@ const (
 
 // Route is one method on one path pattern (bunrouter syntax). The route table (Table) is the one list
 // of the API's routes: the router mounts it, 405 answers take their Allow header from it, and the
-// OpenAPI document describes its documented routes.
+// OpenAPI document describes its documented routes. Every GET route also serves HEAD (RFC 9110 9.3.2):
+// the router mounts the same handler, whose body the server leaves out, and Allow lists HEAD beside GET
+// (WithHead).
 type Route struct {
 	Method   string
 	Path     string
@@ -55,8 +57,8 @@ type Route struct {
 	Label string
 	// Key is true for routes that need an API key.
 	Key bool
-	// Documented routes are part of the /v1 contract and described in the OpenAPI document; the probes
-	// and the reference page are not.
+	// Documented routes are part of the contract and described in the OpenAPI document (the /v1 routes
+	// and the probes); the reference page and its script are not.
 	Documented bool
 	Resource   *model.Resource // nil outside a resource
 	Op         model.Operation // for Record
@@ -65,8 +67,8 @@ type Route struct {
 
 // fixed are the routes outside any resource.
 var fixed = []Route{
-	{Method: "GET", Path: "/healthz", Endpoint: Healthz, Label: "healthz"},
-	{Method: "GET", Path: "/readyz", Endpoint: Readyz, Label: "readyz"},
+	{Method: "GET", Path: "/healthz", Endpoint: Healthz, Label: "healthz", Documented: true},
+	{Method: "GET", Path: "/readyz", Endpoint: Readyz, Label: "readyz", Documented: true},
 	{Method: "GET", Path: "/v1", Endpoint: APIInfo, Label: "root", Documented: true},
 	{Method: "GET", Path: "/v1/openapi.json", Endpoint: OpenAPI, Label: "openapi", Documented: true},
 	{Method: "GET", Path: "/docs", Endpoint: DocsPage, Label: "docs"},
@@ -88,8 +90,17 @@ func FixedAllow(path string) string {
 			methods = append(methods, rt.Method)
 		}
 	}
-	sort.Strings(methods)
-	return strings.Join(methods, ", ")
+	return strings.Join(WithHead(methods), ", ")
+}
+
+// WithHead returns methods sorted, with HEAD added where GET is: every GET route serves HEAD too.
+func WithHead(methods []string) []string {
+	out := append([]string(nil), methods...)
+	if contains(out, "GET") && !contains(out, "HEAD") {
+		out = append(out, "HEAD")
+	}
+	sort.Strings(out)
+	return out
 }
 
 // matches reports whether path fits pattern, whose :name segments match one non-empty segment.
@@ -197,12 +208,12 @@ func Records(cat *model.Catalog) []Route {
 	return out
 }
 
-// Allow returns the methods r allows on shape, sorted. Links are listed with GET; a link is put and
-// deleted on resources that take updates.
+// Allow returns the methods r allows on shape, sorted, HEAD beside GET. Links are listed with GET; a link
+// is put and deleted on resources that take updates.
 func Allow(r *model.Resource, s Shape) []string {
 	switch s {
 	case Links:
-		return []string{"GET"}
+		return []string{"GET", "HEAD"}
 	case Link:
 		if r.Ops.Has(model.OpUpdate) {
 			return []string{"DELETE", "PUT"}
@@ -215,8 +226,7 @@ func Allow(r *model.Resource, s Shape) []string {
 			out = append(out, w.method)
 		}
 	}
-	sort.Strings(out)
-	return out
+	return WithHead(out)
 }
 
 // Match classifies a request path under /v1 that no route served. It returns the resource and shape when

@@ -175,7 +175,8 @@ func CompileFieldSet(fs *model.Resource) (*Resource, error) {
 // Resource returns the schemas of the resource named name.
 func (s *Set) Resource(name string) *Resource { return s.byResource[name] }
 
-// Document returns the JSON Schema of a write body made of fields (writable ones only).
+// Document returns the JSON Schema of a write body made of fields (writable ones only). Defaults are
+// annotated on create and import bodies only: the server applies them when a create omits the field.
 func Document(title string, fields []*model.Field, m Mode) map[string]any {
 	props := map[string]any{}
 	var required []string
@@ -183,27 +184,49 @@ func Document(title string, fields []*model.Field, m Mode) map[string]any {
 		if !m.settable(f) {
 			continue
 		}
-		props[f.Key] = Property(f)
+		p := Property(f)
+		if m == Update {
+			// An update sets only what it names; a default there would tell clients (and client
+			// generators) that an omitted member is reset.
+			delete(p, "default")
+		}
+		props[f.Key] = p
 		if f.Required && m != Update {
 			required = append(required, f.Key)
 		}
 	}
 	props["custom_fields"] = map[string]any{
-		"type":        "object",
-		"description": "Custom field values keyed by field key. Not together with cf__<key> members.",
+		"type":                 "object",
+		"description":          "Custom field values keyed by field key. Not together with cf__<key> members.",
+		"additionalProperties": Value(),
 	}
+	cf := Value()
+	cf["description"] = "A custom field value, keyed cf__<key>."
 	doc := map[string]any{
 		"$schema":              "https://json-schema.org/draft/2020-12/schema",
 		"title":                title + " " + m.String(),
 		"type":                 "object",
 		"properties":           props,
-		"patternProperties":    map[string]any{"^cf__[a-z][a-z0-9_]*$": map[string]any{"description": "A custom field value, keyed cf__<key>."}},
+		"patternProperties":    map[string]any{CustomMemberPattern: cf},
 		"additionalProperties": false,
 	}
 	if len(required) > 0 {
 		doc["required"] = required
 	}
 	return doc
+}
+
+// CustomMemberPattern matches the top-level cf__<key> members of a write body.
+const CustomMemberPattern = "^cf__[a-z][a-z0-9_]*$"
+
+// Value returns the JSON Schema of any field value a custom field (or an association attribute) can
+// hold: text (also dates, times, options, ids), a number, a boolean, a multi-select's list of options, or
+// null. Each call returns a new map.
+func Value() map[string]any {
+	return map[string]any{"anyOf": []any{
+		map[string]any{"type": "string"}, map[string]any{"type": "number"}, map[string]any{"type": "boolean"},
+		map[string]any{"type": "array", "items": map[string]any{"type": "string"}}, map[string]any{"type": "null"},
+	}}
 }
 
 // Property returns the JSON Schema of one field's value.

@@ -107,3 +107,21 @@ func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fi
 	r.mu.Unlock()
 	return f, nil
 }
+
+// ModelRef names one data model of a workspace.
+type ModelRef struct {
+	ID, Name string
+}
+
+// Models returns the data models of workspace, by name.
+func (r *Registry) Models(ctx context.Context, workspace string) ([]ModelRef, error) {
+	var out []ModelRef
+	err := r.st.Query(ctx, r.st.Dialect().Bind("SELECT id, name FROM data_models WHERE workspace_id = ? ORDER BY name, id", strings.ToLower(workspace)), func(row []any) error {
+		out = append(out, ModelRef{ID: store.UUIDText(row[0]), Name: store.Text(row[1])})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list data models: %w", err)
+	}
+	return out, nil
+}

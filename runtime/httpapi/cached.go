@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -37,13 +38,16 @@ func (r *representation) serve(w http.ResponseWriter, req *http.Request) {
 		h.Set("Content-Encoding", "gzip")
 	}
 	h.Set("ETag", etag)
-	h.Set("Cache-Control", "no-cache")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-cache")
+	}
 	if match := req.Header.Get("If-None-Match"); match != "" && (etagMatches(match, r.etag) || etagMatches(match, r.gzipETag)) {
 		h.Del("Content-Encoding")
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", r.contentType)
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(http.StatusOK)
 	if req.Method != http.MethodHead {
 		w.Write(body)

@@ -63,6 +63,7 @@ type Handler struct {
 	cat       *model.Catalog
 	log       *slog.Logger
 	openapi   *Document
+	wsDocs    workspaceDocs // the documents served for keys (workspaceOpenAPI)
 	publicURL string
 	proxies   []netip.Prefix
 	limiter   limits.Limiter
@@ -101,7 +102,13 @@ func New(cfg Config) *Handler {
 		if rt.Key {
 			next = h.authed(next)
 		}
-		r.Handle(rt.Method, rt.Path, tagged(resource, rt.Label, next))
+		handler := tagged(resource, rt.Label, next)
+		r.Handle(rt.Method, rt.Path, handler)
+		if rt.Method == http.MethodGet {
+			// HEAD wherever GET (RFC 9110 9.3.2): the same handler, so the same key check, limits, status
+			// and headers (Content-Length included); net/http sends no body for a HEAD request.
+			r.Handle(http.MethodHead, rt.Path, handler)
+		}
 	}
 	h.router = r
 	return h

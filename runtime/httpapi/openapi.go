@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/uptrace/bunrouter"
 
 	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/model"
 )
 
 // Document is the OpenAPI document, encoded once per definitions load (by [catalog.Encode]) and served
@@ -46,12 +49,73 @@ func (d *Document) rendition(base string) *representation {
 	return r.representation
 }
 
+// openAPI serves the contract: the generic document without a key, the key's workspace's document with
+// one (workspaceOpenAPI), after the key check, limits and quota of any keyed request.
 func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
+	w.Header().Add("Vary", "Authorization")
 	if h.publicURL == "" {
-		w.Header().Set("Vary", "Host")
+		w.Header().Add("Vary", "Host")
+	}
+	if len(req.Header.Values("Authorization")) > 0 {
+		return h.authed(h.workspaceOpenAPI)(w, req)
 	}
 	h.openapi.rendition(h.base(req.Request)).serve(w, req.Request)
 	return nil
+}
+
+// workspaceOpenAPI serves the document of the caller's workspace: the custom fields and data model fields
+// of the resources the key and its owner may read are typed. Documents are kept by what makes them
+// differ (catalog.Workspace.Fingerprint), so callers who see the same fields share one encoding.
+func (h *Handler) workspaceOpenAPI(w http.ResponseWriter, req bunrouter.Request) error {
+	ctx := req.Context()
+	p := principal(ctx)
+	readable := func(r *model.Resource) bool { return p.Authorize(r, false) == nil }
+	ws, err := h.svc.WorkspaceFields(ctx, actorOf(ctx), p.Workspace.Name, readable)
+	if err != nil {
+		return err
+	}
+	doc, err := h.wsDocs.get(ws.Fingerprint(), func(fp string) (*Document, error) {
+		d := h.svc.OpenAPIFor(ws)
+		// A placeholder no custom field's text can hold (it names the fields' own fingerprint).
+		placeholder := "{{server_url:" + fp + "}}"
+		d["servers"].([]any)[0].(map[string]any)["url"] = placeholder
+		return NewDocument(d, placeholder)
+	})
+	if err != nil {
+		return fmt.Errorf("workspace OpenAPI document: %w", err)
+	}
+	w.Header().Set("Cache-Control", "private, no-cache")
+	doc.rendition(h.base(req.Request)).serve(w, req.Request)
+	return nil
+}
+
+// maxWorkspaceDocs bounds the workspace documents a server keeps (each is a few hundred KiB encoded).
+const maxWorkspaceDocs = 32
+
+// workspaceDocs keeps encoded workspace documents by fingerprint.
+type workspaceDocs struct {
+	mu   sync.Mutex
+	docs map[string]*Document
+}
+
+func (c *workspaceDocs) get(fp string, build func(fp string) (*Document, error)) (*Document, error) {
+	c.mu.Lock()
+	d := c.docs[fp]
+	c.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	d, err := build(fp)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.docs == nil || len(c.docs) >= maxWorkspaceDocs {
+		c.docs = map[string]*Document{}
+	}
+	c.docs[fp] = d
+	return d, nil
 }
 
 // base is the server address the document and GET /v1 name: the configured public URL, else the scheme

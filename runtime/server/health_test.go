@@ -96,7 +96,7 @@ func TestHealthEndpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 			res.Body.Close()
-			if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" {
+			if res.StatusCode != 405 || res.Header.Get("Allow") != "GET, HEAD" {
 				t.Errorf("POST /readyz: %d Allow %q", res.StatusCode, res.Header.Get("Allow"))
 			}
 		})

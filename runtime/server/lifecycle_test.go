@@ -95,8 +95,8 @@ func runLifecycle(t *testing.T, e *servertest.Env, only map[string]bool) {
 				} {
 					res := e.Do(c.method, c.path, map[string]any{})
 					e.Expect(res, 405, "method_not_allowed")
-					if got := res.Header.Get("Allow"); c.path == base && got != "GET" {
-						t.Errorf("%s %s: Allow %q, want GET", c.method, c.path, got)
+					if got := res.Header.Get("Allow"); c.path == base && got != "GET, HEAD" {
+						t.Errorf("%s %s: Allow %q, want GET, HEAD", c.method, c.path, got)
 					}
 				}
 				e.Expect(e.Do("GET", base, nil), 200, "")

@@ -34,10 +34,10 @@ func run(base, key string) error {
 	var ids []string
 	for i := range 7 {
 		size, revenue := 10*(i+1), 1250000.5+float64(i)
-		industry := CompaniesCreateIndustry("software")
+		industry := CreateCompaniesJSONBodyIndustry("software")
 		idem := fmt.Sprintf("genclient-create-%d", i)
 		res, err := c.CreateCompaniesWithResponse(ctx, &CreateCompaniesParams{IdempotencyKey: &idem},
-			CompaniesCreate{Name: fmt.Sprintf("Genclient %d", i), Industry: &industry, EmployeeCount: &size, AnnualRevenue: &revenue})
+			CreateCompaniesJSONRequestBody{Name: fmt.Sprintf("Genclient %d", i), Industry: &industry, EmployeeCount: &size, AnnualRevenue: &revenue})
 		if err != nil {
 			return fmt.Errorf("create: %w", err)
 		}
