@@ -84,3 +84,23 @@ func TestKeyCreateCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyCreateWithoutAPIAccess: `recordsctl key create` for a member whose role lacks api.access
+// exits non-zero with a message naming the missing permission, and creates no key.
+func TestKeyCreateWithoutAPIAccess(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			ws := c.run("workspace", "create", "--name", "No API", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "app@noapi.example", "--role", "no_api")["id"].(string)
+			msg := c.fail("key", "create", "--member", member, "--access", "read")
+			if !strings.Contains(msg, "api.access") {
+				t.Errorf("the message does not name the missing permission: %s", msg)
+			}
+			if keys := c.run("key", "list", "--workspace", ws)["data"].([]any); len(keys) != 0 {
+				t.Errorf("a refused key create left %d keys", len(keys))
+			}
+		})
+	}
+}

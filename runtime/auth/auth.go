@@ -41,6 +41,9 @@ var (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid argument")
+	// ErrNotPermitted refuses an operation the member's role does not allow (a key for an owner
+	// without api.access).
+	ErrNotPermitted = errors.New("not permitted")
 )
 
 // Workspace is a tenant.
@@ -305,10 +308,11 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 		}
 	}
 	member = strings.ToLower(member)
-	var workspace string
-	var active any
-	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT workspace_id, active FROM members WHERE id = ?", member), func(row []any) error {
-		workspace, active = store.UUIDText(row[0]), row[1]
+	var workspace, roleName string
+	var active, roleDef any
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT m.workspace_id, m.active, m.role, wr.definition FROM members m
+LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m.role WHERE m.id = ?`, member), func(row []any) error {
+		workspace, active, roleName, roleDef = store.UUIDText(row[0]), row[1], store.Text(row[2]), row[3]
 		return nil
 	})
 	if err != nil {
@@ -319,6 +323,14 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	}
 	if !store.Bool(active) {
 		return nil, "", fmt.Errorf("%w: member %s is inactive", ErrInvalid, member)
+	}
+	// A key acts as its owner: an owner without api.access could create keys that every request refuses.
+	role, err := d.resolveRole(roleName, roleDef)
+	if err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	if role == nil || !hasPermission(role, "api.access") {
+		return nil, "", fmt.Errorf("%w: member %s has role %s, which lacks the api.access permission; give the member a role with api.access first", ErrNotPermitted, member, roleName)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -520,15 +532,11 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 			}
 		}
 	}
-	role, ok := d.cat.Role(p.Member.Role)
-	if !ok && roleDef != nil {
-		role, err = decodeRole(p.Member.Role, roleDef)
-		if err != nil {
-			return nil, fmt.Errorf("authenticate: role %s: %w", p.Member.Role, err)
-		}
-		ok = true
+	role, err := d.resolveRole(p.Member.Role, roleDef)
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if !ok || !hasPermission(role, "api.access") {
+	if role == nil || !hasPermission(role, "api.access") {
 		return nil, &apierr.Error{Code: apierr.PermissionDenied, Message: "The key's owner no longer has the api.access permission."}
 	}
 	p.Role = role
