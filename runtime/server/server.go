@@ -236,6 +236,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	for _, line := range b.Migration.Pending {
 		log.Warn("migration pending", "change", line)
 	}
+	if err := warnRowSecurityBypass(ctx, b.Store, log); err != nil {
+		b.Close()
+		return nil, err
+	}
 	doc, err := httpapi.NewDocument(catalog.OpenAPI(b.Catalog, b.Schemas), catalog.ServerURL)
 	if err != nil {
 		b.Close()
