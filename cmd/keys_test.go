@@ -104,3 +104,57 @@ func TestKeyCreateWithoutAPIAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyLastUsedWritten: recordsd writes each key's last use and client address every
+// --key-usage-interval and once more when it stops, so `recordsctl key list` shows them: with an interval
+// of an hour only the shutdown writes it, with 100 ms it appears while the server runs.
+func TestKeyLastUsedWritten(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			ws := c.run("workspace", "create", "--name", "Used", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "ops@used.example", "--role", "admin")["id"].(string)
+			secret := c.run("key", "create", "--member", member, "--access", "read")["secret"].(string)
+			lastUse := func() (string, any) {
+				keys := c.run("key", "list", "--workspace", ws)["data"].([]any)
+				k := keys[0].(map[string]any)
+				at, _ := k["last_used_at"].(string)
+				return at, k["last_used_ip"]
+			}
+			if at, ip := lastUse(); at != "" || ip != nil {
+				t.Fatalf("a new key: last_used_at %q, last_used_ip %v", at, ip)
+			}
+
+			p := serve(t, c, nil, "--key-usage-interval", "1h")
+			if code, _, body := request(t, p.url, secret, "GET", "/v1/me", ""); code != 200 {
+				t.Fatalf("GET /v1/me: %d %s", code, body)
+			}
+			if at, _ := lastUse(); at != "" {
+				t.Errorf("written before the interval or the shutdown: %s", at)
+			}
+			if err := p.stop(30 * time.Second); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			first, ip := lastUse()
+			if first == "" || ip != "127.0.0.1" {
+				t.Fatalf("after the shutdown: last_used_at %q, last_used_ip %v; want set, 127.0.0.1", first, ip)
+			}
+
+			p = serve(t, c, nil, "--key-usage-interval", "100ms")
+			if code, _, body := request(t, p.url, secret, "GET", "/v1/me", ""); code != 200 {
+				t.Fatalf("GET /v1/me: %d %s", code, body)
+			}
+			if _, ok := servertest.WaitFor(10*time.Second, func() bool { at, _ := lastUse(); return later(at, first) }); !ok {
+				t.Errorf("a use is not written within 10 s with --key-usage-interval 100ms")
+			}
+		})
+	}
+}
+
+// later reports whether RFC 3339 time a is after b.
+func later(a, b string) bool {
+	ta, err1 := time.Parse(time.RFC3339Nano, a)
+	tb, err2 := time.Parse(time.RFC3339Nano, b)
+	return err1 == nil && err2 == nil && ta.After(tb)
+}

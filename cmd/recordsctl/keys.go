@@ -97,7 +97,14 @@ func cmdKeyList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				} else if !time.Now().Before(k.ExpiresAt) {
 					state = "expired"
 				}
-				fmt.Fprintf(&text, "%s  %s  %-5s  %-7s  expires %s\n", k.ID, k.Hint, k.Access, state, k.ExpiresAt.Format(time.RFC3339))
+				used := "never used"
+				if k.LastUsedAt != nil {
+					used = "last used " + k.LastUsedAt.Format(time.RFC3339)
+					if k.LastUsedIP != nil {
+						used += " from " + *k.LastUsedIP
+					}
+				}
+				fmt.Fprintf(&text, "%s  %s  %-5s  %-7s  expires %s  %s\n", k.ID, k.Hint, k.Access, state, k.ExpiresAt.Format(time.RFC3339), used)
 			}
 			return e.emit(map[string]any{"data": keys}, strings.TrimRight(text.String(), "\n"))
 		})

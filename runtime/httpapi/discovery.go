@@ -35,6 +35,7 @@ func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 	if p.Key.Resources == nil {
 		key["resources"] = "all"
 	}
+	key["last_used_at"], key["last_used_ip"] = h.dir.LastUse(&p.Key)
 	writeJSON(w, 200, map[string]any{"data": map[string]any{
 		"key":        key,
 		"member":     map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},

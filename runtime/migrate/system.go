@@ -63,6 +63,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   expires_at {ts} NOT NULL,
   revoked_at {ts},
   last_used_at {ts},
+  last_used_ip TEXT,
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
 			`CREATE UNIQUE INDEX api_keys_id_idx ON api_keys (id)`,
@@ -216,5 +217,7 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "audit_log", column: "previous", typ: js},
 		{table: "audit_log", index: "audit_log_time_idx", ddl: auditTimeIndex},
 		{table: "audit_log", index: "audit_log_resource_idx", ddl: auditResourceIndex},
+		// The client address of a key's last use, written with last_used_at.
+		{table: "api_keys", column: "last_used_ip", typ: "TEXT"},
 	}
 }

@@ -373,6 +373,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopBackground()
 	go s.sendReminders(bg)
 	go s.flushQuota(bg)
+	go s.flushKeyUsage(bg)
 	go s.backend.Directory.Watch(bg)
 	select {
 	case err := <-errc:
@@ -417,6 +418,10 @@ func (s *Server) Close() error {
 		if err != nil {
 			s.log.Error("flush quota usage at shutdown", "err", err)
 		}
+		if _, kerr := s.backend.Directory.FlushUsage(ctx); kerr != nil {
+			s.log.Error("write key usage at shutdown", "err", kerr)
+			err = errors.Join(err, kerr)
+		}
 		s.closeErr = errors.Join(err, s.backend.Close())
 		if s.redis != nil {
 			s.closeErr = errors.Join(s.closeErr, s.redis.Close())
@@ -439,6 +444,23 @@ func (s *Server) flushQuota(ctx context.Context) {
 		}
 		if err := s.quota.Flush(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			s.log.Warn("flush quota usage", "err", err)
+		}
+	}
+}
+
+// flushKeyUsage writes the last use of the keys this server served every KeyUsageInterval until ctx is
+// done (Close writes the rest).
+func (s *Server) flushKeyUsage(ctx context.Context) {
+	t := time.NewTicker(s.cfg.KeyUsageInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.backend.Directory.FlushUsage(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("write key usage", "err", err)
 		}
 	}
 }
