@@ -64,16 +64,16 @@ type Member struct {
 
 // Key is an API key, without its secret.
 type Key struct {
-	ID         string     `json:"id"`
-	Workspace  string     `json:"workspace_id"`
-	Member     string     `json:"member_id"`
-	Hint       string     `json:"hint"`
-	Access     string     `json:"access"`
-	Resources  []string   `json:"resources"` // nil: every resource
-	AllowIPs   []string   `json:"allow_ips"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
+	ID        string     `json:"id"`
+	Workspace string     `json:"workspace_id"`
+	Member    string     `json:"member_id"`
+	Hint      string     `json:"hint"`
+	Access    string     `json:"access"`
+	Resources []string   `json:"resources"` // nil: every resource
+	AllowIPs  []string   `json:"allow_ips"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
 	// LastUsedAt and LastUsedIP are when and from which client address the key was last used, written
 	// by FlushUsage: as late as the flush interval (see Touch).
 	LastUsedAt *time.Time `json:"last_used_at"`
