@@ -1,13 +1,16 @@
 package cmd_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // TestKeyCreateCommand (K4, K13) runs `recordsctl key create` as an operator would: a key's lifetime
@@ -157,4 +160,52 @@ func later(a, b string) bool {
 	ta, err1 := time.Parse(time.RFC3339Nano, a)
 	tb, err2 := time.Parse(time.RFC3339Nano, b)
 	return err1 == nil && err2 == nil && ta.After(tb)
+}
+
+// TestExpiryNotificationOutbox: a running recordsd turns a due expiry reminder into a key_expiring
+// notification for the key's owner, which `recordsctl notification list` shows and `notification read`
+// marks read; an unknown id is refused with exit 1.
+func TestExpiryNotificationOutbox(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			ws := c.run("workspace", "create", "--name", "Outbox", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "ops@outbox.example", "--role", "admin")["id"].(string)
+			key := c.run("key", "create", "--member", member, "--access", "read", "--expires-in", "20d")
+			// The 14-day reminder falls due in 6 days; make it due now, as the passing time would.
+			st, err := store.Open(context.Background(), c.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.Exec(context.Background(), st.Dialect().Bind("UPDATE key_reminders SET due_at = ? WHERE key_id = ? AND days_before = 14", time.Now().UTC().Add(-time.Minute), key["id"]))
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if list := c.run("notification", "list", "--workspace", ws)["data"].([]any); len(list) != 0 {
+				t.Fatalf("notifications before any server ran: %v", list)
+			}
+			serve(t, c, nil) // sends due reminders as it starts
+			var list []any
+			if _, ok := servertest.WaitFor(10*time.Second, func() bool {
+				list = c.run("notification", "list", "--workspace", ws, "--member", member, "--unread")["data"].([]any)
+				return len(list) > 0
+			}); !ok {
+				t.Fatal("no notification within 10 s of recordsd starting")
+			}
+			n := list[0].(map[string]any)
+			if len(list) != 1 || n["kind"] != "key_expiring" || n["key_id"] != key["id"] || n["member_id"] != member || fmt.Sprint(n["days_before"]) != "14" || n["read_at"] != nil {
+				t.Fatalf("notification list: %v", list)
+			}
+			read := c.run("notification", "read", n["id"].(string))
+			if read["id"] != n["id"] || read["read_at"] == nil {
+				t.Errorf("notification read: %v", read)
+			}
+			if unread := c.run("notification", "list", "--workspace", ws, "--unread")["data"].([]any); len(unread) != 0 {
+				t.Errorf("unread after notification read: %v", unread)
+			}
+			c.fail("notification", "read", "01a20f6d-045d-7963-b7fe-12c7dca58a02")
+		})
+	}
 }

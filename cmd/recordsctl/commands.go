@@ -20,7 +20,7 @@ type command struct {
 	flags func(fs *flag.FlagSet) func(e *env, cfg config.Config, pos []string) error
 }
 
-var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true, "plugins": true}
+var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "notification": true, "records": true, "definitions": true, "plugins": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -38,6 +38,8 @@ func commands() map[string]command {
 		"key list":             {"key list --workspace W", cmdKeyList},
 		"key reminders":        {"key reminders --workspace W", cmdKeyReminders},
 		"member notifications": {"member notifications ID --key-expiry on|off", cmdMemberNotifications},
+		"notification list":    {notificationListUsage, cmdNotificationList},
+		"notification read":    {"notification read ID", cmdNotificationRead},
 		"model create":         {"model create --workspace W --name N --fields-file F", cmdModelCreate},
 		"model update":         {"model update ID [--name N] [--fields-file F]", cmdModelUpdate},
 		"role create":          {"role create --workspace W --file ROLES.yaml", cmdRolePut(true)},

@@ -155,8 +155,8 @@ func components(cat *model.Catalog) map[string]any {
 			},
 		},
 		"Me": map[string]any{
-			"type": "object", "required": []string{"key", "member", "workspace", "rate_limit", "quota"},
-			"description": "The calling key, its owner and workspace, and its current rate-limit and quota usage.",
+			"type": "object", "required": []string{"key", "member", "workspace", "rate_limit", "quota", "notifications"},
+			"description": "The calling key, its owner and workspace, its current rate-limit and quota usage, and the owner's unread notifications.",
 			"properties": map[string]any{
 				"key": map[string]any{"type": "object", "description": "The key (never its secret): id, prefix, hint, access, resources, allowed addresses, creation, expiry and last use.",
 					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write"}},
@@ -169,6 +169,19 @@ func components(cat *model.Catalog) map[string]any {
 				"workspace":  map[string]any{"type": "object", "description": "The key's workspace: id, name, plan and features."},
 				"rate_limit": map[string]any{"type": "object", "description": "Configured limits and the tightest window's `limit`, `remaining` and `reset` (null when none applies)."},
 				"quota":      map[string]any{"type": "object", "description": "Monthly quota: `limit` (null when uncapped), `used`, `remaining`, `reset` (seconds)."},
+				"notifications": map[string]any{"type": "array", "maxItems": 20,
+					"description": "The key owner's unread notifications, newest first (at most 20). A `key_expiring` notification is written when an expiry reminder of one of the owner's keys falls due (14 and 3 days before expiry, unless the owner turned key expiry reminders off); it stays here until an administrator marks it read. `delivered_at` is when it was first shown to the owner.",
+					"items": map[string]any{"type": "object", "required": []string{"id", "kind", "created_at"},
+						"properties": map[string]any{
+							"id":           map[string]any{"type": "string", "format": "uuid"},
+							"kind":         map[string]any{"type": "string", "enum": []string{"key_expiring"}},
+							"key_id":       map[string]any{"type": "string", "format": "uuid", "description": "The key that expires."},
+							"key_hint":     map[string]any{"type": "string", "description": "Its prefix and last four characters (`wsk_…1a2b`), never the secret."},
+							"expires_at":   map[string]any{"type": "string", "format": "date-time"},
+							"days_before":  map[string]any{"type": "integer", "description": "The reminder threshold: 14 or 3 days before expiry."},
+							"created_at":   map[string]any{"type": "string", "format": "date-time"},
+							"delivered_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time"},
+						}}},
 			},
 		},
 	}

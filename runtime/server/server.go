@@ -473,17 +473,16 @@ const ReminderInterval = time.Minute
 func (s *Server) sendReminders(ctx context.Context) {
 	t := time.NewTicker(ReminderInterval)
 	defer t.Stop()
-	notify := auth.LogNotifier(s.log)
 	for {
 		if n, err := s.idem.Cleanup(ctx); err != nil {
 			s.log.Warn("idempotency key clean-up", "err", err)
 		} else if n > 0 {
 			s.log.Info("idempotency keys expired", "count", n)
 		}
-		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now(), notify); err != nil {
+		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now()); err != nil {
 			s.log.Warn("key expiry reminders", "err", err)
 		} else if n > 0 {
-			s.log.Info("key expiry reminders sent", "count", n)
+			s.log.Info("key expiry notifications written", "count", n)
 		}
 		select {
 		case <-ctx.Done():
