@@ -47,11 +47,11 @@ func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 	}
 	writeJSON(w, 200, map[string]any{"data": map[string]any{
 		"notifications": notifications,
-		"key":        key,
-		"member":     map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
-		"workspace":  map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
-		"rate_limit": rateUsage(p, u),
-		"quota":      quotaUsage(u),
+		"key":           key,
+		"member":        map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
+		"workspace":     map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
+		"rate_limit":    rateUsage(p, u),
+		"quota":         quotaUsage(u),
 	}})
 	return nil
 }
