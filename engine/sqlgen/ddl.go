@@ -212,11 +212,9 @@ const SearchColumn = "_search_text"
 // columns (records_schema.search), so that a database searched in an older layout is rebuilt.
 const SearchVersion = "v2:"
 
-// searchVector is the PostgreSQL tsvector of a row's SearchColumn: its tokens as lexemes, unparsed. The
-// index and every search use this one expression.
-func searchVector(alias string) string {
-	return fmt.Sprintf("array_to_tsvector(string_to_array(coalesce(%s%s, ''), ' '))", alias, Quote(SearchColumn))
-}
+// searchVector is the PostgreSQL column holding the tsvector of a row's SearchColumn: its tokens as
+// lexemes, unparsed (generated and stored, so that neither a scan nor a recheck recomputes it).
+const searchVector = "_search"
 
 // SearchText returns the SearchColumn value of a record of r whose column values value gives.
 func SearchText(r *model.Resource, value func(f *model.Field) any) string {
@@ -235,21 +233,24 @@ func SearchText(r *model.Resource, value func(f *model.Field) any) string {
 
 // SearchDDL returns the statements of the full-text search of table: addColumn adds SearchColumn (run it
 // when the column is missing, then fill the column), create builds what serves searches from the filled
-// column, and drop removes what create built, in this layout or the one before it (the PostgreSQL
-// generated `_search` column; SQLite's FTS5 table over the searched columns). PostgreSQL: a GIN index on
-// the tsvector of the column. SQLite: an external-content FTS5 table over the column, with the ascii
-// tokenizer (the column holds tokens separated by spaces: it splits at the spaces and nowhere else), kept
-// in step by triggers.
+// column, and drop removes what create built, in this layout or the one before it (PostgreSQL's `_search`
+// column parsed from the searched columns; SQLite's FTS5 table over them). PostgreSQL: a stored generated
+// tsvector column of the tokens, with a GIN index. SQLite: an external-content FTS5 table over the column,
+// with the ascii tokenizer (the column holds tokens separated by spaces: it splits at the spaces and
+// nowhere else), kept in step by triggers.
 func (d Dialect) SearchDDL(table string) (addColumn string, create, drop []string) {
 	fts := SearchName(table)
 	col := Quote(SearchColumn)
 	if d.kind == Postgres {
 		idx := IndexName(table, "search")
 		addColumn = fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s text", Quote(table), col)
-		create = []string{fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin ((%s))", Quote(idx), Quote(table), searchVector(""))}
+		create = []string{
+			fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s tsvector GENERATED ALWAYS AS (array_to_tsvector(string_to_array(coalesce(%s, ''), ' '))) STORED", Quote(table), Quote(searchVector), col),
+			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin (%s)", Quote(idx), Quote(table), Quote(searchVector)),
+		}
 		drop = []string{
 			fmt.Sprintf("DROP INDEX IF EXISTS %s", Quote(idx)),
-			fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s", Quote(table), Quote("_search")),
+			fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s", Quote(table), Quote(searchVector)),
 		}
 		return addColumn, create, drop
 	}

@@ -117,7 +117,7 @@ func (d Dialect) search(r *model.Resource, terms []string, a *args) string {
 		for i, t := range terms {
 			q[i] = "'" + t + "':*"
 		}
-		return fmt.Sprintf("%s @@ %s::tsquery", searchVector(""), a.add(strings.Join(q, " & ")))
+		return fmt.Sprintf("%s @@ %s::tsquery", Quote(searchVector), a.add(strings.Join(q, " & ")))
 	}
 	q := make([]string, len(terms))
 	for i, t := range terms {

@@ -53,7 +53,8 @@ CREATE INDEX IF NOT EXISTS "rec_deals_updated_at_idx" ON "rec_deals" ("workspace
 
 -- search
 ALTER TABLE "rec_deals" ADD COLUMN IF NOT EXISTS "_search_text" text
-CREATE INDEX IF NOT EXISTS "rec_deals_search_idx" ON "rec_deals" USING gin ((array_to_tsvector(string_to_array(coalesce("_search_text", ''), ' '))))
+ALTER TABLE "rec_deals" ADD COLUMN "_search" tsvector GENERATED ALWAYS AS (array_to_tsvector(string_to_array(coalesce("_search_text", ''), ' '))) STORED
+CREATE INDEX IF NOT EXISTS "rec_deals_search_idx" ON "rec_deals" USING gin ("_search")
 
 -- insert (the search text: the tokens of name, description and next_step)
 INSERT INTO "rec_deals" ("workspace_id", "id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "owner_id", "created_at", "updated_at", "archived_at", "archive_reason", "custom_fields", "_search_text") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
@@ -72,7 +73,7 @@ UPDATE "rec_deals" SET "name" = $1, "amount" = $2, "_search_text" = $3 WHERE "wo
 -- args: [Renewal 10.5 renewal ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- page 3, filters joined with or, search
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND array_to_tsvector(string_to_array(coalesce("_search_text", ''), ' ')) @@ $7::tsquery ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ $7::tsquery ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
 -- args: [ws false open won %50\%\_off% 50 'acme':* & 'renewal':* 11 20]
 
 -- cursor, non-null key (created_at desc)
