@@ -132,6 +132,13 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   count {int} NOT NULL,
   PRIMARY KEY (workspace_id, period)
 ){strict}`)}},
+		{"server_instances", []string{r(`CREATE TABLE server_instances (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid {int} NOT NULL,
+  started_at {ts} NOT NULL,
+  heartbeat_at {ts} NOT NULL
+){strict}`)}},
 		{"idempotency_keys", []string{r(`CREATE TABLE idempotency_keys (
   api_key_id {uuid} NOT NULL,
   idem_key TEXT NOT NULL,
@@ -145,6 +152,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   response_body TEXT,
   created_at {ts} NOT NULL,
   completed_at {ts},
+  owner TEXT,
   PRIMARY KEY (api_key_id, idem_key)
 ){strict}`),
 			`CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at)`}},
@@ -237,5 +245,7 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "audit_log", index: "audit_log_resource_idx", ddl: auditResourceIndex},
 		// The client address of a key's last use, written with last_used_at.
 		{table: "api_keys", column: "last_used_ip", typ: "TEXT"},
+		// The server instance (server_instances.id) holding a running claim.
+		{table: "idempotency_keys", column: "owner", typ: "TEXT"},
 	}
 }

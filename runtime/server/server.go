@@ -204,6 +204,7 @@ type Server struct {
 	handler  *httpapi.Handler
 	quota    *limits.Quota
 	idem     *idempotency.Keys
+	instance *idempotency.Instance
 	redis    *redis.Client // nil without --redis
 	metrics  *metrics.Metrics
 	closed   sync.Once
@@ -276,8 +277,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return metrics.Pool(s)
 		}))
 	}
+	// This process's heartbeat: a retry takes over the Idempotency-Key claims of a server that died
+	// within seconds (idempotency.DeadAfter) instead of after their lease.
+	inst, err := idempotency.Register(ctx, b.Store, log)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
 	idem := b.recordsConfig.Idempotency
-	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
+	idem.SetInstance(inst)
+	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
 		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
@@ -422,6 +431,10 @@ func (s *Server) Close() error {
 			s.log.Error("write key usage at shutdown", "err", kerr)
 			err = errors.Join(err, kerr)
 		}
+		if ierr := s.instance.Close(ctx); ierr != nil {
+			s.log.Error("deregister at shutdown", "err", ierr)
+			err = errors.Join(err, ierr)
+		}
 		s.closeErr = errors.Join(err, s.backend.Close())
 		if s.redis != nil {
 			s.closeErr = errors.Join(s.closeErr, s.redis.Close())
@@ -468,8 +481,8 @@ func (s *Server) flushKeyUsage(ctx context.Context) {
 // ReminderInterval is how often a server looks for key expiry reminders that are due.
 const ReminderInterval = time.Minute
 
-// sendReminders delivers due key expiry reminders and deletes expired idempotency keys until ctx is
-// done. Several servers may run it at once.
+// sendReminders delivers due key expiry reminders and deletes expired idempotency keys and the rows of
+// long-dead server instances until ctx is done. Several servers may run it at once.
 func (s *Server) sendReminders(ctx context.Context) {
 	t := time.NewTicker(ReminderInterval)
 	defer t.Stop()
@@ -478,6 +491,9 @@ func (s *Server) sendReminders(ctx context.Context) {
 			s.log.Warn("idempotency key clean-up", "err", err)
 		} else if n > 0 {
 			s.log.Info("idempotency keys expired", "count", n)
+		}
+		if _, err := idempotency.CleanupInstances(ctx, s.backend.Store); err != nil {
+			s.log.Warn("server instance clean-up", "err", err)
 		}
 		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now()); err != nil {
 			s.log.Warn("key expiry reminders", "err", err)
