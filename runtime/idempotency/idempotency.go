@@ -137,7 +137,7 @@ VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO
 		var resp Response
 		var hdr string
 		var ownerDead bool
-		alive, aliveArgs := aliveSince(d, now)
+		alive, aliveArgs := aliveSince(d, time.Now()) // heartbeats carry the real time, whatever clock k keeps
 		_, err = store.QueryOne(ctx, q, d.Bind(`SELECT k.fingerprint, k.status, k.locked_until, k.created_at, k.response_status, k.response_headers, k.response_body,
   k.token, k.owner IS NOT NULL AND NOT EXISTS (SELECT 1 FROM server_instances i WHERE i.id = k.owner AND `+alive+`)
 FROM idempotency_keys k WHERE k.api_key_id = ? AND k.idem_key = ?`, append(aliveArgs, apiKey, key)...), func(row []any) error {

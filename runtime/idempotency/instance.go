@@ -122,5 +122,5 @@ func aliveSince(d sqlgen.Dialect, now time.Time) (string, []any) {
 	if d.Kind() == sqlgen.Postgres {
 		return "i.heartbeat_at > now() - make_interval(secs => ?)", []any{DeadAfter.Seconds()}
 	}
-	return "i.heartbeat_at > ?", []any{now.Add(-DeadAfter)}
+	return "i.heartbeat_at > ?", []any{now.UTC().Add(-DeadAfter)}
 }
