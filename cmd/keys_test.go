@@ -1,13 +1,16 @@
 package cmd_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // TestKeyCreateCommand (K4, K13) runs `recordsctl key create` as an operator would: a key's lifetime
@@ -81,6 +84,128 @@ func TestKeyCreateCommand(t *testing.T) {
 			if strings.Count(listed, `"hint"`) != len(secrets) || strings.Contains(listed, "secret") {
 				t.Errorf("key list: %s", listed)
 			}
+		})
+	}
+}
+
+// TestKeyCreateWithoutAPIAccess: `recordsctl key create` for a member whose role lacks api.access
+// exits non-zero with a message naming the missing permission, and creates no key.
+func TestKeyCreateWithoutAPIAccess(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			ws := c.run("workspace", "create", "--name", "No API", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "app@noapi.example", "--role", "no_api")["id"].(string)
+			msg := c.fail("key", "create", "--member", member, "--access", "read")
+			if !strings.Contains(msg, "api.access") {
+				t.Errorf("the message does not name the missing permission: %s", msg)
+			}
+			if keys := c.run("key", "list", "--workspace", ws)["data"].([]any); len(keys) != 0 {
+				t.Errorf("a refused key create left %d keys", len(keys))
+			}
+		})
+	}
+}
+
+// TestKeyLastUsedWritten: recordsd writes each key's last use and client address every
+// --key-usage-interval and once more when it stops, so `recordsctl key list` shows them: with an interval
+// of an hour only the shutdown writes it, with 100 ms it appears while the server runs.
+func TestKeyLastUsedWritten(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			ws := c.run("workspace", "create", "--name", "Used", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "ops@used.example", "--role", "admin")["id"].(string)
+			secret := c.run("key", "create", "--member", member, "--access", "read")["secret"].(string)
+			lastUse := func() (string, any) {
+				keys := c.run("key", "list", "--workspace", ws)["data"].([]any)
+				k := keys[0].(map[string]any)
+				at, _ := k["last_used_at"].(string)
+				return at, k["last_used_ip"]
+			}
+			if at, ip := lastUse(); at != "" || ip != nil {
+				t.Fatalf("a new key: last_used_at %q, last_used_ip %v", at, ip)
+			}
+
+			p := serve(t, c, nil, "--key-usage-interval", "1h")
+			if code, _, body := request(t, p.url, secret, "GET", "/v1/me", ""); code != 200 {
+				t.Fatalf("GET /v1/me: %d %s", code, body)
+			}
+			if at, _ := lastUse(); at != "" {
+				t.Errorf("written before the interval or the shutdown: %s", at)
+			}
+			if err := p.stop(30 * time.Second); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			first, ip := lastUse()
+			if first == "" || ip != "127.0.0.1" {
+				t.Fatalf("after the shutdown: last_used_at %q, last_used_ip %v; want set, 127.0.0.1", first, ip)
+			}
+
+			p = serve(t, c, nil, "--key-usage-interval", "100ms")
+			if code, _, body := request(t, p.url, secret, "GET", "/v1/me", ""); code != 200 {
+				t.Fatalf("GET /v1/me: %d %s", code, body)
+			}
+			if _, ok := servertest.WaitFor(10*time.Second, func() bool { at, _ := lastUse(); return later(at, first) }); !ok {
+				t.Errorf("a use is not written within 10 s with --key-usage-interval 100ms")
+			}
+		})
+	}
+}
+
+// later reports whether RFC 3339 time a is after b.
+func later(a, b string) bool {
+	ta, err1 := time.Parse(time.RFC3339Nano, a)
+	tb, err2 := time.Parse(time.RFC3339Nano, b)
+	return err1 == nil && err2 == nil && ta.After(tb)
+}
+
+// TestExpiryNotificationOutbox: a running recordsd turns a due expiry reminder into a key_expiring
+// notification for the key's owner, which `recordsctl notification list` shows and `notification read`
+// marks read; an unknown id is refused with exit 1.
+func TestExpiryNotificationOutbox(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			ws := c.run("workspace", "create", "--name", "Outbox", "--plan", "growth")["id"].(string)
+			member := c.run("member", "create", "--workspace", ws, "--email", "ops@outbox.example", "--role", "admin")["id"].(string)
+			key := c.run("key", "create", "--member", member, "--access", "read", "--expires-in", "20d")
+			// The 14-day reminder falls due in 6 days; make it due now, as the passing time would.
+			st, err := store.Open(context.Background(), c.db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = st.Exec(context.Background(), st.Dialect().Bind("UPDATE key_reminders SET due_at = ? WHERE key_id = ? AND days_before = 14", time.Now().UTC().Add(-time.Minute), key["id"]))
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if list := c.run("notification", "list", "--workspace", ws)["data"].([]any); len(list) != 0 {
+				t.Fatalf("notifications before any server ran: %v", list)
+			}
+			serve(t, c, nil) // sends due reminders as it starts
+			var list []any
+			if _, ok := servertest.WaitFor(10*time.Second, func() bool {
+				list = c.run("notification", "list", "--workspace", ws, "--member", member, "--unread")["data"].([]any)
+				return len(list) > 0
+			}); !ok {
+				t.Fatal("no notification within 10 s of recordsd starting")
+			}
+			n := list[0].(map[string]any)
+			if len(list) != 1 || n["kind"] != "key_expiring" || n["key_id"] != key["id"] || n["member_id"] != member || fmt.Sprint(n["days_before"]) != "14" || n["read_at"] != nil {
+				t.Fatalf("notification list: %v", list)
+			}
+			read := c.run("notification", "read", n["id"].(string))
+			if read["id"] != n["id"] || read["read_at"] == nil {
+				t.Errorf("notification read: %v", read)
+			}
+			if unread := c.run("notification", "list", "--workspace", ws, "--unread")["data"].([]any); len(unread) != 0 {
+				t.Errorf("unread after notification read: %v", unread)
+			}
+			c.fail("notification", "read", "01a20f6d-045d-7963-b7fe-12c7dca58a02")
 		})
 	}
 }

@@ -20,7 +20,7 @@ type command struct {
 }
 
 // groups are the first words of two-word commands (workspace create, key list, …).
-var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "records": true, "definitions": true, "plugins": true}
+var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "notification": true, "records": true, "definitions": true, "plugins": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -36,6 +36,8 @@ func commands() map[string]command {
 		"member activate":      {"member activate ID", "activate a member again (their revoked keys stay revoked)", memberAction((*auth.Directory).Activate)},
 		"member mfa-verified":  {"member mfa-verified ID", "record that a member verified a new MFA factor now", memberAction((*auth.Directory).MFAVerified)},
 		"member notifications": {"member notifications ID --key-expiry on|off", "turn a member's key-expiry reminders on or off", cmdMemberNotifications},
+		"notification list":    {notificationListUsage, "list a workspace's notifications (key expiry reminders), newest first", cmdNotificationList},
+		"notification read":    {"notification read ID", "mark a notification read", cmdNotificationRead},
 		"key create":           {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", "create an API key for a member; prints its secret once", cmdKeyCreate},
 		"key revoke":           {"key revoke ID", "revoke an API key", cmdKeyRevoke},
 		"key list":             {"key list --workspace W", "list a workspace's API keys, newest first", cmdKeyList},

@@ -100,9 +100,16 @@ func cmdKeyList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				} else if !time.Now().Before(k.ExpiresAt) {
 					state = "expired"
 				}
-				rows[i] = []string{k.ID, k.Hint, k.Access, state, k.Member, stamp(k.ExpiresAt)}
+				used := "never"
+				if k.LastUsedAt != nil {
+					used = stamp(*k.LastUsedAt)
+					if k.LastUsedIP != nil {
+						used += " from " + *k.LastUsedIP
+					}
+				}
+				rows[i] = []string{k.ID, k.Hint, k.Access, state, k.Member, stamp(k.ExpiresAt), used}
 			}
-			return e.emit(map[string]any{"data": keys}, table("no keys", []string{"ID", "HINT", "ACCESS", "STATE", "MEMBER", "EXPIRES_AT"}, rows))
+			return e.emit(map[string]any{"data": keys}, table("no keys", []string{"ID", "HINT", "ACCESS", "STATE", "MEMBER", "EXPIRES_AT", "LAST_USED"}, rows))
 		})
 	}
 }

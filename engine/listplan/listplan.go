@@ -10,11 +10,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/fulltext"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/strictjson"
 )
@@ -391,12 +391,13 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 	return plan, nil
 }
 
-// SearchTerms splits free text into at most MaxSearchTerms lower-case words of letters and digits.
+// SearchTerms splits free text into at most MaxSearchTerms tokens by the rule records are indexed with
+// (engine/fulltext): each must be a prefix of one of a matching record's tokens.
 func SearchTerms(s string) ([]string, error) {
 	if len(s) > MaxSearchLen {
 		return nil, fmt.Errorf("must be at most %d characters", MaxSearchLen)
 	}
-	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	words := fulltext.Tokens(s)
 	if len(words) == 0 {
 		return nil, fmt.Errorf("must contain at least one letter or digit")
 	}

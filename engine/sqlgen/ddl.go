@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/workspace-records/records/engine/fulltext"
 	"github.com/workspace-records/records/engine/model"
 )
 
@@ -199,40 +200,67 @@ func (d Dialect) RowSecurity(table string) []string {
 	}
 }
 
-// SearchName is the name of the full-text object of a table (FTS5 table or tsvector column).
+// SearchName is the name of the full-text table of a table (SQLite FTS5).
 func SearchName(table string) string { return table + "_fts" }
 
-// SearchDDL returns the statements that create full-text search over cols of table, and the ones that
-// drop it. PostgreSQL: a generated tsvector column with a GIN index. SQLite: an external-content FTS5
-// table kept in step by triggers.
-func (d Dialect) SearchDDL(table string, cols []string) (create, drop []string) {
+// SearchColumn holds a searchable record's text for search: the tokens of its search fields by the one
+// rule of engine/fulltext (SearchText), which both databases index as they are, without a parser of
+// their own. It is written with every insert and with every update that changes a search field.
+const SearchColumn = "_search_text"
+
+// SearchVersion marks the layout of full-text search SearchDDL makes. It is stored with the searched
+// columns (records_schema.search), so that a database searched in an older layout is rebuilt.
+const SearchVersion = "v2:"
+
+// searchVector is the PostgreSQL column holding the tsvector of a row's SearchColumn: its tokens as
+// lexemes, unparsed (generated and stored, so that neither a scan nor a recheck recomputes it).
+const searchVector = "_search"
+
+// SearchText returns the SearchColumn value of a record of r whose column values value gives.
+func SearchText(r *model.Resource, value func(f *model.Field) any) string {
+	texts := make([]string, 0, len(r.Search))
+	for _, f := range r.Search {
+		switch v := value(f).(type) {
+		case nil:
+		case string:
+			texts = append(texts, v)
+		default:
+			texts = append(texts, fmt.Sprint(v))
+		}
+	}
+	return fulltext.Document(texts...)
+}
+
+// SearchDDL returns the statements of the full-text search of table: addColumn adds SearchColumn (run it
+// when the column is missing, then fill the column), create builds what serves searches from the filled
+// column, and drop removes what create built, in this layout or the one before it (PostgreSQL's `_search`
+// column parsed from the searched columns; SQLite's FTS5 table over them). PostgreSQL: a stored generated
+// tsvector column of the tokens, with a GIN index. SQLite: an external-content FTS5 table over the column,
+// with the ascii tokenizer (the column holds tokens separated by spaces: it splits at the spaces and
+// nowhere else), kept in step by triggers.
+func (d Dialect) SearchDDL(table string) (addColumn string, create, drop []string) {
 	fts := SearchName(table)
+	col := Quote(SearchColumn)
 	if d.kind == Postgres {
-		parts := make([]string, len(cols))
-		for i, c := range cols {
-			parts[i] = "coalesce(" + Quote(c) + ", '')"
-		}
 		idx := IndexName(table, "search")
+		addColumn = fmt.Sprintf("ALTER TABLE %s ADD COLUMN IF NOT EXISTS %s text", Quote(table), col)
 		create = []string{
-			fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, %s)) STORED", Quote(table), Quote("_search"), strings.Join(parts, " || ' ' || ")),
-			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin (%s)", Quote(idx), Quote(table), Quote("_search")),
+			fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s tsvector GENERATED ALWAYS AS (array_to_tsvector(string_to_array(coalesce(%s, ''), ' '))) STORED", Quote(table), Quote(searchVector), col),
+			fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s USING gin (%s)", Quote(idx), Quote(table), Quote(searchVector)),
 		}
-		drop = []string{fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s", Quote(table), Quote("_search"))}
-		return create, drop
+		drop = []string{
+			fmt.Sprintf("DROP INDEX IF EXISTS %s", Quote(idx)),
+			fmt.Sprintf("ALTER TABLE %s DROP COLUMN IF EXISTS %s", Quote(table), Quote(searchVector)),
+		}
+		return addColumn, create, drop
 	}
-	q := quoteAll(cols)
-	newVals := make([]string, len(cols))
-	oldVals := make([]string, len(cols))
-	for i, c := range q {
-		newVals[i] = "new." + c
-		oldVals[i] = "old." + c
-	}
-	colList := strings.Join(q, ", ")
+	addColumn = fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s TEXT", Quote(table), col)
 	create = []string{
-		fmt.Sprintf("CREATE VIRTUAL TABLE %s USING fts5(%s, content=%s, content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')", Quote(fts), colList, sqlString(table)),
-		fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT ON %s BEGIN INSERT INTO %s(rowid, %s) VALUES (new.rowid, %s); END", Quote(fts+"_ai"), Quote(table), Quote(fts), colList, strings.Join(newVals, ", ")),
-		fmt.Sprintf("CREATE TRIGGER %s AFTER DELETE ON %s BEGIN INSERT INTO %s(%s, rowid, %s) VALUES ('delete', old.rowid, %s); END", Quote(fts+"_ad"), Quote(table), Quote(fts), Quote(fts), colList, strings.Join(oldVals, ", ")),
-		fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE ON %s BEGIN INSERT INTO %s(%s, rowid, %s) VALUES ('delete', old.rowid, %s); INSERT INTO %s(rowid, %s) VALUES (new.rowid, %s); END", Quote(fts+"_au"), Quote(table), Quote(fts), Quote(fts), colList, strings.Join(oldVals, ", "), Quote(fts), colList, strings.Join(newVals, ", ")),
+		fmt.Sprintf("CREATE VIRTUAL TABLE %s USING fts5(%s, content=%s, content_rowid='rowid', tokenize='ascii')", Quote(fts), col, sqlString(table)),
+		fmt.Sprintf("CREATE TRIGGER %s AFTER INSERT ON %s BEGIN INSERT INTO %s(rowid, %s) VALUES (new.rowid, new.%s); END", Quote(fts+"_ai"), Quote(table), Quote(fts), col, col),
+		fmt.Sprintf("CREATE TRIGGER %s AFTER DELETE ON %s BEGIN INSERT INTO %s(%s, rowid, %s) VALUES ('delete', old.rowid, old.%s); END", Quote(fts+"_ad"), Quote(table), Quote(fts), Quote(fts), col, col),
+		fmt.Sprintf("CREATE TRIGGER %s AFTER UPDATE OF %s ON %s BEGIN INSERT INTO %s(%s, rowid, %s) VALUES ('delete', old.rowid, old.%s); INSERT INTO %s(rowid, %s) VALUES (new.rowid, new.%s); END",
+			Quote(fts+"_au"), col, Quote(table), Quote(fts), Quote(fts), col, col, Quote(fts), col, col),
 		fmt.Sprintf("INSERT INTO %s(%s) VALUES ('rebuild')", Quote(fts), Quote(fts)),
 	}
 	drop = []string{
@@ -241,7 +269,12 @@ func (d Dialect) SearchDDL(table string, cols []string) (create, drop []string) 
 		fmt.Sprintf("DROP TRIGGER IF EXISTS %s", Quote(fts+"_au")),
 		fmt.Sprintf("DROP TABLE IF EXISTS %s", Quote(fts)),
 	}
-	return create, drop
+	return addColumn, create, drop
+}
+
+// DropSearchColumn returns the statement removing SearchColumn from table, once it searches nothing.
+func (d Dialect) DropSearchColumn(table string) string {
+	return fmt.Sprintf("ALTER TABLE %s DROP COLUMN %s", Quote(table), Quote(SearchColumn))
 }
 
 func sqlString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

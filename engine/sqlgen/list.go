@@ -109,12 +109,15 @@ func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 }
 
 func (d Dialect) search(r *model.Resource, terms []string, a *args) string {
+	// The terms are tokens of engine/fulltext (letters, digits and marks only), matched as prefixes of
+	// the stored tokens, unparsed: a tsquery written as lexemes; FTS5 strings its ascii tokenizer keeps
+	// whole.
 	if d.kind == Postgres {
 		q := make([]string, len(terms))
 		for i, t := range terms {
-			q[i] = t + ":*" // terms hold only letters and digits
+			q[i] = "'" + t + "':*"
 		}
-		return fmt.Sprintf("%s @@ to_tsquery('simple'::regconfig, %s)", Quote("_search"), a.add(strings.Join(q, " & ")))
+		return fmt.Sprintf("%s @@ %s::tsquery", Quote(searchVector), a.add(strings.Join(q, " & ")))
 	}
 	q := make([]string, len(terms))
 	for i, t := range terms {

@@ -98,6 +98,10 @@ func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows [
 			cols = append(cols, f.Column)
 		}
 	}
+	searched := len(r.Search) > 0
+	if searched {
+		cols = append(cols, SearchColumn)
+	}
 	tuples := make([]string, len(rows))
 	for i, row := range rows {
 		vals := []string{a.add(workspace), a.add(ids[i])}
@@ -107,6 +111,9 @@ func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows [
 		for _, f := range fields {
 			vals = append(vals, a.add(row[f.Column]))
 		}
+		if searched {
+			vals = append(vals, a.add(SearchText(r, func(f *model.Field) any { return row[f.Column] })))
+		}
 		tuples[i] = "(" + strings.Join(vals, ", ") + ")"
 	}
 	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", Quote(r.Table), strings.Join(quoteAll(cols), ", "), strings.Join(tuples, ", "))
@@ -114,6 +121,7 @@ func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows [
 }
 
 // Update sets the given columns of one record. values is keyed by column; updated_at must be included.
+// An update that changes a search field must also set SearchColumn to the record's new SearchText.
 func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
 	a := &args{d: d}
 	var sets []string
@@ -121,6 +129,9 @@ func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
 		if v, ok := values[f.Column]; ok {
 			sets = append(sets, Quote(f.Column)+" = "+a.add(v))
 		}
+	}
+	if v, ok := values[SearchColumn]; ok && len(r.Search) > 0 {
+		sets = append(sets, Quote(SearchColumn)+" = "+a.add(v))
 	}
 	sql := fmt.Sprintf("UPDATE %s SET %s WHERE %s", Quote(r.Table), strings.Join(sets, ", "), d.whereKey(r, k, a))
 	return Stmt{SQL: sql, Args: a.vals}

@@ -63,18 +63,19 @@ func TestGolden(t *testing.T) {
 	for _, d := range []sqlgen.Dialect{sqlgen.New(sqlgen.Postgres), sqlgen.New(sqlgen.SQLite)} {
 		t.Run(d.String(), func(t *testing.T) {
 			tbl := d.TableOf(r)
-			create, _ := d.SearchDDL(tbl.Name, tbl.Search)
+			addColumn, create, _ := d.SearchDDL(tbl.Name)
 			var b strings.Builder
 			b.WriteString("-- create table\n" + d.CreateTable(tbl, r) + "\n\n-- indexes\n")
 			for _, ix := range d.Indexes(r) {
 				b.WriteString(ix.SQL + "\n")
 			}
-			b.WriteString("\n-- search\n" + strings.Join(create, "\n") + "\n\n")
+			b.WriteString("\n-- search\n" + addColumn + "\n" + strings.Join(create, "\n") + "\n\n")
+			b.WriteString("-- insert (the search text: the tokens of name, description and next_step)\n" + render(d.Insert(r, key, map[string]any{"name": "Plist-007-AB12 renewal", "description": "Crème brûlée for ann@x.example", "next_step": nil})))
 			b.WriteString("-- get\n" + render(d.Get(r, key)))
 			ruled := key
 			ruled.Policy = &access.Policy{Resource: r, Level: access.Write, Rule: access.Department, Member: "m1", Department: "d1"}
 			b.WriteString("-- get under a department record rule\n" + render(d.Get(r, ruled)))
-			b.WriteString("-- update\n" + render(d.Update(r, key, map[string]any{"name": "Renewal", "amount": "10.5"})))
+			b.WriteString("-- update\n" + render(d.Update(r, key, map[string]any{"name": "Renewal", "amount": "10.5", sqlgen.SearchColumn: "renewal"})))
 			b.WriteString("-- page 3, filters joined with or, search\n" + render(d.List(filtered, "ws")...))
 			b.WriteString("-- cursor, non-null key (created_at desc)\n" + render(d.List(walk("created_at", "desc", time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)), "ws")...))
 			b.WriteString("-- cursor, nullable key, value band (amount asc)\n" + render(d.List(walk("amount", "asc", "100"), "ws")...))

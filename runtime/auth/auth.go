@@ -42,6 +42,9 @@ var (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrInvalid  = errors.New("invalid argument")
+	// ErrNotPermitted refuses an operation the member's role does not allow (a key for an owner
+	// without api.access).
+	ErrNotPermitted = errors.New("not permitted")
 )
 
 // Workspace is a tenant.
@@ -62,17 +65,20 @@ type Member struct {
 
 // Key is an API key, without its secret.
 type Key struct {
-	ID         string     `json:"id"`
-	Workspace  string     `json:"workspace_id"`
-	Member     string     `json:"member_id"`
-	Hint       string     `json:"hint"`
-	Access     string     `json:"access"`
-	Resources  []string   `json:"resources"` // nil: every resource
-	AllowIPs   []string   `json:"allow_ips"`
-	CreatedAt  time.Time  `json:"created_at"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	RevokedAt  *time.Time `json:"revoked_at"`
+	ID        string     `json:"id"`
+	Workspace string     `json:"workspace_id"`
+	Member    string     `json:"member_id"`
+	Hint      string     `json:"hint"`
+	Access    string     `json:"access"`
+	Resources []string   `json:"resources"` // nil: every resource
+	AllowIPs  []string   `json:"allow_ips"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+	// LastUsedAt and LastUsedIP are when and from which client address the key was last used, written
+	// by FlushUsage: as late as the flush interval (see Touch).
 	LastUsedAt *time.Time `json:"last_used_at"`
+	LastUsedIP *string    `json:"last_used_ip"`
 }
 
 // Principal is who a request acts as.
@@ -97,6 +103,9 @@ type Directory struct {
 	cache    map[string]cachedPrincipal // by secret hash
 	epoch    uint64                     // bumped by every change seen
 	watching atomic.Bool                // listening for other processes' changes: the cache may be used
+
+	useMu sync.Mutex
+	uses  map[string]keyUse // by key id: uses not yet written (Touch, FlushUsage)
 }
 
 // notifier is a store that can tell other processes sharing the database about changes (PostgreSQL).
@@ -163,7 +172,7 @@ func NewDirectory(st store.Store, cat *model.Catalog, now func() time.Time) *Dir
 	if now == nil {
 		now = time.Now
 	}
-	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now, cache: map[string]cachedPrincipal{}}
+	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{}}
 }
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
@@ -303,10 +312,11 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 		}
 	}
 	member = strings.ToLower(member)
-	var workspace string
-	var active any
-	found, err := store.QueryOne(ctx, d.st, d.d.Bind("SELECT workspace_id, active FROM members WHERE id = ?", member), func(row []any) error {
-		workspace, active = store.UUIDText(row[0]), row[1]
+	var workspace, roleName string
+	var active, roleDef any
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT m.workspace_id, m.active, m.role, wr.definition FROM members m
+LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m.role WHERE m.id = ?`, member), func(row []any) error {
+		workspace, active, roleName, roleDef = store.UUIDText(row[0]), row[1], store.Text(row[2]), row[3]
 		return nil
 	})
 	if err != nil {
@@ -317,6 +327,14 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	}
 	if !store.Bool(active) {
 		return nil, "", fmt.Errorf("%w: member %s is inactive", ErrInvalid, member)
+	}
+	// A key acts as its owner: an owner without api.access could create keys that every request refuses.
+	role, err := d.resolveRole(roleName, roleDef)
+	if err != nil {
+		return nil, "", fmt.Errorf("create key: %w", err)
+	}
+	if role == nil || !hasPermission(role, "api.access") {
+		return nil, "", fmt.Errorf("%w: member %s has role %s, which lacks the api.access permission; give the member a role with api.access first", ErrNotPermitted, member, roleName)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
@@ -377,7 +395,7 @@ func (d *Directory) ListKeys(ctx context.Context, workspace string) ([]Key, erro
 	return keys, nil
 }
 
-const keyColumns = "id, workspace_id, member_id, hint, access, resources, allow_ips, created_at, expires_at, revoked_at, last_used_at"
+const keyColumns = "id, workspace_id, member_id, hint, access, resources, allow_ips, created_at, expires_at, revoked_at, last_used_at, last_used_ip"
 
 func scanKey(row []any) (Key, error) {
 	k := Key{ID: store.UUIDText(row[0]), Workspace: store.UUIDText(row[1]), Member: store.UUIDText(row[2]), Hint: store.Text(row[3]), Access: store.Text(row[4])}
@@ -402,6 +420,10 @@ func scanKey(row []any) (Key, error) {
 			}
 			*dst = &t
 		}
+	}
+	if row[11] != nil {
+		ip := store.Text(row[11])
+		k.LastUsedIP = &ip
 	}
 	return k, nil
 }
@@ -460,24 +482,25 @@ func (d *Directory) authenticate(ctx context.Context, hash string) (*Principal, 
 	var mfaAt *time.Time
 	var roleDef any
 	var overrides any
-	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at,
+	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at, k.last_used_ip,
   k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition, w.limits
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
 LEFT JOIN workspace_roles wr ON wr.workspace_id = k.workspace_id AND wr.name = m.role
 WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		var err error
-		if p.Key, err = scanKey(row[:11]); err != nil {
+		if p.Key, err = scanKey(row[:12]); err != nil {
 			return err
 		}
-		storedHash = store.Text(row[11])
-		p.Member = Member{ID: p.Key.Member, Email: store.Text(row[12]), Role: store.Text(row[13])}
-		active = row[14]
-		p.Workspace = Workspace{ID: p.Key.Workspace, Name: store.Text(row[15]), Plan: store.Text(row[16])}
-		p.Member.Department = store.UUIDText(row[18])
-		roleDef = row[19]
-		overrides = row[20]
-		if row[17] != nil {
-			t, err := store.Time(row[17])
+		rest := row[12:] // past the key's columns
+		storedHash = store.Text(rest[0])
+		p.Member = Member{ID: p.Key.Member, Email: store.Text(rest[1]), Role: store.Text(rest[2])}
+		active = rest[3]
+		p.Workspace = Workspace{ID: p.Key.Workspace, Name: store.Text(rest[4]), Plan: store.Text(rest[5])}
+		p.Member.Department = store.UUIDText(rest[7])
+		roleDef = rest[8]
+		overrides = rest[9]
+		if rest[6] != nil {
+			t, err := store.Time(rest[6])
 			if err != nil {
 				return err
 			}
@@ -518,15 +541,11 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 			}
 		}
 	}
-	role, ok := d.cat.Role(p.Member.Role)
-	if !ok && roleDef != nil {
-		role, err = decodeRole(p.Member.Role, roleDef)
-		if err != nil {
-			return nil, fmt.Errorf("authenticate: role %s: %w", p.Member.Role, err)
-		}
-		ok = true
+	role, err := d.resolveRole(p.Member.Role, roleDef)
+	if err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if !ok || !hasPermission(role, "api.access") {
+	if role == nil || !hasPermission(role, "api.access") {
 		return nil, &apierr.Error{Code: apierr.PermissionDenied, Message: "The key's owner no longer has the api.access permission."}
 	}
 	p.Role = role

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -96,23 +95,25 @@ func (d *Directory) Reminders(ctx context.Context, workspace string) ([]Reminder
 
 // SendDueReminders processes every scheduled reminder due at now: cancelled if the key is revoked or
 // expired, skipped if the owner turned reminders off (the preference is read at send time), otherwise
-// delivered through notify and marked sent. It is safe to run on several servers at once: each reminder
-// is claimed by a conditional update before it is delivered.
-func (d *Directory) SendDueReminders(ctx context.Context, now time.Time, notify func(Reminder, string) error) (int, error) {
+// sent: a key_expiring notification for the key's owner is written to the notifications outbox in the
+// same transaction that marks the reminder sent. It is safe to run on several servers at once: each
+// reminder is claimed by a conditional update, and the outbox holds at most one notification per key
+// and threshold. It returns how many notifications it wrote.
+func (d *Directory) SendDueReminders(ctx context.Context, now time.Time) (int, error) {
 	type due struct {
 		r        Reminder
 		ws       string
-		email    string
+		hint     string
 		revoked  bool
 		expires  time.Time
 		optedOut bool
 	}
 	var list []due
-	err := d.st.Query(ctx, d.d.Bind(`SELECT r.id, r.key_id, r.member_id, r.days_before, r.due_at, r.workspace_id, m.email, k.revoked_at, k.expires_at, p.key_expiry_reminders
-FROM key_reminders r JOIN api_keys k ON k.id = r.key_id JOIN members m ON m.id = r.member_id
+	err := d.st.Query(ctx, d.d.Bind(`SELECT r.id, r.key_id, r.member_id, r.days_before, r.due_at, r.workspace_id, k.hint, k.revoked_at, k.expires_at, p.key_expiry_reminders
+FROM key_reminders r JOIN api_keys k ON k.workspace_id = r.workspace_id AND k.id = r.key_id
 LEFT JOIN member_preferences p ON p.workspace_id = r.workspace_id AND p.member_id = r.member_id
 WHERE r.status = ? AND r.due_at <= ? ORDER BY r.due_at LIMIT 500`, ReminderScheduled, now.UTC()), func(row []any) error {
-		x := due{r: Reminder{ID: store.UUIDText(row[0]), KeyID: store.UUIDText(row[1]), MemberID: store.UUIDText(row[2])}, ws: store.UUIDText(row[5]), email: store.Text(row[6]), revoked: row[7] != nil}
+		x := due{r: Reminder{ID: store.UUIDText(row[0]), KeyID: store.UUIDText(row[1]), MemberID: store.UUIDText(row[2])}, ws: store.UUIDText(row[5]), hint: store.Text(row[6]), revoked: row[7] != nil}
 		x.r.DaysBefore = int(store.Int(row[3]))
 		var err error
 		if x.r.DueAt, err = store.Time(row[4]); err != nil {
@@ -129,6 +130,7 @@ WHERE r.status = ? AND r.due_at <= ? ORDER BY r.due_at LIMIT 500`, ReminderSched
 		return 0, fmt.Errorf("due reminders: %w", err)
 	}
 	sent := 0
+	at := now.UTC().Truncate(time.Microsecond)
 	for _, x := range list {
 		status, detail := ReminderSent, ""
 		switch {
@@ -139,28 +141,25 @@ WHERE r.status = ? AND r.due_at <= ? ORDER BY r.due_at LIMIT 500`, ReminderSched
 		case x.optedOut:
 			status, detail = ReminderSkipped, "owner turned key expiry reminders off"
 		}
-		n, err := d.st.Exec(ctx, d.d.Bind("UPDATE key_reminders SET status = ?, detail = ?, processed_at = ? WHERE workspace_id = ? AND id = ? AND status = ?", status, detail, now.UTC(), x.ws, x.r.ID, ReminderScheduled))
+		wrote := false
+		err := d.st.Tx(ctx, func(q store.Querier) error {
+			n, err := q.Exec(ctx, d.d.Bind("UPDATE key_reminders SET status = ?, detail = ?, processed_at = ? WHERE workspace_id = ? AND id = ? AND status = ?", status, detail, at, x.ws, x.r.ID, ReminderScheduled))
+			if err != nil {
+				return fmt.Errorf("claim reminder: %w", err)
+			}
+			if n == 0 || status != ReminderSent {
+				return nil // another server claimed it, or nothing to deliver
+			}
+			wrote = true
+			return d.writeNotification(ctx, q, Notification{ID: newID(), Workspace: x.ws, Member: x.r.MemberID, Kind: NotificationKeyExpiring,
+				KeyID: x.r.KeyID, KeyHint: x.hint, ExpiresAt: x.expires, DaysBefore: x.r.DaysBefore, CreatedAt: at})
+		})
 		if err != nil {
-			return sent, fmt.Errorf("claim reminder: %w", err)
+			return sent, err
 		}
-		if n == 0 || status != ReminderSent {
-			continue // another server claimed it, or nothing to deliver
+		if wrote {
+			sent++
 		}
-		x.r.Status = status
-		if err := notify(x.r, x.email); err != nil {
-			// Put it back so the next run retries.
-			_, _ = d.st.Exec(ctx, d.d.Bind("UPDATE key_reminders SET status = ?, detail = ?, processed_at = NULL WHERE workspace_id = ? AND id = ?", ReminderScheduled, "delivery failed: "+err.Error(), x.ws, x.r.ID))
-			continue
-		}
-		sent++
 	}
 	return sent, nil
-}
-
-// LogNotifier delivers reminders as structured log records (the notification channel until mail exists).
-func LogNotifier(log *slog.Logger) func(Reminder, string) error {
-	return func(r Reminder, email string) error {
-		log.Info("key expiry reminder", "to", email, "key_id", r.KeyID, "days_before", r.DaysBefore, "due_at", r.DueAt)
-		return nil
-	}
 }

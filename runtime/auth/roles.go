@@ -85,6 +85,22 @@ func (d *Directory) checkRole(ctx context.Context, q store.Querier, workspace, n
 	return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("role", name, names))
 }
 
+// resolveRole returns the built-in role name or, failing that, the workspace role stored as def (nil
+// when the workspace has no such role either).
+func (d *Directory) resolveRole(name string, def any) (*model.Role, error) {
+	if r, ok := d.cat.Role(name); ok {
+		return r, nil
+	}
+	if def == nil {
+		return nil, nil
+	}
+	r, err := decodeRole(name, def)
+	if err != nil {
+		return nil, fmt.Errorf("role %s: %w", name, err)
+	}
+	return r, nil
+}
+
 func decodeRole(name string, def any) (*model.Role, error) {
 	var r model.Role
 	var data []byte

@@ -65,6 +65,8 @@ type Config struct {
 	// RedisTimeout bounds one call to Redis by the rate limiter and the quota; past it a request is
 	// judged by this server alone.
 	RedisTimeout time.Duration
+	// KeyUsageInterval is how often a server writes the last use of each key it served.
+	KeyUsageInterval time.Duration
 	// MetricsAddr, when set, serves Prometheus metrics (GET /metrics) on this separate listen address.
 	MetricsAddr string
 	// DebugAddr, when set, serves Go runtime profiles (net/http/pprof) on this separate listen address.
@@ -137,6 +139,10 @@ func (c Config) check(s Setting) error {
 	case "redis_timeout":
 		if c.RedisTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "key_usage_interval":
+		if c.KeyUsageInterval < 10*time.Millisecond {
+			return fmt.Errorf("%s: want a duration of at least 10ms", shown)
 		}
 	case "request_timeout":
 		if c.RequestTimeout <= 0 {

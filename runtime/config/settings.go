@@ -176,6 +176,14 @@ func Settings() []Setting {
 				"asking Redis until it answers a ping again.",
 		},
 		{
+			Name: "key_usage_interval", Flag: "key-usage-interval", Env: "RECORDS_KEY_USAGE_INTERVAL", Key: "key_usage_interval",
+			Kind: KindDuration, Default: "10s", Commands: Recordsd, field: func(c *Config) any { return &c.KeyUsageInterval },
+			Help: "How often a server writes when each API key was last used and from which address (`last_used_at`, " +
+				"`last_used_ip` in `recordsctl key list` and `GET /v1/me`): at most one write per key per interval, and " +
+				"once more at shutdown, never one per request. The stored time is up to this much behind; a server " +
+				"killed without shutdown loses at most this much of it.",
+		},
+		{
 			Name: "cursor_secret", Env: "RECORDS_CURSOR_SECRET", Key: "cursor_secret", Kind: KindString, Secrecy: Secret,
 			Commands: Both, field: func(c *Config) any { return &c.CursorSecret },
 			Help: "Key signing list cursors, at least 32 characters. Empty: one generated once and kept in the " +

@@ -35,12 +35,23 @@ func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 	if p.Key.Resources == nil {
 		key["resources"] = "all"
 	}
+	key["last_used_at"], key["last_used_ip"] = h.dir.LastUse(&p.Key)
+	notes, err := h.dir.DeliverNotifications(req.Context(), p.Workspace.ID, p.Member.ID)
+	if err != nil {
+		return err
+	}
+	notifications := make([]any, len(notes))
+	for i, n := range notes {
+		notifications[i] = map[string]any{"id": n.ID, "kind": n.Kind, "key_id": n.KeyID, "key_hint": n.KeyHint, "expires_at": n.ExpiresAt,
+			"days_before": n.DaysBefore, "created_at": n.CreatedAt, "delivered_at": n.DeliveredAt}
+	}
 	writeJSON(w, 200, map[string]any{"data": map[string]any{
-		"key":        key,
-		"member":     map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
-		"workspace":  map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
-		"rate_limit": rateUsage(p, u),
-		"quota":      quotaUsage(u),
+		"notifications": notifications,
+		"key":           key,
+		"member":        map[string]any{"id": p.Member.ID, "email": p.Member.Email, "role": p.Member.Role, "department_id": nullable(p.Member.Department), "permissions": p.Role.Permissions},
+		"workspace":     map[string]any{"id": p.Workspace.ID, "name": p.Workspace.Name, "plan": p.Workspace.Plan, "features": p.Plan.Features},
+		"rate_limit":    rateUsage(p, u),
+		"quota":         quotaUsage(u),
 	}})
 	return nil
 }

@@ -46,15 +46,21 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		if in, ok := req.Context().Value(keyInfo).(*info); ok {
 			in.principal = p
 		}
+		addr, known := clientIP(req.Request, h.proxies)
 		if len(p.Key.AllowIPs) > 0 {
-			addr, ok := clientIP(req.Request, h.proxies)
-			if !ok {
+			if !known {
 				return apierr.New(apierr.IPNotAllowed, "This key has an IP allowlist and the client address cannot be told: X-Forwarded-For holds an entry that is not an IP address.")
 			}
 			if !p.Key.AllowsIP(addr) {
 				return apierr.New(apierr.IPNotAllowed, "This key may not be used from "+addr.String()+".")
 			}
 		}
+		// The key was used (whatever admission says next); the server writes its last use in batches.
+		from := ""
+		if known {
+			from = addr.String()
+		}
+		h.dir.Touch(&p.Key, from, time.Now())
 		ctx, err := h.admit(context.WithValue(req.Context(), keyPrincipal, p), w, p)
 		if err != nil {
 			return err

@@ -4,9 +4,10 @@
 // a random token and a lease. The write then completes the key — status, headers and body of the response —
 // inside the same transaction as the record write, on the condition that the token still holds the
 // claim; so a response is stored if and only if the write committed, and a server that lost its lease
-// rolls its write back. A request that fails releases its key; a server that dies mid-request leaves a
-// running key whose lease expires, after which a retry takes it over. Keys are scoped to the API key and
-// kept for 24 hours.
+// rolls its write back. A request that fails releases its key. A claim names the server instance that made
+// it (Instance): a server that dies mid-request leaves a running key that a retry takes over as soon as
+// that instance's heartbeat is DeadAfter old, or at the latest when the claim's lease expires. Keys are
+// scoped to the API key and kept for 24 hours.
 package idempotency
 
 import (
@@ -27,7 +28,8 @@ import (
 // Retention is how long a completed key replays its response.
 const Retention = 24 * time.Hour
 
-// Lease is how long a running claim blocks other requests with the same key before it may be taken over.
+// Lease is how long a running claim blocks other requests with the same key before it may be taken over,
+// even while the server holding it is alive (claims whose server is dead are taken over sooner: DeadAfter).
 const Lease = 60 * time.Second
 
 // MaxKeyLen is the longest Idempotency-Key.
@@ -79,8 +81,9 @@ type Claim struct {
 
 // Keys stores idempotency keys.
 type Keys struct {
-	st  store.Store
-	now func() time.Time
+	st    store.Store
+	now   func() time.Time
+	owner string // the Instance whose claims these are; "" for none (claims end with their lease only)
 
 	mu       sync.Mutex
 	pending  []*Claim // claims whose release failed, retried in the background
@@ -95,6 +98,9 @@ func New(st store.Store, now func() time.Time) *Keys {
 	return &Keys{st: st, now: now}
 }
 
+// SetInstance makes the claims of k name instance, so that they end when it dies.
+func (k *Keys) SetInstance(in *Instance) { k.owner = in.ID }
+
 func token() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
@@ -108,8 +114,12 @@ func (k *Keys) Claim(ctx context.Context, workspace, apiKey, key, fingerprint st
 	now := k.now().UTC()
 	c := &Claim{APIKey: apiKey, Key: key, token: token(), until: now.Add(Lease)}
 	var replay *Response
-	insert := d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at)
-VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now)
+	var owner any
+	if k.owner != "" {
+		owner = k.owner
+	}
+	insert := d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner)
+VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now, owner)
 	// A new key, the usual case, is claimed by this one statement; a key already there is examined
 	// (and possibly taken over) in a transaction.
 	if n, err := k.st.Exec(ctx, insert); err != nil {
@@ -122,13 +132,17 @@ VALUES (?, ?, ?, ?, 'running', ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NO
 		if err != nil || n == 1 {
 			return err
 		}
-		var fp, status string
+		var fp, status, held string
 		var locked, created time.Time
 		var resp Response
 		var hdr string
-		_, err = store.QueryOne(ctx, q, d.Bind(`SELECT fingerprint, status, locked_until, created_at, response_status, response_headers, response_body
-FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ?`, apiKey, key), func(row []any) error {
+		var ownerDead bool
+		alive, aliveArgs := aliveSince(d, time.Now()) // heartbeats carry the real time, whatever clock k keeps
+		_, err = store.QueryOne(ctx, q, d.Bind(`SELECT k.fingerprint, k.status, k.locked_until, k.created_at, k.response_status, k.response_headers, k.response_body,
+  k.token, k.owner IS NOT NULL AND NOT EXISTS (SELECT 1 FROM server_instances i WHERE i.id = k.owner AND `+alive+`)
+FROM idempotency_keys k WHERE k.api_key_id = ? AND k.idem_key = ?`, append(aliveArgs, apiKey, key)...), func(row []any) error {
 			fp, status = store.Text(row[0]), store.Text(row[1])
+			held, ownerDead = store.Text(row[7]), store.Bool(row[8])
 			var err error
 			if locked, err = store.Time(row[2]); err != nil {
 				return err
@@ -156,15 +170,19 @@ FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ?`, apiKey, key), func
 			}
 			replay = &resp
 			return nil
-		case !expired && now.Before(locked):
+		case !expired && now.Before(locked) && !ownerDead:
 			return ErrInUse
 		}
-		// An abandoned claim (its server died) or an expired key: take it over, unless another request
-		// just did.
+		// An abandoned claim (its server died, or its lease ended) or an expired key: take it over,
+		// unless another request just did (the claim seen dead is taken by its token).
+		dead := ""
+		if ownerDead {
+			dead = held
+		}
 		n, err = q.Exec(ctx, d.Bind(`UPDATE idempotency_keys SET workspace_id = ?, fingerprint = ?, status = 'running', token = ?, locked_until = ?, created_at = ?,
-  response_status = NULL, response_headers = NULL, response_body = NULL, completed_at = NULL
-WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND locked_until <= ? OR created_at <= ?)`,
-			workspace, fingerprint, c.token, now.Add(Lease), now, apiKey, key, now, now.Add(-Retention)))
+  response_status = NULL, response_headers = NULL, response_body = NULL, completed_at = NULL, owner = ?
+WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND (locked_until <= ? OR token = ?) OR created_at <= ?)`,
+			workspace, fingerprint, c.token, now.Add(Lease), now, owner, apiKey, key, now, dead, now.Add(-Retention)))
 		if err != nil {
 			return err
 		}

@@ -45,8 +45,8 @@ func Fingerprint(d sqlgen.Dialect, cat *model.Catalog) string {
 		for _, ix := range d.Indexes(r) {
 			write(h, "index", ix.Name, ix.SQL)
 		}
-		create, drop := d.SearchDDL(t.Name, t.Search)
-		write(h, "search", strings.Join(t.Search, ","))
+		addColumn, create, drop := d.SearchDDL(t.Name)
+		write(h, "search", strings.Join(t.Search, ","), addColumn)
 		write(h, create...)
 		write(h, drop...)
 		for _, f := range r.Computed {

@@ -14,10 +14,11 @@ import (
 const recomputeBatch = 1000
 
 // migrateFormulas recomputes the stored values of r's formula fields whose expression is new or changed
-// since the last migration, in every workspace, and records the expressions it computed.
-func migrateFormulas(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, res *Result) error {
+// since the last migration, in every workspace, and records the expressions it computed. It returns the
+// fields it recomputed.
+func migrateFormulas(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, res *Result) ([]*model.Field, error) {
 	if len(r.Computed) == 0 {
-		return nil
+		return nil, nil
 	}
 	have := map[string]string{}
 	err := q.Query(ctx, d.Bind("SELECT field, expr FROM formula_state WHERE resource = ?", r.Name), func(row []any) error {
@@ -25,7 +26,7 @@ func migrateFormulas(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("read formula state: %w", err)
+		return nil, fmt.Errorf("read formula state: %w", err)
 	}
 	var stale []*model.Field
 	for _, f := range r.Computed {
@@ -34,39 +35,47 @@ func migrateFormulas(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 		}
 	}
 	if len(stale) == 0 {
-		return nil
+		return nil, nil
 	}
-	n, err := recompute(ctx, q, d, r, stale)
+	inputs := map[string]*model.Field{}
+	for _, f := range stale {
+		for _, in := range f.Formula.Inputs {
+			inputs[in.Key] = in
+		}
+	}
+	n, err := rewrite(ctx, q, d, r, func(f *model.Field) bool { return inputs[f.Key] != nil }, func(values map[string]any) ([]string, []any) {
+		cols, vals := make([]string, len(stale)), make([]any, len(stale))
+		for i, f := range stale {
+			cols[i], vals[i] = f.Column, f.Formula.Eval(values)
+		}
+		return cols, vals
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	keys := make([]string, len(stale))
 	for i, f := range stale {
 		keys[i] = f.Key
 		upsert := "INSERT INTO formula_state (resource, field, expr) VALUES (?, ?, ?) ON CONFLICT (resource, field) DO UPDATE SET expr = excluded.expr"
 		if _, err := q.Exec(ctx, d.Bind(upsert, r.Name, f.Key, f.Formula.Expr)); err != nil {
-			return fmt.Errorf("record formula state: %w", err)
+			return nil, fmt.Errorf("record formula state: %w", err)
 		}
 	}
 	res.Applied = append(res.Applied, fmt.Sprintf("compute %s.{%s} for %d records", r.Table, strings.Join(keys, ","), n))
-	return nil
+	return stale, nil
 }
 
-// recompute evaluates fields for every record of r, workspace by workspace (row-level security shows a
-// transaction one workspace at a time), in keyset batches by id.
-func recompute(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, fields []*model.Field) (int, error) {
-	inputs := map[string]*model.Field{}
-	for _, f := range fields {
-		for _, in := range f.Formula.Inputs {
-			inputs[in.Key] = in
-		}
-	}
+// rewrite sets columns of every record of r from the values of the declared fields read picks: set
+// returns the columns and their values for one record's values (canonical, by field key). It goes
+// workspace by workspace (row-level security shows a transaction one workspace at a time), in keyset
+// batches by id, and returns how many records it rewrote.
+func rewrite(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, read func(*model.Field) bool, set func(values map[string]any) ([]string, []any)) (int, error) {
 	cols := []string{sqlgen.Quote("id")}
 	var order []*model.Field
 	for _, f := range r.Declared() {
-		if in, ok := inputs[f.Key]; ok {
-			cols = append(cols, sqlgen.Quote(in.Column))
-			order = append(order, in)
+		if read(f) {
+			cols = append(cols, sqlgen.Quote(f.Column))
+			order = append(order, f)
 		}
 	}
 	var workspaces []string
@@ -118,11 +127,10 @@ func recompute(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.
 				return 0, fmt.Errorf("read %s: %w", r.Name, err)
 			}
 			for _, u := range batch {
-				sets := make([]string, len(fields))
-				args := make([]any, 0, len(fields)+2)
-				for i, f := range fields {
-					sets[i] = sqlgen.Quote(f.Column) + " = ?"
-					args = append(args, f.Formula.Eval(u.values))
+				names, args := set(u.values)
+				sets := make([]string, len(names))
+				for i, c := range names {
+					sets[i] = sqlgen.Quote(c) + " = ?"
 				}
 				args = append(args, ws, u.id)
 				stmt := d.Bind(fmt.Sprintf("UPDATE %s SET %s WHERE workspace_id = ? AND id = ?", sqlgen.Quote(r.Table), strings.Join(sets, ", ")), args...)

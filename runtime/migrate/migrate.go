@@ -8,6 +8,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -115,7 +116,7 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 		}
 		var extra []string
 		for name := range have {
-			if !want[name] && name != "_search" {
+			if !want[name] && name != "_search" && name != sqlgen.SearchColumn {
 				extra = append(extra, name)
 			}
 		}
@@ -147,10 +148,16 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 		}
 		res.Applied = append(res.Applied, "create index "+ix.Name)
 	}
-	if err := migrateSearch(ctx, q, d, r, t, res); err != nil {
+	recomputed, err := migrateFormulas(ctx, q, d, r, res)
+	if err != nil {
 		return err
 	}
-	if err := migrateFormulas(ctx, q, d, r, res); err != nil {
+	// A searched formula field that was recomputed changed the records' search text.
+	stale := false
+	for _, f := range recomputed {
+		stale = stale || slices.Contains(r.Search, f)
+	}
+	if err := migrateSearch(ctx, q, d, r, t, stale, res); err != nil {
 		return err
 	}
 	return migrateRowSecurity(ctx, q, d, t.Name, res)
@@ -208,9 +215,15 @@ func migrateRowSecurity(ctx context.Context, q store.Querier, d sqlgen.Dialect, 
 	return nil
 }
 
-// migrateSearch (re)creates full-text search when the searched columns changed since the last run.
-func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, t sqlgen.Table, res *Result) error {
-	want := strings.Join(t.Search, ",")
+// migrateSearch (re)creates full-text search when the searched columns or the layout of search
+// (sqlgen.SearchVersion) changed since the last run: it drops what served the old search, adds the search
+// text column when missing, fills it for every record, then builds the index over it. With stale, an
+// unchanged search only has its text filled again.
+func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, t sqlgen.Table, stale bool, res *Result) error {
+	want := ""
+	if len(t.Search) > 0 {
+		want = sqlgen.SearchVersion + strings.Join(t.Search, ",")
+	}
 	var have string
 	found, err := store.QueryOne(ctx, q, d.Bind("SELECT search FROM records_schema WHERE resource = ?", r.Name), func(row []any) error {
 		have = store.Text(row[0])
@@ -220,9 +233,17 @@ func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *mo
 		return fmt.Errorf("read search state: %w", err)
 	}
 	if found && have == want {
+		if !stale || want == "" {
+			return nil
+		}
+		n, err := fillSearch(ctx, q, d, r)
+		if err != nil {
+			return err
+		}
+		res.Applied = append(res.Applied, fmt.Sprintf("refill search text of %s for %d records", t.Name, n))
 		return nil
 	}
-	create, drop := d.SearchDDL(t.Name, t.Search)
+	addColumn, create, drop := d.SearchDDL(t.Name)
 	if found && have != "" {
 		for _, s := range drop {
 			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: s}); err != nil {
@@ -230,19 +251,46 @@ func migrateSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *mo
 			}
 		}
 	}
-	if want != "" {
+	cols, err := columns(ctx, q, d, t.Name)
+	if err != nil {
+		return err
+	}
+	_, hasColumn := cols[sqlgen.SearchColumn]
+	switch {
+	case want != "":
+		if !hasColumn {
+			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: addColumn}); err != nil {
+				return fmt.Errorf("add search column: %w", err)
+			}
+		}
+		n, err := fillSearch(ctx, q, d, r)
+		if err != nil {
+			return err
+		}
 		for _, s := range create {
 			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: s}); err != nil {
 				return fmt.Errorf("create search: %w", err)
 			}
 		}
-		res.Applied = append(res.Applied, fmt.Sprintf("create search on %s (%s)", t.Name, want))
+		res.Applied = append(res.Applied, fmt.Sprintf("create search on %s (%s) for %d records", t.Name, strings.Join(t.Search, ","), n))
+	case hasColumn:
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: d.DropSearchColumn(t.Name)}); err != nil {
+			return fmt.Errorf("drop search column: %w", err)
+		}
+		res.Applied = append(res.Applied, "drop search on "+t.Name)
 	}
 	upsert := "INSERT INTO records_schema (resource, search) VALUES (?, ?) ON CONFLICT (resource) DO UPDATE SET search = excluded.search"
 	if _, err := q.Exec(ctx, d.Bind(upsert, r.Name, want)); err != nil {
 		return fmt.Errorf("record search state: %w", err)
 	}
 	return nil
+}
+
+// fillSearch writes the search text of every record of r.
+func fillSearch(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource) (int, error) {
+	return rewrite(ctx, q, d, r, func(f *model.Field) bool { return slices.Contains(r.Search, f) }, func(values map[string]any) ([]string, []any) {
+		return []string{sqlgen.SearchColumn}, []any{sqlgen.SearchText(r, func(f *model.Field) any { return values[f.Key] })}
+	})
 }
 
 func sameType(have, want string) bool {

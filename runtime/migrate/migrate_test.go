@@ -75,7 +75,7 @@ func TestFirstRun(t *testing.T) {
 	r, _ := cat.Resource("widgets")
 	table := st.Dialect().TableOf(r).Name
 	res := run(t, st, cat, migrate.Options{})
-	for _, want := range []string{"create table records_schema", "create table " + table, "create search on " + table + " (name)"} {
+	for _, want := range []string{"create table records_schema", "create table " + table, "create search on " + table + " (name) for 0 records"} {
 		if !slices.Contains(res.Applied, want) {
 			t.Errorf("first run: no %q in\n%s", want, strings.Join(res.Applied, "\n"))
 		}
@@ -88,7 +88,7 @@ func TestFirstRun(t *testing.T) {
 	if len(res.Pending) > 0 {
 		t.Errorf("first run: pending %v", res.Pending)
 	}
-	if cols := columnsOf(t, st, table); cols["size"] == "" || cols["name"] == "" || cols["workspace_id"] == "" {
+	if cols := columnsOf(t, st, table); cols["size"] == "" || cols["name"] == "" || cols["workspace_id"] == "" || cols[sqlgen.SearchColumn] != "TEXT" {
 		t.Errorf("columns %v", cols)
 	}
 	again := run(t, st, cat, migrate.Options{})
@@ -120,7 +120,9 @@ func TestPlans(t *testing.T) {
 		{name: "add a sortable field", fields: addRank, search: "name",
 			applied: []string{"add column {t}.rank INTEGER", "create index {rank index}"}},
 		{name: "search another field", fields: base, search: "name, notes",
-			applied: []string{"create search on {t} (name,notes)"}},
+			applied: []string{"create search on {t} (name,notes) for 0 records"}},
+		{name: "search nothing", fields: base, search: "",
+			applied: []string{"drop search on {t}"}, gone: []string{sqlgen.SearchColumn}},
 		{name: "drop a field, not allowed", fields: noSize, search: "name",
 			pending: []string{"drop column {t}.size (no field declares it; run migrate --allow-destructive)"},
 			kept:    []string{"size"}},

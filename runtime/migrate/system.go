@@ -63,6 +63,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   expires_at {ts} NOT NULL,
   revoked_at {ts},
   last_used_at {ts},
+  last_used_ip TEXT,
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
 			`CREATE UNIQUE INDEX api_keys_id_idx ON api_keys (id)`,
@@ -107,11 +108,36 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 ){strict}`),
 			`CREATE INDEX key_reminders_due_idx ON key_reminders (status, due_at)`,
 			`CREATE INDEX key_reminders_key_idx ON key_reminders (workspace_id, key_id)`}},
+		{"notifications", []string{r(`CREATE TABLE notifications (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  kind TEXT NOT NULL,
+  key_id {uuid},
+  key_hint TEXT,
+  expires_at {ts},
+  days_before INTEGER,
+  dedupe TEXT NOT NULL,
+  created_at {ts} NOT NULL,
+  delivered_at {ts},
+  read_at {ts},
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE INDEX notifications_id_idx ON notifications (id)`,
+			`CREATE UNIQUE INDEX notifications_dedupe_idx ON notifications (workspace_id, dedupe)`,
+			`CREATE INDEX notifications_member_idx ON notifications (workspace_id, member_id, created_at)`}},
 		{"usage_counters", []string{r(`CREATE TABLE usage_counters (
   workspace_id {uuid} NOT NULL,
   period TEXT NOT NULL,
   count {int} NOT NULL,
   PRIMARY KEY (workspace_id, period)
+){strict}`)}},
+		{"server_instances", []string{r(`CREATE TABLE server_instances (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid {int} NOT NULL,
+  started_at {ts} NOT NULL,
+  heartbeat_at {ts} NOT NULL
 ){strict}`)}},
 		{"idempotency_keys", []string{r(`CREATE TABLE idempotency_keys (
   api_key_id {uuid} NOT NULL,
@@ -126,6 +152,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   response_body TEXT,
   created_at {ts} NOT NULL,
   completed_at {ts},
+  owner TEXT,
   PRIMARY KEY (api_key_id, idem_key)
 ){strict}`),
 			`CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at)`}},
@@ -216,5 +243,9 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "audit_log", column: "previous", typ: js},
 		{table: "audit_log", index: "audit_log_time_idx", ddl: auditTimeIndex},
 		{table: "audit_log", index: "audit_log_resource_idx", ddl: auditResourceIndex},
+		// The client address of a key's last use, written with last_used_at.
+		{table: "api_keys", column: "last_used_ip", typ: "TEXT"},
+		// The server instance (server_instances.id) holding a running claim.
+		{table: "idempotency_keys", column: "owner", typ: "TEXT"},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 )
 
 // setComputed adds to cols (by column) the values of r's formula fields after a write: cur is the
@@ -47,4 +48,24 @@ func setComputed(r *model.Resource, cur Record, changes map[string]any, cols map
 		cols[f.Column] = f.Formula.Eval(values)
 	}
 	return nil
+}
+
+// setSearchText adds to cols (by column) the record's new search text when the write changes one of r's
+// search fields: the search fields' values after the write, from cols where it sets them and from cur
+// (the record before the write, by key) otherwise.
+func setSearchText(r *model.Resource, cur Record, cols map[string]any) {
+	changed := false
+	for _, f := range r.Search {
+		_, set := cols[f.Column]
+		changed = changed || set
+	}
+	if !changed {
+		return
+	}
+	cols[sqlgen.SearchColumn] = sqlgen.SearchText(r, func(f *model.Field) any {
+		if v, ok := cols[f.Column]; ok {
+			return v
+		}
+		return cur[f.Key]
+	})
 }

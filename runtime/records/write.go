@@ -152,6 +152,7 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 			now = s.timestamp()
 			e.values["updated_at"] = now
 		}
+		setSearchText(r, cur, e.values)
 		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", e.action, r.Name, err)
 		}

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,13 +11,18 @@ import (
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
+// TestKeyExpiryReminders: reminders are scheduled 14 and 3 days before expiry (one falling before the
+// key existed is skipped), and when one falls due its owner gets a key_expiring notification in the
+// outbox — unless the owner opted out or the key was revoked or expired first. Several servers sending
+// the due reminders at once write each notification once.
 func TestKeyExpiryReminders(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			dir := e.Server.Backend().Directory
+			be := e.Server.Backend()
+			dir := be.Directory
 			ann, bob := e.NewMember("ann@x.example", "admin", ""), e.NewMember("bob@x.example", "admin", "")
 			long, _, _ := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 30 * 24 * time.Hour})
 			short, _, _ := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 10 * 24 * time.Hour})
@@ -40,42 +47,135 @@ func TestKeyExpiryReminders(t *testing.T) {
 				}
 				return out
 			}
+			outbox := func(member string) []auth.Notification {
+				list, err := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Member: member})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return list
+			}
 			s := state()
 			if s[short.ID][14] != auth.ReminderSkipped || s[short.ID][3] != auth.ReminderScheduled {
 				t.Errorf("10-day key: %v (the 14-day reminder falls before creation)", s[short.ID])
 			}
-			var delivered []auth.Reminder
-			notify := func(r auth.Reminder, email string) error {
-				if email == "bob@x.example" {
-					t.Errorf("reminder sent to bob, who opted out")
-				}
-				if email == "ann@x.example" {
-					delivered = append(delivered, r)
-				}
-				return nil
-			}
 			// Nothing is due yet.
-			if n, _ := dir.SendDueReminders(ctx, time.Now(), notify); n != 0 {
+			if n, _ := dir.SendDueReminders(ctx, time.Now()); n != 0 || len(outbox("")) != 0 {
 				t.Errorf("sent %d reminders early", n)
 			}
-			at := time.Now().Add(17 * 24 * time.Hour) // the 14-day reminders of the 30-day keys are due
-			n, err := dir.SendDueReminders(ctx, at, notify)
-			if err != nil || n != 2 {
-				t.Fatalf("sent %d, %v; want 2 (ann's 30-day key and the test's own admin key)", n, err)
+			// Three servers send the 14-day reminders of the 30-day keys at once.
+			at := time.Now().Add(17 * 24 * time.Hour)
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			total := 0
+			for range 3 {
+				replica := auth.NewDirectory(be.Store, be.Catalog, nil)
+				wg.Go(func() {
+					n, err := replica.SendDueReminders(ctx, at)
+					if err != nil {
+						t.Error(err)
+					}
+					mu.Lock()
+					total += n
+					mu.Unlock()
+				})
 			}
-			// A second server running the same pass sends nothing twice.
-			if n, _ := dir.SendDueReminders(ctx, at, notify); n != 0 {
-				t.Errorf("second pass sent %d", n)
+			wg.Wait()
+			if total != 2 {
+				t.Errorf("three servers wrote %d notifications, want 2 (ann's 30-day key and the test's own admin key)", total)
+			}
+			if n, _ := dir.SendDueReminders(ctx, at); n != 0 {
+				t.Errorf("a later pass wrote %d", n)
 			}
 			s = state()
 			if s[long.ID][14] != auth.ReminderSent || s[optOut.ID][14] != auth.ReminderSkipped || s[revoked.ID][14] != auth.ReminderCancelled {
-				t.Errorf("after day 16: long %v, opted out %v, revoked %v", s[long.ID], s[optOut.ID], s[revoked.ID])
+				t.Errorf("after day 17: long %v, opted out %v, revoked %v", s[long.ID], s[optOut.ID], s[revoked.ID])
 			}
 			if s[short.ID][3] != auth.ReminderCancelled {
 				t.Errorf("reminder of a key expired before it was due: %v", s[short.ID])
 			}
-			if len(delivered) != 1 || delivered[0].KeyID != long.ID || delivered[0].DaysBefore != 14 {
-				t.Errorf("delivered %+v", delivered)
+			if got := outbox(bob); len(got) != 0 {
+				t.Errorf("bob, who opted out, has notifications: %+v", got)
+			}
+			got := outbox(ann)
+			if len(got) != 1 {
+				t.Fatalf("ann's outbox: %+v, want one notification", got)
+			}
+			n := got[0]
+			if n.Kind != auth.NotificationKeyExpiring || n.KeyID != long.ID || n.KeyHint != long.Hint || !n.ExpiresAt.Equal(long.ExpiresAt) || n.DaysBefore != 14 ||
+				n.Member != ann || n.DeliveredAt != nil || n.ReadAt != nil {
+				t.Errorf("ann's notification: %+v; key %+v", n, long)
+			}
+			// The 3-day reminder is a second notification, not a repeat of the first.
+			if n, _ := dir.SendDueReminders(ctx, long.ExpiresAt.Add(-2*24*time.Hour)); n < 1 || len(outbox(ann)) != 2 {
+				t.Errorf("3-day reminder: wrote %d, ann has %d notifications; want 2", n, len(outbox(ann)))
+			}
+		})
+	}
+}
+
+// TestNotificationsInMe: GET /v1/me shows the key owner's unread notifications (of any of their keys,
+// never another member's), records when they were first shown, and stops showing one once it is marked
+// read.
+func TestNotificationsInMe(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			ctx := context.Background()
+			dir := e.Server.Backend().Directory
+			ann, bob := e.NewMember("ann@me.example", "member", ""), e.NewMember("bob@me.example", "member", "")
+			expiring, _, err := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 20 * 24 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			annKey := e.NewKey(ann, auth.KeyOptions{Access: "read", ExpiresIn: 300 * 24 * time.Hour})
+			bobKey := e.NewKey(bob, auth.KeyOptions{Access: "read", ExpiresIn: 300 * 24 * time.Hour})
+			notes := func(key string) []map[string]any {
+				t.Helper()
+				me := e.DoKey(key, "GET", "/v1/me", nil)
+				e.Expect(me, 200, "")
+				items, _ := me.Data()["notifications"].([]any)
+				out := make([]map[string]any, len(items))
+				for i, it := range items {
+					out[i], _ = it.(map[string]any)
+				}
+				return out
+			}
+			if got := notes(annKey); len(got) != 0 {
+				t.Fatalf("notifications before any reminder: %v", got)
+			}
+			if _, err := dir.SendDueReminders(ctx, time.Now().Add(7*24*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			before := time.Now()
+			got := notes(annKey)
+			if len(got) != 1 || got[0]["kind"] != "key_expiring" || got[0]["key_id"] != expiring.ID || got[0]["key_hint"] != expiring.Hint || fmt.Sprint(got[0]["days_before"]) != "14" || got[0]["delivered_at"] == nil {
+				t.Fatalf("ann's notifications: %v", got)
+			}
+			if other := notes(bobKey); len(other) != 0 {
+				t.Errorf("bob sees notifications of ann's keys: %v", other)
+			}
+			list, err := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Member: ann})
+			if err != nil || len(list) != 1 || list[0].DeliveredAt == nil || list[0].DeliveredAt.Before(before.Add(-time.Second)) {
+				t.Fatalf("stored after GET /v1/me: %+v, %v; want delivered_at set", list, err)
+			}
+			first := *list[0].DeliveredAt
+			notes(annKey)
+			if list, _ := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Member: ann}); !list[0].DeliveredAt.Equal(first) {
+				t.Errorf("delivered_at moved from %v to %v on a second GET /v1/me", first, list[0].DeliveredAt)
+			}
+			read, err := dir.MarkNotificationRead(ctx, list[0].ID)
+			if err != nil || read.ReadAt == nil {
+				t.Fatalf("mark read: %+v, %v", read, err)
+			}
+			if got := notes(annKey); len(got) != 0 {
+				t.Errorf("a read notification is still shown: %v", got)
+			}
+			if unread, _ := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Unread: true}); len(unread) != 0 {
+				t.Errorf("unread after marking read: %+v", unread)
+			}
+			if _, err := dir.MarkNotificationRead(ctx, "not-a-uuid"); err == nil {
+				t.Error("marking an unknown notification read succeeded")
 			}
 		})
 	}

@@ -26,6 +26,7 @@ var noRowSecurity = map[string]string{
 	"workspace_roles":    "joined while authenticating a key, before the workspace is known",
 	"member_preferences": "joined by the key reminder job, which runs across workspaces",
 	"key_reminders":      "scanned by the key reminder job across workspaces",
+	"notifications":      "written by the key reminder job across workspaces; read by member (GET /v1/me) before any record scope",
 	"usage_counters":     "quota counters, read and flushed outside any request's workspace scope",
 	"idempotency_keys":   "keyed by API key; claimed before the request's workspace scope and swept across workspaces",
 	"custom_field_defs":  "addressed by definition id alone (recordsctl field …)",

@@ -244,6 +244,7 @@ type Server struct {
 	handler  *httpapi.Handler
 	quota    *limits.Quota
 	idem     *idempotency.Keys
+	instance *idempotency.Instance
 	redis    *redis.Client // nil without --redis
 	metrics  *metrics.Metrics
 	closed   sync.Once
@@ -285,6 +286,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	for _, line := range b.Migration.Pending {
 		log.Warn("migration pending", "change", line)
 	}
+	if err := warnRowSecurityBypass(ctx, b.Store, log); err != nil {
+		b.Close()
+		return nil, err
+	}
 	doc, err := httpapi.NewDocument(catalog.OpenAPI(b.Catalog, b.Schemas), catalog.ServerURL)
 	if err != nil {
 		b.Close()
@@ -321,8 +326,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			return metrics.Pool(s)
 		}))
 	}
+	// This process's heartbeat: a retry takes over the Idempotency-Key claims of a server that died
+	// within seconds (idempotency.DeadAfter) instead of after their lease.
+	inst, err := idempotency.Register(ctx, b.Store, log)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
 	idem := b.recordsConfig.Idempotency
-	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, redis: rdb, metrics: m}
+	idem.SetInstance(inst)
+	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
 		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
@@ -418,6 +431,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopBackground()
 	go s.sendReminders(bg)
 	go s.flushQuota(bg)
+	go s.flushKeyUsage(bg)
 	go s.backend.Directory.Watch(bg)
 	select {
 	case err := <-errc:
@@ -462,6 +476,14 @@ func (s *Server) Close() error {
 		if err != nil {
 			s.log.Error("flush quota usage at shutdown", "err", err)
 		}
+		if _, kerr := s.backend.Directory.FlushUsage(ctx); kerr != nil {
+			s.log.Error("write key usage at shutdown", "err", kerr)
+			err = errors.Join(err, kerr)
+		}
+		if ierr := s.instance.Close(ctx); ierr != nil {
+			s.log.Error("deregister at shutdown", "err", ierr)
+			err = errors.Join(err, ierr)
+		}
 		s.closeErr = errors.Join(err, s.backend.Close())
 		if s.redis != nil {
 			s.closeErr = errors.Join(s.closeErr, s.redis.Close())
@@ -488,25 +510,44 @@ func (s *Server) flushQuota(ctx context.Context) {
 	}
 }
 
+// flushKeyUsage writes the last use of the keys this server served every KeyUsageInterval until ctx is
+// done (Close writes the rest).
+func (s *Server) flushKeyUsage(ctx context.Context) {
+	t := time.NewTicker(s.cfg.KeyUsageInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.backend.Directory.FlushUsage(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("write key usage", "err", err)
+		}
+	}
+}
+
 // ReminderInterval is how often a server looks for key expiry reminders that are due.
 const ReminderInterval = time.Minute
 
-// sendReminders delivers due key expiry reminders and deletes expired idempotency keys until ctx is
-// done. Several servers may run it at once.
+// sendReminders delivers due key expiry reminders and deletes expired idempotency keys and the rows of
+// long-dead server instances until ctx is done. Several servers may run it at once.
 func (s *Server) sendReminders(ctx context.Context) {
 	t := time.NewTicker(ReminderInterval)
 	defer t.Stop()
-	notify := auth.LogNotifier(s.log)
 	for {
 		if n, err := s.idem.Cleanup(ctx); err != nil {
 			s.log.Warn("idempotency key clean-up", "err", err)
 		} else if n > 0 {
 			s.log.Info("idempotency keys expired", "count", n)
 		}
-		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now(), notify); err != nil {
+		if _, err := idempotency.CleanupInstances(ctx, s.backend.Store); err != nil {
+			s.log.Warn("server instance clean-up", "err", err)
+		}
+		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now()); err != nil {
 			s.log.Warn("key expiry reminders", "err", err)
 		} else if n > 0 {
-			s.log.Info("key expiry reminders sent", "count", n)
+			s.log.Info("key expiry notifications written", "count", n)
 		}
 		select {
 		case <-ctx.Done():

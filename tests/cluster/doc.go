@@ -6,8 +6,9 @@
 // retried. docs/deployment.md describes the deployment it models.
 //
 // The short form runs in `make test` (about half a minute). `make cluster-test` runs the long form
-// (CLUSTER_LONG=1, or -cluster.long): larger limits, repeated propagation rounds, several kill points
-// (SIGKILL and SIGTERM) and a real wait for abandoned idempotency leases.
+// (CLUSTER_LONG=1, or -cluster.long): larger limits, repeated propagation rounds and several kill points
+// (SIGKILL and SIGTERM). A claim a killed replica abandoned is taken over once the replica counts as dead
+// (idempotency.DeadAfter), never by hand in the database.
 //
 // PostgreSQL comes from RECORDS_TEST_POSTGRES and Redis from RECORDS_TEST_REDIS, as for the rest of the
 // suite; without them the test is skipped, except with CI=true, where it fails.

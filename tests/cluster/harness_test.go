@@ -47,12 +47,11 @@ type scale struct {
 	concurrent int // identical idempotent POSTs sent at once
 	rounds     int // rounds of each propagation scenario
 	kills      int // kill points in the crash scenario
-	realLease  bool
 }
 
 func currentScale() scale {
 	if *long {
-		return scale{rateN: 100, quota: 300, quotaRate: 40, concurrent: 100, rounds: 5, kills: 6, realLease: true}
+		return scale{rateN: 100, quota: 300, quotaRate: 40, concurrent: 100, rounds: 5, kills: 6}
 	}
 	return scale{rateN: 20, quota: 60, quotaRate: 20, concurrent: 30, rounds: 1, kills: 1}
 }

@@ -147,7 +147,7 @@ func (c *crash) integrity() {
 // report logs what the run did, for docs/reliability.md.
 func (c *crash) report(setup, killing, total time.Duration, restarts []time.Duration, midRequest, inflightAtKill, records, dup int) {
 	var ops, firstTry, unanswered, replayedAfter, ranAfter, abandoned, unavailable int
-	var takeovers []time.Duration
+	var takeovers, deadFor []time.Duration
 	kinds := map[string]int{}
 	for _, ch := range c.chains {
 		for _, o := range ch.ops {
@@ -171,23 +171,21 @@ func (c *crash) report(setup, killing, total time.Duration, restarts []time.Dura
 			if o.inUse > 0 {
 				abandoned++
 				takeovers = append(takeovers, o.takeover)
+				deadFor = append(deadFor, o.deadFor)
 			}
 		}
 	}
 	slices.Sort(restarts)
 	slices.Sort(takeovers)
+	slices.Sort(deadFor)
 	statuses := map[int]int64{}
 	c.statuses.Range(func(k, v any) bool { statuses[k.(int)] = v.(*atomic.Int64).Load(); return true })
-	how := "ended in the database"
-	if c.sc.realLease {
-		how = "waited out (idempotency.Lease)"
-	}
 	c.t.Logf("%s: set up in %v; %d SIGKILLs in %v (%d landed with requests in flight, %d requests in flight in all); restart to serving p50 %v, max %v",
 		c.b, setup.Round(time.Millisecond), c.sc.kills, killing.Round(time.Millisecond), midRequest, inflightAtKill, pct(restarts, 50), pct(restarts, 100))
 	c.t.Logf("%s: %d chains, %d operations (%v) with %d requests from %d clients in %v; answers by status %v",
 		c.b, len(c.chains), ops, kinds, c.sent.Load(), c.sc.workers, total.Round(time.Millisecond), statuses)
-	c.t.Logf("%s: %d answered on the first attempt; %d lost an answer to a kill: %d had committed (the retry replayed them), %d had not (the retry ran them once); %d behind an abandoned claim (lease %s; takeover after p50 %v, max %v); %d 503 answers",
-		c.b, firstTry, unanswered, replayedAfter, ranAfter, abandoned, how, pct(takeovers, 50), pct(takeovers, 100), unavailable)
+	c.t.Logf("%s: %d answered on the first attempt; %d lost an answer to a kill: %d had committed (the retry replayed them), %d had not (the retry ran them once); %d behind an abandoned claim (taken over after the first 409 in p50 %v, max %v; the last 409 came p50 %v, max %v after its holder was killed, bound %v); %d 503 answers",
+		c.b, firstTry, unanswered, replayedAfter, ranAfter, abandoned, pct(takeovers, 50), pct(takeovers, 100), pct(deadFor, 50), pct(deadFor, 100), inUseBound, unavailable)
 	c.t.Logf("%s: database: %d records for %d creates, %d duplicates", c.b, records, kinds["create"], dup)
 }
 

@@ -25,14 +25,19 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-var long = flag.Bool("crash.long", os.Getenv("CRASH_LONG") == "1", "run the long form: 200 kill points on PostgreSQL, 20 on SQLite, real lease waits (also CRASH_LONG=1)")
+var long = flag.Bool("crash.long", os.Getenv("CRASH_LONG") == "1", "run the long form: 200 kill points on PostgreSQL, 20 on SQLite (also CRASH_LONG=1)")
+
+// inUseBound is how long after the kill of the server holding a claim a retry may still be told 409
+// idempotency_key_in_use: the server counts as dead DeadAfter after its last heartbeat, which came at
+// most a heartbeat before the kill; the rest is slack for a loaded machine.
+const inUseBound = idempotency.DeadAfter + idempotency.HeartbeatInterval + 2*time.Second
 
 // scale is how much one run does.
 type scale struct {
 	kills              int           // SIGKILLs
 	workers            int           // concurrent clients
 	minDelay, maxDelay time.Duration // random time the process serves before each kill
-	realLease          bool          // wait for abandoned claims' leases instead of ending them in the database
+	park               bool          // a chain behind an abandoned claim is parked, the worker goes on with another
 }
 
 func scaleFor(b servertest.Backend) scale {
@@ -41,7 +46,7 @@ func scaleFor(b servertest.Backend) scale {
 		s.kills = 4
 	}
 	if *long {
-		s.kills, s.realLease, s.workers = 200, true, 6
+		s.kills, s.park, s.workers = 200, true, 6
 		if b == servertest.SQLite {
 			s.kills = 20
 		}
@@ -70,9 +75,9 @@ type op struct {
 	unanswered  int // attempts that got no HTTP answer (the process died, or was not up yet)
 	unavailable int // 503 answers
 	inUse       int // 409 idempotency_key_in_use answers: a claim left by a killed process
-	leasesEnded int // abandoned claims whose lease the test ended (short form)
 	inUseSince  time.Time
-	takeover    time.Duration // from the first 409 to the answer, once the lease let a retry through
+	takeover    time.Duration // from the first 409 to the answer, once the dead server's claim was taken over
+	deadFor     time.Duration // the longest a claim's server had been dead when a retry got 409
 
 	status   int // the definitive answer
 	replayed bool
@@ -108,6 +113,9 @@ type crash struct {
 	mu     sync.Mutex
 	chains []*chain
 
+	killMu sync.Mutex
+	killed map[int]time.Time // when each killed process (by pid) was killed
+
 	inflight atomic.Int64
 	aborted  atomic.Bool // the test failed: workers give up at once
 	sent     atomic.Int64
@@ -116,7 +124,7 @@ type crash struct {
 
 func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	start := time.Now()
-	c := &crash{t: t, b: b, sc: sc, db: servertest.DatabaseURL(t, b), runID: randomHex(3), stop: make(chan struct{})}
+	c := &crash{t: t, b: b, sc: sc, db: servertest.DatabaseURL(t, b), runID: randomHex(3), stop: make(chan struct{}), killed: map[int]time.Time{}}
 	c.proc = newProcess(t, func(addr string) []string {
 		c.url = "http://" + addr
 		return []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t), "--log-level", "warn"}
@@ -168,7 +176,11 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 		time.Sleep(sc.minDelay + time.Duration(mrand.Int64N(int64(sc.maxDelay-sc.minDelay))))
 		plugins := c.proc.Children()
 		n := c.inflight.Load()
+		pid := c.proc.Pid()
 		c.proc.Signal(syscall.SIGKILL)
+		c.killMu.Lock()
+		c.killed[pid] = time.Now()
+		c.killMu.Unlock()
 		if n > 0 {
 			midRequest++
 			inflightAtKill += int(n)
@@ -301,12 +313,7 @@ func (c *crash) runChain(ch *chain) (parked bool) {
 }
 
 // deadline bounds how long one operation may go without a definitive answer.
-func (c *crash) deadline() time.Duration {
-	if c.sc.realLease {
-		return idempotency.Lease + time.Minute
-	}
-	return time.Minute
-}
+func (c *crash) deadline() time.Duration { return time.Minute }
 
 // runOp sends o until it has a definitive answer; it returns true when o is parked behind a lease.
 func (c *crash) runOp(ch *chain, o *op) (parked bool) {
@@ -344,14 +351,15 @@ func (c *crash) runOp(ch *chain, o *op) (parked bool) {
 			if o.inUseSince.IsZero() {
 				o.inUseSince = time.Now()
 			}
-			if c.sc.realLease {
+			// The process that claimed the key is dead (every earlier attempt went unanswered): the
+			// retry may be refused only until that process counts as dead, a few seconds, never for
+			// the claim's lease. (A retry that took the claim over may itself be killed and leave a
+			// new claim, of a process killed later.)
+			c.checkInUse(o)
+			if c.sc.park {
 				return true
 			}
-			// The process that claimed the key is dead (every earlier attempt went unanswered); end
-			// its lease, as the passing of idempotency.Lease would. (A retry that took the claim over
-			// may itself be killed and leave a new claim: each 409 ends the lease again.)
-			c.endLease(o)
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 		case status == want:
 			o.status, o.replayed, o.data = status, hdr.Get("Idempotent-Replayed") == "true", dataOf(body)
 			if !o.inUseSince.IsZero() {
@@ -446,15 +454,35 @@ func (c *crash) checkAnswer(ch *chain, o *op) {
 	}
 }
 
-// endLease ends the lease of o's claim in the database (the short form's stand-in for waiting it out).
-func (c *crash) endLease(o *op) {
-	n, err := c.st.Exec(context.Background(), c.st.Dialect().Bind("UPDATE idempotency_keys SET locked_until = ? WHERE api_key_id = ? AND idem_key = ? AND status = 'running'",
-		time.Now().UTC().Add(-time.Second), c.keyID, o.key))
+// checkInUse checks a 409 idempotency_key_in_use answer to o: the claim belongs to a process this test
+// killed (server_instances names its pid), no longer ago than inUseBound.
+func (c *crash) checkInUse(o *op) {
+	var pid int64
+	found, err := store.QueryOne(context.Background(), c.st, c.st.Dialect().Bind(`SELECT i.pid FROM idempotency_keys k JOIN server_instances i ON i.id = k.owner
+WHERE k.api_key_id = ? AND k.idem_key = ? AND k.status = 'running'`, c.keyID, o.key), func(row []any) error {
+		pid = store.Int(row[0])
+		return nil
+	})
 	if err != nil {
-		c.t.Errorf("end the lease of %s: %v", o.key, err)
+		c.t.Errorf("%s %s: read the claim: %v", o.kind, o.key, err)
 		return
 	}
-	o.leasesEnded += int(n)
+	if !found {
+		// The claim is gone since the answer, or names no server instance any more: nothing held it.
+		return
+	}
+	c.killMu.Lock()
+	at, ok := c.killed[int(pid)]
+	c.killMu.Unlock()
+	if !ok {
+		c.t.Errorf("%s %s: 409 for a claim of process %d, which was not killed, though every earlier attempt went unanswered", o.kind, o.key, pid)
+		return
+	}
+	dead := time.Since(at)
+	o.deadFor = max(o.deadFor, dead)
+	if dead > inUseBound {
+		c.t.Errorf("%s %s: 409 idempotency_key_in_use %v after the process holding the claim was killed, want none past %v", o.kind, o.key, dead.Round(time.Millisecond), inUseBound)
+	}
 }
 
 func errCode(body []byte) string {

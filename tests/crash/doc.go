@@ -6,10 +6,14 @@
 // exactly once and every retried request's effect exactly once: one record per create, the last update's
 // values, one audit row per operation, every key completed.
 //
-// The short form (20 kill points on PostgreSQL, 4 on SQLite) runs in `make test`; it ends a claim that a
-// killed process abandoned directly in the database, which is what the passing of its lease does. `make
-// crash-test` runs the long form (CRASH_LONG=1, or -crash.long): 200 kill points on PostgreSQL and 20 on
-// SQLite, waiting for the real lease (idempotency.Lease) of every abandoned claim.
+// A claim a killed process abandoned blocks its key (409 idempotency_key_in_use) only until the server
+// counts as dead (idempotency.DeadAfter after its last heartbeat), never for the claim's lease: every 409
+// is checked against the kill of the process holding the claim (server_instances names its pid) and
+// fails the test past a few seconds (inUseBound). Nothing is ended by hand in the database.
+//
+// The short form (20 kill points on PostgreSQL, 4 on SQLite) runs in `make test`. `make crash-test` runs
+// the long form (CRASH_LONG=1, or -crash.long): 200 kill points on PostgreSQL and 20 on SQLite, where a
+// chain behind an abandoned claim is parked while its worker goes on with others.
 //
 // PostgreSQL comes from RECORDS_TEST_POSTGRES as for the rest of the suite; without it the PostgreSQL
 // half is skipped, except with CI=true, where it fails.

@@ -40,7 +40,7 @@ var layers = []layer{
 	{"engine access", pkgs("./engine/access")},
 	{"engine model", pkgs("./engine/model")},
 	{"engine spec and error codes", pkgs("./engine/spec", "./engine/apierr")},
-	{"engine leaves", pkgs("./engine/field", "./engine/strictjson", "./engine/suggest")},
+	{"engine leaves", pkgs("./engine/field", "./engine/strictjson", "./engine/suggest", "./engine/fulltext")},
 	// The plugin contract and the definitions are peers at the bottom: neither imports the other.
 	{"contract and data", pkgs("./plugins/sdk/...", "./definitions")},
 }

@@ -23,7 +23,7 @@ import (
 type db struct {
 	pg   *pgxpool.Pool
 	lite *sql.DB
-	// columns lists each table's record columns (the full-text column left out, as the API does).
+	// columns lists each table's record columns (the full-text columns left out, as the API does).
 	columns map[string][]string
 }
 
@@ -82,7 +82,7 @@ func (d *db) tableColumns(ctx context.Context, table string) ([]string, error) {
 	}
 	var cols []string
 	err := d.query(ctx, q, []any{table}, func(_ []string, vals []any) error {
-		if name := fmt.Sprint(vals[0]); name != "_search" {
+		if name := fmt.Sprint(vals[0]); name != "_search" && name != "_search_text" {
 			cols = append(cols, name)
 		}
 		return nil

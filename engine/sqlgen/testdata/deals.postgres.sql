@@ -52,8 +52,13 @@ CREATE INDEX IF NOT EXISTS "rec_deals_created_at_idx" ON "rec_deals" ("workspace
 CREATE INDEX IF NOT EXISTS "rec_deals_updated_at_idx" ON "rec_deals" ("workspace_id", "updated_at", "id")
 
 -- search
-ALTER TABLE "rec_deals" ADD COLUMN "_search" tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, coalesce("name", '') || ' ' || coalesce("description", '') || ' ' || coalesce("next_step", ''))) STORED
+ALTER TABLE "rec_deals" ADD COLUMN IF NOT EXISTS "_search_text" text
+ALTER TABLE "rec_deals" ADD COLUMN "_search" tsvector GENERATED ALWAYS AS (array_to_tsvector(string_to_array(coalesce("_search_text", ''), ' '))) STORED
 CREATE INDEX IF NOT EXISTS "rec_deals_search_idx" ON "rec_deals" USING gin ("_search")
+
+-- insert (the search text: the tokens of name, description and next_step)
+INSERT INTO "rec_deals" ("workspace_id", "id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "owner_id", "created_at", "updated_at", "archived_at", "archive_reason", "custom_fields", "_search_text") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
+-- args: [ws 0190a6d4-0000-7000-8000-000000000001 Plist-007-AB12 renewal Crème brûlée for ann@x.example <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> plist 007 ab12 renewal creme brulee for ann x example]
 
 -- get
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "id" = $2
@@ -64,12 +69,12 @@ SELECT "workspace_id", "name", "description", "amount", "currency", "probability
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001 m1 ws d1]
 
 -- update
-UPDATE "rec_deals" SET "name" = $1, "amount" = $2 WHERE "workspace_id" = $3 AND "id" = $4
--- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
+UPDATE "rec_deals" SET "name" = $1, "amount" = $2, "_search_text" = $3 WHERE "workspace_id" = $4 AND "id" = $5
+-- args: [Renewal 10.5 renewal ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- page 3, filters joined with or, search
-SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ to_tsquery('simple'::regconfig, $7) ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
--- args: [ws false open won %50\%\_off% 50 acme:* & renewal:* 11 20]
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ $7::tsquery ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
+-- args: [ws false open won %50\%\_off% 50 'acme':* & 'renewal':* 11 20]
 
 -- cursor, non-null key (created_at desc)
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("created_at", "id") < ($3, $4) ORDER BY "created_at" DESC, "id" DESC LIMIT $5

@@ -52,11 +52,16 @@ CREATE INDEX IF NOT EXISTS "rec_deals_created_at_idx" ON "rec_deals" ("workspace
 CREATE INDEX IF NOT EXISTS "rec_deals_updated_at_idx" ON "rec_deals" ("workspace_id", "updated_at", "id")
 
 -- search
-CREATE VIRTUAL TABLE "rec_deals_fts" USING fts5("name", "description", "next_step", content='rec_deals', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2')
-CREATE TRIGGER "rec_deals_fts_ai" AFTER INSERT ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"(rowid, "name", "description", "next_step") VALUES (new.rowid, new."name", new."description", new."next_step"); END
-CREATE TRIGGER "rec_deals_fts_ad" AFTER DELETE ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"("rec_deals_fts", rowid, "name", "description", "next_step") VALUES ('delete', old.rowid, old."name", old."description", old."next_step"); END
-CREATE TRIGGER "rec_deals_fts_au" AFTER UPDATE ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"("rec_deals_fts", rowid, "name", "description", "next_step") VALUES ('delete', old.rowid, old."name", old."description", old."next_step"); INSERT INTO "rec_deals_fts"(rowid, "name", "description", "next_step") VALUES (new.rowid, new."name", new."description", new."next_step"); END
+ALTER TABLE "rec_deals" ADD COLUMN "_search_text" TEXT
+CREATE VIRTUAL TABLE "rec_deals_fts" USING fts5("_search_text", content='rec_deals', content_rowid='rowid', tokenize='ascii')
+CREATE TRIGGER "rec_deals_fts_ai" AFTER INSERT ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"(rowid, "_search_text") VALUES (new.rowid, new."_search_text"); END
+CREATE TRIGGER "rec_deals_fts_ad" AFTER DELETE ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"("rec_deals_fts", rowid, "_search_text") VALUES ('delete', old.rowid, old."_search_text"); END
+CREATE TRIGGER "rec_deals_fts_au" AFTER UPDATE OF "_search_text" ON "rec_deals" BEGIN INSERT INTO "rec_deals_fts"("rec_deals_fts", rowid, "_search_text") VALUES ('delete', old.rowid, old."_search_text"); INSERT INTO "rec_deals_fts"(rowid, "_search_text") VALUES (new.rowid, new."_search_text"); END
 INSERT INTO "rec_deals_fts"("rec_deals_fts") VALUES ('rebuild')
+
+-- insert (the search text: the tokens of name, description and next_step)
+INSERT INTO "rec_deals" ("workspace_id", "id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "owner_id", "created_at", "updated_at", "archived_at", "archive_reason", "custom_fields", "_search_text") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+-- args: [ws 0190a6d4-0000-7000-8000-000000000001 Plist-007-AB12 renewal Crème brûlée for ann@x.example <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> <nil> plist 007 ab12 renewal creme brulee for ann x example]
 
 -- get
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "id" = ?
@@ -67,8 +72,8 @@ SELECT "workspace_id", "name", "description", "amount", "currency", "probability
 -- args: [ws 0190a6d4-0000-7000-8000-000000000001 m1 ws d1]
 
 -- update
-UPDATE "rec_deals" SET "name" = ?, "amount" = ? WHERE "workspace_id" = ? AND "id" = ?
--- args: [Renewal 10.5 ws 0190a6d4-0000-7000-8000-000000000001]
+UPDATE "rec_deals" SET "name" = ?, "amount" = ?, "_search_text" = ? WHERE "workspace_id" = ? AND "id" = ?
+-- args: [Renewal 10.5 renewal ws 0190a6d4-0000-7000-8000-000000000001]
 
 -- page 3, filters joined with or, search
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND "rec_deals".rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
