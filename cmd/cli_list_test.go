@@ -161,11 +161,11 @@ func TestListCommands(t *testing.T) {
 				t.Errorf("model list: %q", lines[0])
 			}
 
-			keys := c.rows([]string{"id", "workspace_id", "member_id", "hint", "access", "resources", "allow_ips", "created_at", "expires_at", "revoked_at", "last_used_at"}, "key", "list", "--workspace", ws)
+			keys := c.rows([]string{"id", "workspace_id", "member_id", "hint", "access", "resources", "allow_ips", "created_at", "expires_at", "revoked_at", "last_used_at", "last_used_ip"}, "key", "list", "--workspace", ws)
 			if len(keys) != 1 || keys[0]["id"] != key {
 				t.Errorf("key list: %v", keys)
 			}
-			checkTable(t, "key list", c.text("key", "list", "--workspace", ws), []string{"ID", "HINT", "ACCESS", "STATE", "MEMBER", "EXPIRES_AT"}, 1)
+			checkTable(t, "key list", c.text("key", "list", "--workspace", ws), []string{"ID", "HINT", "ACCESS", "STATE", "MEMBER", "EXPIRES_AT", "LAST_USED"}, 1)
 
 			const nowhere = "01a20f67-0000-7000-8000-000000000000"
 			for _, cmd := range []string{"member", "role", "field", "model", "key"} {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	procs "github.com/workspace-records/records/internal/proc"
+	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -174,7 +175,19 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("get without model_id: %d, want 400", code)
 			}
 			c.run("member", "mfa-verified", member)
-			if code, body := get("/v1/me"); code != 401 || body["error"].(map[string]any)["code"] != "key_assurance_stale" {
+			// recordsctl's change reaches the server as a PostgreSQL notification, which may arrive a
+			// moment after recordsctl exits; the server's key cache is bounded by auth.PrincipalMaxAge.
+			stale := func() (int, map[string]any) {
+				deadline := time.Now().Add(auth.PrincipalMaxAge + time.Second)
+				for {
+					code, body := get("/v1/me")
+					if code == 401 || time.Now().After(deadline) {
+						return code, body
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			if code, body := stale(); code != 401 || body["error"].(map[string]any)["code"] != "key_assurance_stale" {
 				t.Errorf("after mfa-verified: %d %v", code, body)
 			}
 			c.run("key", "revoke", key["id"].(string))

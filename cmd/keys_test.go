@@ -28,6 +28,7 @@ func TestKeyCreateCommand(t *testing.T) {
 			t.Parallel()
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
 			c.run("migrate")
+			c.run("migrate")
 			ws := c.run("workspace", "create", "--name", "Keys", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@keys.example", "--role", "admin")["id"].(string)
 			create := func(extra ...string) []string {
@@ -95,6 +96,7 @@ func TestKeyCreateWithoutAPIAccess(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			c.run("migrate")
 			ws := c.run("workspace", "create", "--name", "No API", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "app@noapi.example", "--role", "no_api")["id"].(string)
 			msg := c.fail("key", "create", "--member", member, "--access", "read")
@@ -116,6 +118,7 @@ func TestKeyLastUsedWritten(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			c.run("migrate")
 			ws := c.run("workspace", "create", "--name", "Used", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@used.example", "--role", "admin")["id"].(string)
 			secret := c.run("key", "create", "--member", member, "--access", "read")["secret"].(string)
@@ -170,6 +173,7 @@ func TestExpiryNotificationOutbox(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
+			c.run("migrate")
 			ws := c.run("workspace", "create", "--name", "Outbox", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@outbox.example", "--role", "admin")["id"].(string)
 			key := c.run("key", "create", "--member", member, "--access", "read", "--expires-in", "20d")
