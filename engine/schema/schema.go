@@ -228,6 +228,7 @@ func Property(f *model.Field) map[string]any {
 			p["format"] = "email"
 		case model.URL:
 			p["format"] = "uri"
+			p["pattern"] = model.URLPattern
 		case model.Phone:
 			p["pattern"] = `^[0-9+().\-/ xX#*]*$`
 		}
@@ -374,6 +375,8 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			code, msg := codeFor(e.KeywordLocation), e.Message
 			if f, ok := r.res.Field(key); ok && code == field.CodeOption {
 				msg = "must be one of " + strings.Join(f.Options, ", ")
+			} else if ok && code == field.CodeFormat && f.Type == model.URL {
+				msg = model.ErrURL.Error()
 			}
 			errs = append(errs, field.New(code, field.NewPath(key), msg))
 		}
@@ -392,7 +395,11 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			err = model.Check(f, cv)
 		}
 		if err != nil {
-			errs = append(errs, field.New(field.CodeInvalid, field.NewPath(k), err.Error()))
+			code := field.CodeInvalid
+			if errors.Is(err, model.ErrURL) {
+				code = field.CodeFormat
+			}
+			errs = append(errs, field.New(code, field.NewPath(k), err.Error()))
 			continue
 		}
 		out.Values[k] = cv
