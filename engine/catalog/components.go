@@ -1,6 +1,9 @@
 package catalog
 
 import (
+	"strconv"
+
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 )
@@ -84,10 +87,21 @@ func components(cat *model.Catalog) map[string]any {
 			"properties": map[string]any{"error": map[string]any{
 				"type": "object", "required": []string{"type", "code", "message", "request_id"}, "additionalProperties": false,
 				"properties": map[string]any{
-					"type":       map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
-					"code":       map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
-					"message":    str("Human-readable text."),
-					"details":    map[string]any{"type": "object", "description": "More about the error; open members (for example `errors`: one item per refused field)."},
+					"type":    map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
+					"code":    map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
+					"message": str("Human-readable text."),
+					"details": map[string]any{
+						"type": "object", "description": "More about the error; open members. `errors` lists the refused fields or parameters, one item per problem (declared fields, custom fields and unknown members in one list, each at the path the client wrote: `cf__<key>` or `custom_fields.<key>`); at most " + strconv.Itoa(apierr.MaxListed) + " are listed, and `errors_omitted` counts the rest.",
+						"properties": map[string]any{
+							"errors": map[string]any{"type": "array", "maxItems": apierr.MaxListed, "description": "The first problems, declared fields in the resource's order, then unknown members, then custom fields.",
+								"items": map[string]any{"type": "object", "required": []string{"field", "code", "message"}, "properties": map[string]any{
+									"field":   str("The path of the member or parameter, as sent (cut at " + strconv.Itoa(apierr.MaxEchoed) + " characters, ending in …, when longer)."),
+									"code":    str("What is wrong: required, unknown_field, read_only, invalid_type, invalid_format, too_long, too_short, invalid_option, out_of_range, reference_not_found, duplicate, conflicting, invalid or not_permitted."),
+									"message": str("Human-readable text."),
+								}}},
+							"errors_omitted": map[string]any{"type": "integer", "minimum": 1, "description": "How many problems were found beyond the listed ones; absent when all are listed."},
+						},
+					},
 					"request_id": map[string]any{"type": "string", "format": "uuid", "description": "Also sent in the `X-Request-Id` header."},
 				},
 			}},

@@ -95,10 +95,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		if err := setComputed(r, nil, values, cols); err != nil {
 			return nil, err
 		}
-		if err := s.checkReferences(ctx, q, r, c.Workspace, values); err != nil {
-			return nil, err
-		}
-		if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
+		if err := s.checkAllReferences(ctx, q, c, values, ci); err != nil {
 			return nil, err
 		}
 		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
@@ -179,18 +176,6 @@ func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Colle
 	}
 	out.rec = c.view(rec)
 	return out, nil
-}
-
-// checkWritable refuses body members naming fields the policy does not let the caller write.
-func checkWritable(pol *access.Policy, body map[string]any) error {
-	var errs field.ErrorList
-	for k := range body {
-		if f, ok := pol.Resource.Field(k); ok && f.Writable() && !pol.Writable(f) {
-			errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), "your role may not write this field"))
-		}
-	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
-	return errs.Err()
 }
 
 // checkReferences verifies that every reference in rows names a record of the same workspace. Error

@@ -78,9 +78,9 @@ func TestURLFieldsTakeWebAddressesOnly(t *testing.T) {
 				t.Fatalf("only %d declared url fields found", checked)
 			}
 			for _, bad := range nonWebURLs {
-				refused(t, "POST", "/v1/companies", map[string]any{"name": "X", "cf__homepage": bad}, "custom_fields.homepage")
+				refused(t, "POST", "/v1/companies", map[string]any{"name": "X", "cf__homepage": bad}, "cf__homepage")
 				refused(t, "POST", "/v1/companies", map[string]any{"name": "X", "custom_fields": map[string]any{"homepage": bad}}, "custom_fields.homepage")
-				refused(t, "POST", "/v1/data_model_records?model_id="+modelID, map[string]any{"name": "X", "cf__site": bad}, "custom_fields.site")
+				refused(t, "POST", "/v1/data_model_records?model_id="+modelID, map[string]any{"name": "X", "cf__site": bad}, "cf__site")
 			}
 			e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "X", "cf__homepage": "https://example.com"}), 201, "")
 			e.Expect(e.Do("POST", "/v1/data_model_records?model_id="+modelID, map[string]any{"name": "X", "cf__site": "http://example.com"}), 201, "")

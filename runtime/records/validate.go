@@ -1,0 +1,75 @@
+package records
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+)
+
+// checkBody validates a write body of c for mode m in one pass, before any transaction: the fields the
+// caller's role may not write, the declared fields (the resource's schema) and the custom fields (the
+// collection's), so that one answer lists every problem, each at the path the client wrote (cf__<key>
+// or custom_fields.<key>). It returns the declared values and the custom input, or the problems.
+func (s *Service) checkBody(c *Collection, body map[string]any, m schema.Mode) (*schema.Body, *customInput, error) {
+	errs := writableErrors(c.Policy, body)
+	denied := make(map[string]bool, len(errs))
+	for _, e := range errs {
+		denied[e.Field] = true
+	}
+	b, verrs := s.schemas.Resource(c.Resource.Name).Validate(body, m)
+	for _, e := range verrs {
+		if !denied[e.Field] { // a field the caller may not write is refused for that alone
+			errs = append(errs, e)
+		}
+	}
+	custom, form := schema.CustomOf(body)
+	ci, cerrs := c.checkCustom(custom, form, m)
+	errs = append(errs, cerrs...)
+	if len(errs) > 0 {
+		sortErrors(c.Resource, errs)
+		return nil, nil, errs
+	}
+	return b, ci, nil
+}
+
+// writableErrors refuses the body members naming declared fields the policy does not let the caller
+// write.
+func writableErrors(pol *access.Policy, body map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for k := range body {
+		if f, ok := pol.Resource.Field(k); ok && f.Writable() && !pol.Writable(f) {
+			errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), "your role may not write this field"))
+		}
+	}
+	return errs
+}
+
+// sortErrors orders the problems of one body as a client reads them: declared fields in the resource's
+// order, then members that are no field of it (by name), then custom fields (by path); each field's
+// problems in the order found.
+func sortErrors(r *model.Resource, errs field.ErrorList) {
+	rank := make(map[string]int, len(r.Fields))
+	for i, f := range r.Fields {
+		rank[f.Key] = i
+	}
+	of := func(e *field.Error) int {
+		if i, ok := rank[e.Field]; ok {
+			return i
+		}
+		if strings.HasPrefix(e.Field, schema.CustomPrefix) || strings.HasPrefix(e.Field, "custom_fields.") {
+			return len(r.Fields) + 1
+		}
+		return len(r.Fields)
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		ri, rj := of(errs[i]), of(errs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return ri >= len(r.Fields) && errs[i].Field < errs[j].Field
+	})
+}
