@@ -73,11 +73,11 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		trail[i] = audit.Entry{Resource: r.Name, RecordID: ids[i], Action: audit.ActionImport, Changes: createdValues(c, values[i], customs[i])}
 	}
 	_, err = s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
-		if err := s.checkReferences(ctx, q, r, c.Workspace, values...); err != nil {
+		if err := s.checkReferences(ctx, q, a, r, c.Workspace, values...); err != nil {
 			return nil, err
 		}
 		for i, ci := range inputs {
-			if err := s.checkCustomReferences(ctx, q, c, ci); err != nil {
+			if err := s.checkCustomReferences(ctx, q, a, c, ci); err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}

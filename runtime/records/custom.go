@@ -95,11 +95,11 @@ func (c *Collection) ids(ci *customInput) []string {
 
 // checkAllReferences verifies, inside a write's transaction, the declared references in values and the
 // custom ones ci gives, and reports the missing records of both in one list.
-func (s *Service) checkAllReferences(ctx context.Context, q store.Querier, c *Collection, values map[string]any, ci *customInput) error {
+func (s *Service) checkAllReferences(ctx context.Context, q store.Querier, a Actor, c *Collection, values map[string]any, ci *customInput) error {
 	var errs field.ErrorList
 	for _, check := range []func() error{
-		func() error { return s.checkReferences(ctx, q, c.Resource, c.Workspace, values) },
-		func() error { return s.checkCustomReferences(ctx, q, c, ci) },
+		func() error { return s.checkReferences(ctx, q, a, c.Resource, c.Workspace, values) },
+		func() error { return s.checkCustomReferences(ctx, q, a, c, ci) },
 	} {
 		var fl field.ErrorList
 		switch err := check(); {
@@ -115,11 +115,11 @@ func (s *Service) checkAllReferences(ctx context.Context, q store.Querier, c *Co
 
 // checkCustomReferences verifies, inside a write's transaction, that the reference-type custom values
 // ci gives name records of the same workspace.
-func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, c *Collection, ci *customInput) error {
+func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, a Actor, c *Collection, ci *customInput) error {
 	if len(ci.refs) == 0 {
 		return nil
 	}
-	err := s.checkReferences(ctx, q, c.Fields.Set, c.Workspace, ci.refs)
+	err := s.checkReferences(ctx, q, a, c.Fields.Set, c.Workspace, ci.refs)
 	var fl field.ErrorList
 	if errors.As(err, &fl) {
 		for _, e := range fl {

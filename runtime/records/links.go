@@ -150,6 +150,9 @@ func (s *Service) ListLinks(ctx context.Context, a Actor, c *Collection, assoc *
 // PutLink creates or updates the link from record id of c to otherID through assoc, with attributes
 // from body. Both records must be visible to the caller.
 func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *model.Association, id, otherID string, body map[string]any, rc *Receipt) (Record, error) {
+	if errs := reachErrors(a, s.cat, assoc.Attrs, body); errs != nil {
+		return nil, errs
+	}
 	b, errs := s.schemas.Resource(assoc.Attrs.Name).Validate(body, schema.Create)
 	if errs != nil {
 		return nil, errs
@@ -173,7 +176,7 @@ func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *mo
 		if err := s.bothVisible(ctx, q, a, c, l, other); err != nil {
 			return nil, err
 		}
-		if err := s.checkReferences(ctx, q, assoc.Attrs, c.Workspace, b.Values); err != nil {
+		if err := s.checkReferences(ctx, q, a, assoc.Attrs, c.Workspace, b.Values); err != nil {
 			return nil, err
 		}
 		old, err := s.readLink(ctx, q, assoc, l, other)

@@ -15,7 +15,7 @@ import (
 
 // Create validates body and stores a new record of c owned by the actor.
 func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[string]any, rc *Receipt) (Record, error) {
-	b, ci, err := s.checkBody(c, body, schema.Create)
+	b, ci, err := s.checkBody(a, c, body, schema.Create)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[s
 // Update validates body and changes the given fields of record id of c.
 func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
 	r := c.Resource
-	b, ci, err := s.checkBody(c, body, schema.Update) // refused before any lock is taken
+	b, ci, err := s.checkBody(a, c, body, schema.Update) // refused before any lock is taken
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 		for k, v := range set {
 			b.Values[k] = v
 		}
-		if err := s.checkAllReferences(ctx, q, c, b.Values, ci); err != nil {
+		if err := s.checkAllReferences(ctx, q, a, c, b.Values, ci); err != nil {
 			return nil, err
 		}
 		e := &edit{action: audit.ActionUpdate, values: map[string]any{}, changes: map[string]any{}}

@@ -33,7 +33,14 @@ type Actor struct {
 	// Synthetic marks generated data (recordsctl seed): Import writes no audit entries for it, which
 	// would double a million-record load for rows nobody changed.
 	Synthetic bool
+	// Reach reports whether the caller may use resource r at all: the key's resource allowlist, the
+	// plan's features and the role's access. A write may set a reference only into a resource it
+	// reaches, as a link needs both sides. nil reaches every resource (the admin path).
+	Reach func(r *model.Resource) bool
 }
+
+// reaches reports whether a may use r (see Actor.Reach).
+func (a Actor) reaches(r *model.Resource) bool { return a.Reach == nil || a.Reach(r) }
 
 // Policy returns the actor's policy on r.
 func (a Actor) Policy(r *model.Resource) *access.Policy {

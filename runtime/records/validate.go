@@ -10,30 +10,68 @@ import (
 	"github.com/workspace-records/records/engine/schema"
 )
 
-// checkBody validates a write body of c for mode m in one pass, before any transaction: the fields the
-// caller's role may not write, the declared fields (the resource's schema) and the custom fields (the
-// collection's), so that one answer lists every problem, each at the path the client wrote (cf__<key>
-// or custom_fields.<key>). It returns the declared values and the custom input, or the problems.
-func (s *Service) checkBody(c *Collection, body map[string]any, m schema.Mode) (*schema.Body, *customInput, error) {
+// checkBody validates a write body of c for mode m in one pass, before any transaction: the fields a may
+// not write (its role's field rules, and references into resources a does not reach), the declared
+// fields (the resource's schema) and the custom fields (the collection's), so that one answer lists every
+// problem, each at the path the client wrote (cf__<key> or custom_fields.<key>). A field a may not write
+// is refused for that alone, whatever its value, so the answer says nothing of the records it names. It
+// returns the declared values and the custom input, or the problems.
+func (s *Service) checkBody(a Actor, c *Collection, body map[string]any, m schema.Mode) (*schema.Body, *customInput, error) {
+	custom, form := schema.CustomOf(body)
 	errs := writableErrors(c.Policy, body)
+	errs = append(errs, reachErrors(a, s.cat, c.Resource, body)...)
+	errs = append(errs, c.customReachErrors(a, s.cat, custom, form)...)
 	denied := make(map[string]bool, len(errs))
 	for _, e := range errs {
 		denied[e.Field] = true
 	}
 	b, verrs := s.schemas.Resource(c.Resource.Name).Validate(body, m)
-	for _, e := range verrs {
-		if !denied[e.Field] { // a field the caller may not write is refused for that alone
+	ci, cerrs := c.checkCustom(custom, form, m)
+	for _, e := range append(verrs, cerrs...) {
+		if !denied[e.Field] {
 			errs = append(errs, e)
 		}
 	}
-	custom, form := schema.CustomOf(body)
-	ci, cerrs := c.checkCustom(custom, form, m)
-	errs = append(errs, cerrs...)
 	if len(errs) > 0 {
 		sortErrors(c.Resource, errs)
 		return nil, nil, errs
 	}
 	return b, ci, nil
+}
+
+// reachErrors refuses the body members naming reference fields of r whose target resource a does not
+// reach (see Actor.Reach), null included: the key must be allowed both sides, as for a link.
+func reachErrors(a Actor, cat *model.Catalog, r *model.Resource, body map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for k := range body {
+		if f, ok := r.Field(k); ok && f.Type == model.Reference && f.Writable() {
+			if t, ok := cat.Resource(f.Target); ok && !a.reaches(t) {
+				errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), unreachable(t)))
+			}
+		}
+	}
+	return errs
+}
+
+// customReachErrors is reachErrors for the custom fields given (by key, in form).
+func (c *Collection) customReachErrors(a Actor, cat *model.Catalog, given map[string]any, form schema.CustomForm) field.ErrorList {
+	var errs field.ErrorList
+	for key := range given {
+		d, ok := c.Fields.ByKey(key)
+		if !ok {
+			continue
+		}
+		if f := c.Fields.Field(d); f.Type == model.Reference {
+			if t, ok := cat.Resource(f.Target); ok && !a.reaches(t) {
+				errs = append(errs, field.New(field.CodeNotPermitted, form.Path(key), unreachable(t)))
+			}
+		}
+	}
+	return errs
+}
+
+func unreachable(t *model.Resource) string {
+	return "refers to " + t.Name + ", which this key may not use; a reference, like a link, needs access to both resources"
 }
 
 // writableErrors refuses the body members naming declared fields the policy does not let the caller

@@ -196,6 +196,23 @@ func TestRecordRules(t *testing.T) {
 				t.Errorf("admin lists %d deals", len(l))
 			}
 
+			// A reference, like a link, reaches only records the caller sees: one to a deal outside alice's
+			// record rule is answered exactly as one to a deal that does not exist.
+			missingDeal := "0190a6d4-0000-7000-8000-00000000beef"
+			var answers []string
+			for _, deal := range []string{adminDeal, missingDeal} {
+				res := e.DoKey(alice, "POST", "/v1/projects", map[string]any{"name": "Hidden deal project", "deal_id": deal})
+				e.Expect(res, 422, "validation_failed")
+				env := res.Body["error"].(map[string]any)
+				delete(env, "request_id")
+				data, _ := json.Marshal(res.Body)
+				answers = append(answers, strings.ReplaceAll(string(data), deal, "ID"))
+			}
+			if answers[0] != answers[1] || !strings.Contains(answers[0], `"code":"reference_not_found","field":"deal_id"`) {
+				t.Errorf("a deal alice cannot see and a missing deal are answered differently:\n%s\n%s", answers[0], answers[1])
+			}
+			e.Expect(e.DoKey(alice, "POST", "/v1/projects", map[string]any{"name": "Own deal project", "deal_id": aliceDealID}), 201, "")
+
 			bobProject := e.DoKey(bob, "POST", "/v1/projects", map[string]any{"name": "Bob project"}).Data()["id"].(string)
 			adminProject := e.Do("POST", "/v1/projects", map[string]any{"name": "Admin project"}).Data()["id"].(string)
 			e.Expect(e.DoKey(alice, "GET", "/v1/projects/"+bobProject, nil), 200, "")

@@ -354,6 +354,15 @@ func TestKeys(t *testing.T) {
 				}
 			})
 
+			t.Run("K9 references obey the resource allowlist", func(t *testing.T) {
+				m := member("admin")
+				keyReferenceMatrix(t, e, func(resources ...string) string {
+					return l.newKey(m, auth.KeyOptions{Access: "write", Resources: resources})
+				}, func(t *testing.T, key, method, path string, body any) *servertest.Response {
+					return l.do(t, key, method, path, body)
+				})
+			})
+
 			t.Run("K10 forwarded addresses from an untrusted peer are ignored", func(t *testing.T) {
 				m := member("admin")
 				office := l.newKey(m, auth.KeyOptions{Access: "read", AllowIPs: []string{"10.0.0.0/8", "2001:db8::/32"}})
