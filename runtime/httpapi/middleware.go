@@ -67,5 +67,5 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 func actorOf(ctx context.Context) records.Actor {
 	p := principal(ctx)
 	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID(ctx), Role: p.Role,
-		Reach: func(r *model.Resource) bool { return p.Authorize(r, false) == nil }}
+		ReadOnly: p.Key.Access != "write", Reach: func(r *model.Resource) bool { return p.Authorize(r, false) == nil }}
 }

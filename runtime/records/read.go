@@ -245,12 +245,18 @@ func (s *Service) emptyBandPage(ctx context.Context, plan *listplan.Plan, worksp
 	return read(s.d.CustomPage(plan, workspace, true, max(0, plan.Offset-values), plan.Limit+1-len(page.Records)))
 }
 
-// Describe returns the catalog document of c (GET /v1/resources/{resource}): the resource's declared
-// fields as the caller's policy shows them, and the workspace's custom fields (or the data model's
-// fields) with their write, filter and sort keys.
-func (s *Service) Describe(c *Collection) map[string]any {
+// Describe returns the catalog document of c (GET /v1/resources/{resource}) for a: the resource's
+// declared fields as a's policy shows them, and the workspace's custom fields (or the data model's
+// fields) with their write, filter and sort keys. A field, custom field, association or association
+// attribute is writable only when a may write it: a read-only key, a role that reads the resource, a
+// read-only resource and a reference into a resource a does not reach (see Actor.Reach) write nothing.
+func (s *Service) Describe(a Actor, c *Collection) map[string]any {
 	r := c.Resource
-	doc := catalog.Document(r, s.schemas.Resource(r.Name), c.Policy)
+	reach := func(name string) bool {
+		t, ok := s.cat.Resource(name)
+		return !ok || a.reaches(t)
+	}
+	doc := catalog.Document(r, s.schemas.Resource(r.Name), c.Policy, reach)
 	custom := make([]any, 0, len(c.Fields.Defs))
 	sortKeys, _ := doc["sort_keys"].([]string)
 	filterKeys, _ := doc["filter_keys"].([]any)
@@ -258,7 +264,8 @@ func (s *Service) Describe(c *Collection) map[string]any {
 		f := c.Fields.Field(d)
 		entry := catalog.Field(f)
 		entry["id"], entry["write_key"], entry["filter_key"], entry["custom_type"] = d.ID, "cf__"+d.Key, d.FilterKey(), d.Type
-		entry["writable"] = c.Policy.Level == access.Write
+		writable := c.Policy.Level == access.Write && !r.ReadOnly() && (f.Type != model.Reference || reach(f.Target))
+		entry["writable"], entry["read_only"] = writable, !writable
 		if f.Sortable {
 			entry["sort_key"] = d.FilterKey()
 			sortKeys = append(sortKeys, d.FilterKey())

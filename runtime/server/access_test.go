@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -153,8 +155,55 @@ func TestMasksMatrix(t *testing.T) {
 					}
 				})
 			}
+			// The viewer role writes nothing: no catalog shows it a writable field, custom field,
+			// association or association attribute.
+			if _, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "deals", Key: "tier", Type: "text"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range cat.Resources {
+				if r.ModelScoped || viewer.Resources[r.Name] == "none" {
+					continue // a data model's catalog is TestKeys' K9
+				}
+				doc := e.DoKey(vkey, "GET", "/v1/resources/"+r.Name, nil)
+				e.Expect(doc, 200, "")
+				if w := writableEntries(doc.Data()); len(w) > 0 {
+					t.Errorf("the viewer's catalog of %s shows writable %v", r.Name, w)
+				}
+			}
 		})
 	}
+}
+
+// writableEntries lists the entries of a field catalog that say writable: true — fields, custom fields,
+// associations and their attributes — by path.
+func writableEntries(doc map[string]any) []string {
+	var out []string
+	list := func(prefix string, items any) {
+		l, _ := items.([]any)
+		for _, it := range l {
+			m, _ := it.(map[string]any)
+			name, _ := m["key"].(string)
+			if name == "" {
+				name, _ = m["name"].(string)
+			}
+			if m["writable"] == true || m["read_only"] == false {
+				out = append(out, prefix+name)
+			}
+			if attrs, ok := m["attributes"]; ok {
+				l2, _ := attrs.([]any)
+				for _, a := range l2 {
+					am, _ := a.(map[string]any)
+					if am["writable"] == true || am["read_only"] == false {
+						out = append(out, prefix+name+"."+fmt.Sprint(am["key"]))
+					}
+				}
+			}
+		}
+	}
+	list("", doc["fields"])
+	list("custom_fields.", doc["custom_fields"])
+	list("associations.", doc["associations"])
+	return out
 }
 
 // Record rules: a member sees only the deals they own and the projects of their department; anything

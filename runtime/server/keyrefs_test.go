@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +110,27 @@ func keyReferenceMatrix(t *testing.T, e *servertest.Env, newKey func(resources .
 	}
 	if after := snapshot(); after != before {
 		t.Errorf("refused writes changed data")
+	}
+	// The catalog says the same: for the companies key, the fields pointing elsewhere and every
+	// association (none of whose targets it may use) are not writable; the rest of companies is.
+	w := writableEntries(do(t, companies, "GET", "/v1/resources/companies", nil).Data())
+	if !slices.Contains(w, "name") || !slices.Contains(w, "parent_company_id") {
+		t.Errorf("the companies key's catalog does not show its own fields writable: %v", w)
+	}
+	for _, name := range w {
+		if name == "account_manager_id" || name == "custom_fields.main_contact" || strings.HasPrefix(name, "associations.") {
+			t.Errorf("the companies key's catalog shows %s writable", name)
+		}
+	}
+	// A key allowed both sides of deals.contacts may write the link and its attributes that point
+	// inside (none here: role_type_id points at deal_role_types, which it may not use).
+	w = writableEntries(do(t, newKey("deals", "contacts"), "GET", "/v1/resources/deals", nil).Data())
+	if !slices.Contains(w, "associations.contacts") || slices.Contains(w, "associations.contacts.role_type_id") || slices.Contains(w, "associations.companies") {
+		t.Errorf("the deals+contacts key's catalog shows writable %v", w)
+	}
+	w = writableEntries(do(t, newKey("deals", "contacts", "deal_role_types"), "GET", "/v1/resources/deals", nil).Data())
+	if !slices.Contains(w, "associations.contacts.role_type_id") {
+		t.Errorf("the deals+contacts+deal_role_types key's catalog does not show role_type_id writable: %v", w)
 	}
 
 	// Inside the allowlist references work as ever.

@@ -349,6 +349,14 @@ func TestKeys(t *testing.T) {
 				if got := l.do(t, scoped, "GET", "/v1/resources", nil).List(); len(got) != 1 || got[0]["name"] != "companies" {
 					t.Errorf("an allowlisted key lists resources %v", got)
 				}
+				// A read key writes nothing, whatever its owner's role: no catalog shows it anything writable.
+				for _, r := range e.Server.Backend().Catalog.Resources {
+					if !r.ModelScoped {
+						if w := writableEntries(l.do(t, read, "GET", "/v1/resources/"+r.Name, nil).Data()); len(w) > 0 {
+							t.Errorf("a read key's catalog of %s shows writable %v", r.Name, w)
+						}
+					}
+				}
 				if after := state(); after != before {
 					t.Errorf("refused writes changed data:\nbefore %s\nafter  %s", before, after)
 				}
