@@ -72,6 +72,27 @@ func Fieldset(q map[string][]string) ([]string, error) {
 	return out, nil
 }
 
+// UnknownFields returns the names of a fields selection that no record of c carries as the caller sees
+// it, once each, in the order given: names the resource lacks and fields the caller's role hides, alike,
+// so that the answer never tells a hidden field from one that does not exist. (A masked field is carried,
+// with its value masked, as in a full read.)
+func (c *Collection) UnknownFields(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		f, ok := c.Resource.Field(n)
+		known := n == "id" || (n == "model_id" && c.Resource.ModelScoped) || (ok && c.Policy.Visibility(f.Key) != access.Hidden)
+		if !known {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // selectFields keeps the named top-level properties (and id); nil keeps everything.
 func selectFields(rec Record, names []string) Record {
 	if names == nil {
@@ -114,6 +135,8 @@ type Page struct {
 	PageSize   int
 	// Page is the page number in page mode; 0 in cursor mode.
 	Page int
+	// UnknownFields are the names of the fields selection no record carries (Collection.UnknownFields).
+	UnknownFields []string
 }
 
 // ListRequest is a list as the caller asked for it: the query string of GET /v1/{resource}, or the
@@ -160,6 +183,7 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 		page.Records[i] = selectFields(rec, plan.Fields)
 	}
 	page.PageSize, page.Page = plan.PageSize, plan.Page
+	page.UnknownFields = c.UnknownFields(plan.Fields)
 	return page, nil
 }
 
