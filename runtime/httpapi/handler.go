@@ -208,7 +208,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error
-	if p := r.URL.Path; p != "/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
+	if _, smuggled := r.Header[smuggledHeader]; smuggled {
+		// Both Content-Length and Transfer-Encoding (see framing.go): nothing after it on this
+		// connection can be trusted to start where a proxy in front thinks it does.
+		w.Header().Set("Connection", "close")
+		err = apierr.New(apierr.InvalidRequest, "The request has both Content-Length and Transfer-Encoding; send exactly one of them.")
+	} else if p := r.URL.Path; p != "/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
 		// The router would redirect; an API answers exactly the paths it documents.
 		err = apierr.New(apierr.RouteNotFound, "No route matches "+r.Method+" "+p+".")
 	} else {
