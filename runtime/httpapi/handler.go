@@ -190,6 +190,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// Flush sends what was written so far (see compressor.Flush).
+func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // StatusClientClosed is the status logged and counted for a request whose client went away before its
 // answer (nginx's 499); nobody receives it.
 const StatusClientClosed = 499
@@ -201,7 +207,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.metrics.RequestStarted()()
 	id := uuid.NewString()
 	w.Header().Set("X-Request-Id", id)
-	sw := &statusWriter{ResponseWriter: w}
+	addVary(w.Header(), "Accept-Encoding")
+	out, zip := compressed(w, r)
+	sw := &statusWriter{ResponseWriter: out}
 	in := &info{resource: "-", operation: "unmatched"}
 	conn := r.Context() // ends when the client goes away (or the server cuts the request off at shutdown)
 	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), h.timeout)
@@ -246,6 +254,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sw.status == 0 {
 			writeError(sw, id, ae)
 		}
+	}
+	if zip != nil {
+		_ = zip.finish() // as for any write of an answer, an error means the client is gone
 	}
 	elapsed := time.Since(start)
 	h.metrics.Request(in.resource, in.operation, sw.status, elapsed, sw.bytes)

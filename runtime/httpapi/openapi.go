@@ -48,7 +48,7 @@ func (d *Document) rendition(base string) *representation {
 
 func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
 	if h.publicURL == "" {
-		w.Header().Set("Vary", "Host")
+		addVary(w.Header(), "Host")
 	}
 	h.openapi.rendition(h.base(req.Request)).serve(w, req.Request)
 	return nil
