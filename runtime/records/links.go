@@ -150,11 +150,9 @@ func (s *Service) ListLinks(ctx context.Context, a Actor, c *Collection, assoc *
 // PutLink creates or updates the link from record id of c to otherID through assoc, with attributes
 // from body. Both records must be visible to the caller.
 func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *model.Association, id, otherID string, body map[string]any, rc *Receipt) (Record, error) {
-	if errs := reachErrors(a, s.cat, assoc.Attrs, body); errs != nil {
-		return nil, errs
-	}
-	b, errs := s.schemas.Resource(assoc.Attrs.Name).Validate(body, schema.Create)
-	if errs != nil {
+	b, verrs := s.schemas.Resource(assoc.Attrs.Name).Validate(body, schema.Create)
+	if errs := firstPerField(reachErrors(a, s.cat, assoc.Attrs, body), verrs); errs != nil {
+		sortErrors(assoc.Attrs, errs)
 		return nil, errs
 	}
 	if len(b.Custom) > 0 {

@@ -18,25 +18,32 @@ import (
 // returns the declared values and the custom input, or the problems.
 func (s *Service) checkBody(a Actor, c *Collection, body map[string]any, m schema.Mode) (*schema.Body, *customInput, error) {
 	custom, form := schema.CustomOf(body)
-	errs := writableErrors(c.Policy, body)
-	errs = append(errs, reachErrors(a, s.cat, c.Resource, body)...)
-	errs = append(errs, c.customReachErrors(a, s.cat, custom, form)...)
-	denied := make(map[string]bool, len(errs))
-	for _, e := range errs {
-		denied[e.Field] = true
-	}
 	b, verrs := s.schemas.Resource(c.Resource.Name).Validate(body, m)
 	ci, cerrs := c.checkCustom(custom, form, m)
-	for _, e := range append(verrs, cerrs...) {
-		if !denied[e.Field] {
-			errs = append(errs, e)
-		}
-	}
+	errs := firstPerField(writableErrors(c.Policy, body), reachErrors(a, s.cat, c.Resource, body),
+		c.customReachErrors(a, s.cat, custom, form), verrs, cerrs)
 	if len(errs) > 0 {
 		sortErrors(c.Resource, errs)
 		return nil, nil, errs
 	}
 	return b, ci, nil
+}
+
+// firstPerField joins lists of problems, keeping for each field those of the first list that has any:
+// a field the caller may not write is refused for that alone.
+func firstPerField(lists ...field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	seen := map[string]int{} // field -> the list that reported it first
+	for i, l := range lists {
+		for _, e := range l {
+			if first, ok := seen[e.Field]; ok && first != i {
+				continue
+			}
+			seen[e.Field] = i
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // reachErrors refuses the body members naming reference fields of r whose target resource a does not
