@@ -178,6 +178,41 @@ func (e *Error) Unwrap() error { return e.Err }
 // Status is the HTTP status of the error's code.
 func (e *Error) Status() int { return e.Code.Status() }
 
+// MaxListed is how many field errors an error response lists in `details.errors`; the number of the
+// others is `details.errors_omitted`. A 1 MiB body of unknown members would otherwise be answered with
+// an error list larger than itself.
+const MaxListed = 100
+
+// MaxEchoed is how many characters of a field path an error response repeats; a longer path (a member
+// name of a megabyte) is cut there and ends with "…".
+const MaxEchoed = 200
+
+// Listed returns the field errors an error response shows, at most MaxListed with their paths cut to
+// MaxEchoed characters, and how many it leaves out.
+func (e *Error) Listed() (field.ErrorList, int) {
+	n := min(len(e.Errors), MaxListed)
+	out := make(field.ErrorList, n)
+	for i, fe := range e.Errors[:n] {
+		out[i] = &field.Error{Code: fe.Code, Field: Clip(fe.Field), Message: fe.Message}
+	}
+	return out, len(e.Errors) - n
+}
+
+// Clip cuts s to MaxEchoed characters, marking the cut with "…".
+func Clip(s string) string {
+	if len(s) <= MaxEchoed {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == MaxEchoed {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
 // New returns an error of code with message.
 func New(code Code, message string) *Error { return &Error{Code: code, Message: message} }
 
@@ -186,7 +221,7 @@ func New(code Code, message string) *Error { return &Error{Code: code, Message: 
 func Invalid(message string, errs field.ErrorList) *Error {
 	e := &Error{Code: InvalidRequest, Message: message, Errors: errs}
 	if message == "" && len(errs) > 0 {
-		e.Message = errs[0].Error()
+		e.Message = firstError(errs)
 	}
 	return e
 }
@@ -201,11 +236,16 @@ func Refused(errs field.ErrorList) *Error {
 	e := &Error{Code: ValidationFailed, Errors: errs, Message: "The workspace refused the values."}
 	switch {
 	case len(errs) == 1:
-		e.Message = "The workspace refused the values: " + errs[0].Error()
+		e.Message = "The workspace refused the values: " + firstError(errs)
 	case len(errs) > 1:
 		e.Message = "The workspace refused the values of " + strconv.Itoa(len(errs)) + " fields; see details.errors."
 	}
 	return e
+}
+
+// firstError is the text of errs[0] for a message, its path cut as in details.errors.
+func firstError(errs field.ErrorList) string {
+	return (&field.Error{Code: errs[0].Code, Field: Clip(errs[0].Field), Message: errs[0].Message}).Error()
 }
 
 // As returns err's *Error, if it has one.

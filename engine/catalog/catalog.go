@@ -76,8 +76,18 @@ func Field(f *model.Field) map[string]any {
 
 // Document is the field catalog of r as pol's caller sees it: GET /v1/resources/{resource}. Each field
 // says whether this caller may write it and whether it is visible, masked or hidden; sort keys, filter
-// keys and search leave out what the caller cannot read.
-func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy) map[string]any {
+// keys and search leave out what the caller cannot read. reach tells which resources the caller may use
+// at all (nil: every one): a reference field into a resource it does not reach is not writable, and an
+// association is writable (and its attributes with it) only when pol allows writes and the caller
+// reaches its target, as for a link.
+func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy, reach func(resource string) bool) map[string]any {
+	if reach == nil {
+		reach = func(string) bool { return true }
+	}
+	// reaches reports whether a value of f points only where the caller may go.
+	reaches := func(f *model.Field) bool { return f.Type != model.Reference || reach(f.Target) }
+	// canWrite: the caller may write values of r at all.
+	canWrite := pol.Level == access.Write && !r.ReadOnly()
 	doc := Summary(r)
 	fields := make([]any, 0, len(r.Fields))
 	var required []string
@@ -86,8 +96,9 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy) map[s
 		entry := Field(f)
 		readable := pol.Readable(f.Key)
 		entry["visibility"] = pol.Visibility(f.Key).String()
-		entry["writable"] = pol.Writable(f)
-		entry["read_only"] = !pol.Writable(f)
+		writable := canWrite && pol.Writable(f) && reaches(f)
+		entry["writable"] = writable
+		entry["read_only"] = !writable
 		entry["sortable"] = f.Sortable && readable
 		entry["filterable"] = f.Filterable && readable
 		if !readable {
@@ -109,11 +120,17 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy) map[s
 	}
 	assocs := []any{}
 	for _, a := range r.Associations {
+		// A link is written from a resource that takes updates, by a caller who may write it and use the
+		// target (engine/route and httpapi's association check).
+		linkable := canWrite && r.Ops.Has(model.OpUpdate) && reach(a.Target)
 		attrs := make([]any, 0, len(a.Attributes))
 		for _, f := range a.Attributes {
-			attrs = append(attrs, Field(f))
+			entry := Field(f)
+			writable := linkable && f.Writable() && reaches(f)
+			entry["writable"], entry["read_only"] = writable, !writable
+			attrs = append(attrs, entry)
 		}
-		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs, "path": "/v1/" + r.Name + "/{id}/" + a.Name}
+		entry := map[string]any{"name": a.Name, "label": a.Label, "target": a.Target, "attributes": attrs, "path": "/v1/" + r.Name + "/{id}/" + a.Name, "writable": linkable}
 		if a.Inverse != "" {
 			entry["inverse"] = a.Inverse
 		}

@@ -111,7 +111,7 @@ func TestDocument(t *testing.T) {
 		t.Run(tc.role+"/"+tc.resource, func(t *testing.T) {
 			r, _ := cat.Resource(tc.resource)
 			role, _ := cat.Role(tc.role)
-			doc := catalog.Document(r, sch.Resource(tc.resource), access.For(role, r, "m", ""))
+			doc := catalog.Document(r, sch.Resource(tc.resource), access.For(role, r, "m", ""), nil)
 			// Through JSON, as a client reads it.
 			data, err := json.Marshal(doc)
 			if err != nil {

@@ -1,6 +1,9 @@
 package catalog
 
 import (
+	"strconv"
+
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -38,18 +41,19 @@ func headerRefs(names ...string) map[string]any {
 // components returns the shared components: headers, parameters, error responses and common schemas.
 func components(cat *model.Catalog) map[string]any {
 	headers := map[string]any{
-		"X-Request-Id":          map[string]any{"description": "Identifies the request in logs; equals `error.request_id` on errors.", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}},
-		"X-RateLimit-Limit":     intHeader("Requests allowed in the tightest rate-limit window that applies (absent when none applies)."),
-		"X-RateLimit-Remaining": intHeader("Requests left in that window."),
-		"X-RateLimit-Reset":     intHeader("Seconds until that window resets."),
-		"X-Quota-Limit":         intHeader("The monthly request quota (absent when uncapped)."),
-		"X-Quota-Remaining":     intHeader("Requests left in this month's quota (absent when uncapped)."),
-		"X-Quota-Reset":         intHeader("Seconds until the monthly quota resets."),
-		"Location":              map[string]any{"description": "URL of the created record.", "required": true, "schema": map[string]any{"type": "string"}},
-		"Idempotent-Replayed":   map[string]any{"description": "`true` when this is the stored response of an earlier request with the same `Idempotency-Key`.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
-		"Retry-After":           map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer", "minimum": 0}},
-		"Allow":                 map[string]any{"description": "The methods this path allows, comma-separated (empty when none).", "required": true, "schema": map[string]any{"type": "string"}},
-		"WWW-Authenticate":      map[string]any{"description": "The Bearer challenge, with the reason in `error` and `error_description`.", "required": true, "schema": map[string]any{"type": "string"}},
+		"X-Request-Id":           map[string]any{"description": "Identifies the request in logs; equals `error.request_id` on errors.", "required": true, "schema": map[string]any{"type": "string", "format": "uuid"}},
+		"X-RateLimit-Limit":      intHeader("Requests allowed in the tightest rate-limit window that applies (absent when none applies)."),
+		"X-RateLimit-Remaining":  intHeader("Requests left in that window."),
+		"X-RateLimit-Reset":      intHeader("Seconds until that window resets."),
+		"X-Quota-Limit":          intHeader("The monthly request quota (absent when uncapped)."),
+		"X-Quota-Remaining":      intHeader("Requests left in this month's quota (absent when uncapped)."),
+		"X-Quota-Reset":          intHeader("Seconds until the monthly quota resets."),
+		"Location":               map[string]any{"description": "URL of the created record.", "required": true, "schema": map[string]any{"type": "string"}},
+		"Idempotent-Replayed":    map[string]any{"description": "`true` when this is the stored response of an earlier request with the same `Idempotency-Key`.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
+		"Retry-After":            map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer", "minimum": 0}},
+		"Allow":                  map[string]any{"description": "The methods this path allows, comma-separated (empty when none).", "required": true, "schema": map[string]any{"type": "string"}},
+		"Records-Unknown-Fields": map[string]any{"description": "The names in `fields` that no record of this answer carries — names the resource lacks and fields your role hides, alike — once each, in the order sent, comma-separated, each percent-encoded (every byte outside `A-Z a-z 0-9 - . _ ~`) and cut at " + strconv.Itoa(apierr.MaxEchoed) + " characters. Absent when every name was found. Such names are skipped, not refused.", "schema": map[string]any{"type": "string"}},
+		"WWW-Authenticate":       map[string]any{"description": "The Bearer challenge, with the reason in `error` and `error_description`.", "required": true, "schema": map[string]any{"type": "string"}},
 	}
 	responses := map[string]any{}
 	for _, e := range errorStatus {
@@ -67,7 +71,7 @@ func components(cat *model.Catalog) map[string]any {
 		"Id":             map[string]any{"name": "id", "in": "path", "required": true, "description": "The record's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 		"TargetId":       map[string]any{"name": "target_id", "in": "path", "required": true, "description": "The linked record's id.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 		"IdempotencyKey": map[string]any{"name": "Idempotency-Key", "in": "header", "description": "Makes the write safe to retry: a repeat within 24 hours returns the first response with `Idempotent-Replayed: true` and writes nothing more.", "schema": map[string]any{"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7E]+$"}},
-		"Fields":         map[string]any{"name": "fields", "in": "query", "description": "Comma-separated top-level properties to return; `id` is always kept and names the record lacks are skipped. Omit for every property.", "schema": map[string]any{"type": "string"}},
+		"Fields":         map[string]any{"name": "fields", "in": "query", "description": "Comma-separated top-level properties to return; `id` is always kept and names the record lacks are skipped (and reported in `Records-Unknown-Fields`). Omit for every property.", "schema": map[string]any{"type": "string"}},
 		"Page":           map[string]any{"name": "page", "in": "query", "description": "1-based page within the first 10,000 records; the last page is floor(10000 / page_size) + 1. Not with `cursor`.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPage, "default": 1}},
 		"PageSize":       map[string]any{"name": "page_size", "in": "query", "description": "Records per page.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "default": listplan.DefaultSize}},
 		"Cursor":         map[string]any{"name": "cursor", "in": "query", "description": "Keyset pagination: `start` begins a walk; then send each response's `meta.next_cursor` verbatim until it is null. Reaches any depth. Not with `page`.", "schema": map[string]any{"type": "string", "maxLength": listplan.MaxCursorLen}},
@@ -95,10 +99,18 @@ func components(cat *model.Catalog) map[string]any {
 					"type":    map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
 					"code":    map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
 					"message": str("Human-readable text."),
-					"details": map[string]any{"type": "object", "additionalProperties": true, "description": "More about the error; open members beside `errors` (for example `checks` of a 503 from /readyz).",
-						"properties": map[string]any{"errors": map[string]any{"type": "array", "description": "One item per refused field or parameter.", "items": map[string]any{
-							"type": "object", "required": []string{"code", "message"}, "properties": map[string]any{
-								"field": str("The field or parameter (`custom_fields.<key>` for a custom field)."), "code": str("What is wrong with it (`required`, `unknown`, `type`, …)."), "message": str("Human-readable text.")}}}}},
+					"details": map[string]any{
+						"type": "object", "additionalProperties": true, "description": "More about the error; open members. `errors` lists the refused fields or parameters, one item per problem (declared fields, custom fields and unknown members in one list, each at the path the client wrote: `cf__<key>` or `custom_fields.<key>`); at most " + strconv.Itoa(apierr.MaxListed) + " are listed, and `errors_omitted` counts the rest.",
+						"properties": map[string]any{
+							"errors": map[string]any{"type": "array", "maxItems": apierr.MaxListed, "description": "The first problems, declared fields in the resource's order, then unknown members, then custom fields.",
+								"items": map[string]any{"type": "object", "required": []string{"field", "code", "message"}, "properties": map[string]any{
+									"field":   str("The path of the member or parameter, as sent (cut at " + strconv.Itoa(apierr.MaxEchoed) + " characters, ending in …, when longer)."),
+									"code":    str("What is wrong: required, unknown_field, read_only, invalid_type, invalid_format, too_long, too_short, invalid_option, out_of_range, reference_not_found, duplicate, conflicting, invalid or not_permitted."),
+									"message": str("Human-readable text."),
+								}}},
+							"errors_omitted": map[string]any{"type": "integer", "minimum": 1, "description": "How many problems were found beyond the listed ones; absent when all are listed."},
+						},
+					},
 					"request_id": map[string]any{"type": "string", "format": "uuid", "description": "Also sent in the `X-Request-Id` header."},
 				},
 			}},
@@ -227,7 +239,7 @@ func ok(desc string, s any, extra ...string) map[string]any {
 }
 
 func list(desc string, item any) map[string]any {
-	return map[string]any{"description": desc, "headers": headerRefs(append([]string{"X-Request-Id"}, usageHeaders...)...),
+	return map[string]any{"description": desc, "headers": headerRefs(append([]string{"X-Request-Id", "Records-Unknown-Fields"}, usageHeaders...)...),
 		"content": jsonContent(map[string]any{"type": "object", "required": []string{"data", "meta"}, "additionalProperties": false,
 			"properties": map[string]any{"data": map[string]any{"type": "array", "items": item}, "meta": schemaRef("ListMeta")}})}
 }

@@ -33,6 +33,9 @@ their vocabularies).
 Every request acts as the member who owns the API key, inside that key's workspace, under the same
 permissions, field masks and record rules as the interactive app; a request carries no workspace selector.
 All bodies are ` + "`application/json`" + `. The service sends no CORS headers: keys are for server-side use only.
+Answers of 1 KiB or more are gzip-encoded (` + "`Content-Encoding: gzip`" + `) when the request's ` + "`Accept-Encoding`" + `
+names gzip (not with q=0), except for HEAD, 204 and 304; every answer says ` + "`Vary: Accept-Encoding`" + `. A request
+with both ` + "`Content-Length`" + ` and ` + "`Transfer-Encoding`" + ` is refused with 400 and the connection is closed.
 
 **Records.** Each record has ` + "`id`" + ` (a UUID), engine-managed ` + "`created_at`" + `, ` + "`updated_at`" + `, ` + "`archived`" + `,
 ` + "`archived_at`" + `, ` + "`archive_reason`" + ` and ` + "`owner_id`" + `, and the fields of its resource. A single record comes back as

@@ -168,7 +168,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 			"include_archived": map[string]any{"type": "boolean"},
 			"filters":          map[string]any{"type": "array", "items": schemaRef("FilterItem")},
 			"join":             map[string]any{"type": "string", "enum": []string{"and", "or"}},
-			"fields":           map[string]any{"type": "array", "maxItems": listplan.MaxFields, "items": map[string]any{"type": "string"}, "description": "Properties to return; id always kept."},
+			"fields":           map[string]any{"type": "array", "maxItems": listplan.MaxFields, "items": map[string]any{"type": "string"}, "description": "Properties to return; id always kept; names the records lack are skipped and reported in `Records-Unknown-Fields`."},
 		}
 		if len(r.Search) > 0 {
 			props["search"] = map[string]any{"type": "string", "maxLength": 200}
@@ -184,7 +184,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["summary"] = "Get a " + lowerFirst(r.Label)
 		op["description"] = "One " + lowerFirst(r.Label) + ", archived or not. A record the key may not see is 404."
 		params = append(params, ref("parameters", "Id"), ref("parameters", "Fields"))
-		withResponses(op, "200", ok("The record.", rec), "400", "401", "403", "404", "429", "500", "503")
+		withResponses(op, "200", ok("The record.", rec, "Records-Unknown-Fields"), "400", "401", "403", "404", "429", "500", "503")
 	case model.OpCreate:
 		op["summary"] = "Create a " + lowerFirst(r.Label)
 		op["description"] = "The body holds only the fields to set, plus custom fields as `cf__<key>` members or one `custom_fields` object (not both). Unknown and read-only fields are refused with 422."

@@ -102,7 +102,7 @@ func FuzzDefinition(f *testing.F) {
 			_ = d.Indexes(res)
 		}
 		_ = route.Table(cat)
-		_ = catalog.Document(res, schemas.Resource("widgets"), access.Unrestricted(res))
+		_ = catalog.Document(res, schemas.Resource("widgets"), access.Unrestricted(res), nil)
 		_ = catalog.OpenAPI(cat, schemas)
 		if !res.Ops.Has(model.OpCreate) {
 			return

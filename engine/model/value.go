@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -182,6 +183,11 @@ func Check(f *Field, v any) error {
 			if len(f.Options) > 0 && !contains(f.Options, x) {
 				return fmt.Errorf("must be one of %s", strings.Join(f.Options, ", "))
 			}
+			if f.Type == URL {
+				if err := CheckURL(x); err != nil {
+					return err
+				}
+			}
 		}
 		if f.Type == Decimal {
 			r, _ := new(big.Rat).SetString(x)
@@ -205,6 +211,28 @@ func Check(f *Field, v any) error {
 		if f.Maximum != nil && float64(x) > *f.Maximum {
 			return fmt.Errorf("must be at most %v", *f.Maximum)
 		}
+	}
+	return nil
+}
+
+// URLPattern is the JSON Schema pattern of a url value: an http or https scheme (any letter case) and a
+// host. CheckURL holds the whole rule; the pattern tells clients the same in the schema documents.
+const URLPattern = `^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]`
+
+// ErrURL refuses a url value that is not an absolute http or https address with a host.
+var ErrURL = errors.New("must be an absolute http:// or https:// URL with a host")
+
+// CheckURL verifies that s is a web address a browser opens as a page: an absolute URL whose scheme is
+// http or https and which names a host. Every other scheme is refused (javascript:, data:, vbscript:,
+// file:, ftp:, mailto: …), so a stored value is safe to render as a link; the model has no mailto type
+// (email fields hold bare addresses).
+func CheckURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
+		return ErrURL
+	}
+	if scheme := strings.ToLower(u.Scheme); scheme != "http" && scheme != "https" {
+		return ErrURL
 	}
 	return nil
 }

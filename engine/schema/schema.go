@@ -251,6 +251,7 @@ func Property(f *model.Field) map[string]any {
 			p["format"] = "email"
 		case model.URL:
 			p["format"] = "uri"
+			p["pattern"] = model.URLPattern
 		case model.Phone:
 			p["pattern"] = `^[0-9+().\-/ xX#*]*$`
 		}
@@ -314,6 +315,53 @@ type Body struct {
 	Custom map[string]any
 }
 
+// CustomForm is how a write body named its custom fields: as top-level cf__<key> members or inside one
+// custom_fields object. Errors about a custom field name it the way the client wrote it.
+type CustomForm uint8
+
+// The custom field forms of a body. A body naming no custom field reports as ObjectForm.
+const (
+	ObjectForm CustomForm = iota // "custom_fields": {"<key>": …}
+	MemberForm                   // "cf__<key>": …
+)
+
+// Path returns the path of custom field key in form f: cf__<key> or custom_fields.<key>.
+func (f CustomForm) Path(key string) field.Path {
+	if f == MemberForm {
+		return field.NewPath(CustomPrefix + key)
+	}
+	return field.NewPath("custom_fields").Child(key)
+}
+
+// CustomPrefix starts the top-level member of a custom field.
+const CustomPrefix = "cf__"
+
+// CustomOf returns the custom field values body names, by key, and the form it names them in; values is
+// nil when body names no custom field (an empty custom_fields object is an empty map). When body uses
+// both forms (which Validate refuses) the custom_fields object is the one returned; when custom_fields is
+// not an object, values is nil.
+func CustomOf(body map[string]any) (values map[string]any, form CustomForm) {
+	if v, ok := body["custom_fields"]; ok {
+		obj, isObj := v.(map[string]any)
+		if !isObj {
+			return nil, ObjectForm
+		}
+		return maps.Clone(obj), ObjectForm
+	}
+	for k, v := range body {
+		if key, ok := strings.CutPrefix(k, CustomPrefix); ok {
+			if values == nil {
+				values = map[string]any{}
+			}
+			values[key] = v
+		}
+	}
+	if values != nil {
+		form = MemberForm
+	}
+	return values, form
+}
+
 // Validate checks body for mode and returns its canonical values, or every problem found.
 func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList) {
 	var errs field.ErrorList
@@ -325,30 +373,18 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 	}
 	sort.Strings(keys)
 	_, hasObject := body["custom_fields"]
+	out.Custom, _ = CustomOf(body)
 	for _, k := range keys {
 		v := body[k]
 		switch {
 		case k == "custom_fields":
-			obj, ok := v.(map[string]any)
-			if !ok {
+			if _, ok := v.(map[string]any); !ok {
 				errs = append(errs, field.New(field.CodeType, field.NewPath(k), "must be an object keyed by custom field key"))
-				continue
 			}
-			if out.Custom == nil {
-				out.Custom = map[string]any{}
-			}
-			for ck, cv := range obj {
-				out.Custom[ck] = cv
-			}
-		case strings.HasPrefix(k, "cf__"):
+		case strings.HasPrefix(k, CustomPrefix):
 			if hasObject {
 				errs = append(errs, field.New(field.CodeConflicting, field.NewPath(k), "custom fields must be written either as cf__<key> members or in one custom_fields object, not both"))
-				continue
 			}
-			if out.Custom == nil {
-				out.Custom = map[string]any{}
-			}
-			out.Custom[strings.TrimPrefix(k, "cf__")] = v
 		default:
 			f, ok := r.res.Field(k)
 			switch {
@@ -397,6 +433,8 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			code, msg := codeFor(e.KeywordLocation), e.Message
 			if f, ok := r.res.Field(key); ok && code == field.CodeOption {
 				msg = "must be one of " + strings.Join(f.Options, ", ")
+			} else if ok && code == field.CodeFormat && f.Type == model.URL {
+				msg = model.ErrURL.Error()
 			}
 			errs = append(errs, field.New(code, field.NewPath(key), msg))
 		}
@@ -415,7 +453,11 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			err = model.Check(f, cv)
 		}
 		if err != nil {
-			errs = append(errs, field.New(field.CodeInvalid, field.NewPath(k), err.Error()))
+			code := field.CodeInvalid
+			if errors.Is(err, model.ErrURL) {
+				code = field.CodeFormat
+			}
+			errs = append(errs, field.New(code, field.NewPath(k), err.Error()))
 			continue
 		}
 		out.Values[k] = cv

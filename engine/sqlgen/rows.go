@@ -137,8 +137,9 @@ func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
 	return Stmt{SQL: sql, Args: a.vals}
 }
 
-// ExistingIDs returns the statement selecting which of ids exist in r for workspace.
-func (d Dialect) ExistingIDs(r *model.Resource, workspace string, ids []string) Stmt {
+// ExistingIDs returns the statement selecting which of ids exist in r for workspace inside pol's record
+// rule (nil: any record of the workspace).
+func (d Dialect) ExistingIDs(r *model.Resource, workspace string, pol *access.Policy, ids []string) Stmt {
 	a := &args{d: d}
 	ph := make([]string, len(ids))
 	w := a.scope(Quote("workspace_id"), workspace)
@@ -146,5 +147,8 @@ func (d Dialect) ExistingIDs(r *model.Resource, workspace string, ids []string) 
 		ph[i] = a.add(id)
 	}
 	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s AND %s IN (%s)", Quote("id"), Quote(r.Table), w, Quote("id"), strings.Join(ph, ", "))
+	if rule := d.rule(pol, workspace, a, ""); rule != "" {
+		sql += " AND " + rule
+	}
 	return Stmt{SQL: sql, Args: a.vals}
 }

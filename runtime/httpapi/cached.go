@@ -31,7 +31,7 @@ func newRepresentation(body []byte, contentType string) *representation {
 // representation's ETag (or the other encoding's: the content is the same).
 func (r *representation) serve(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
-	h.Add("Vary", "Accept-Encoding")
+	addVary(h, "Accept-Encoding")
 	body, etag := r.body, r.etag
 	if acceptsGzip(req.Header.Get("Accept-Encoding")) {
 		body, etag = r.gz, r.gzipETag

@@ -93,7 +93,7 @@ func (h *Handler) resourceCatalog(w http.ResponseWriter, req bunrouter.Request) 
 	if err != nil {
 		return err
 	}
-	doc := h.svc.Describe(c)
+	doc := h.svc.Describe(actorOf(req.Context()), c)
 	doc["access"] = p.ResourceAccess(r).String()
 	writeJSON(w, 200, map[string]any{"data": doc})
 	return nil

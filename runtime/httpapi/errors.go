@@ -15,11 +15,15 @@ func envelope(e *apierr.Error, requestID string) map[string]any {
 	body := map[string]any{"type": e.Code.Type(), "code": e.Code, "message": e.Message, "request_id": requestID}
 	details := e.Details
 	if len(e.Errors) > 0 {
-		details = make(map[string]any, len(e.Details)+1)
+		details = make(map[string]any, len(e.Details)+2)
 		for k, v := range e.Details {
 			details[k] = v
 		}
-		details["errors"] = errorItems(e.Errors)
+		listed, omitted := e.Listed()
+		details["errors"] = errorItems(listed)
+		if omitted > 0 {
+			details["errors_omitted"] = omitted
+		}
 	}
 	if details != nil {
 		body["details"] = details

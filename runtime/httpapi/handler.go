@@ -197,6 +197,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// Flush sends what was written so far (see compressor.Flush).
+func (w *statusWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // StatusClientClosed is the status logged and counted for a request whose client went away before its
 // answer (nginx's 499); nobody receives it.
 const StatusClientClosed = 499
@@ -208,14 +214,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.metrics.RequestStarted()()
 	id := uuid.NewString()
 	w.Header().Set("X-Request-Id", id)
-	sw := &statusWriter{ResponseWriter: w}
+	addVary(w.Header(), "Accept-Encoding")
+	out, zip := compressed(w, r)
+	sw := &statusWriter{ResponseWriter: out}
 	in := &info{resource: "-", operation: "unmatched"}
 	conn := r.Context() // ends when the client goes away (or the server cuts the request off at shutdown)
 	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), h.timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error
-	if p := r.URL.Path; p != "/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
+	if _, smuggled := r.Header[smuggledHeader]; smuggled {
+		// Both Content-Length and Transfer-Encoding (see framing.go): nothing after it on this
+		// connection can be trusted to start where a proxy in front thinks it does.
+		w.Header().Set("Connection", "close")
+		err = apierr.New(apierr.InvalidRequest, "The request has both Content-Length and Transfer-Encoding; send exactly one of them.")
+	} else if p := r.URL.Path; p != "/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
 		// The router would redirect; an API answers exactly the paths it documents.
 		err = apierr.New(apierr.RouteNotFound, "No route matches "+r.Method+" "+p+".")
 	} else {
@@ -248,6 +261,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sw.status == 0 {
 			writeError(sw, id, ae)
 		}
+	}
+	if zip != nil {
+		_ = zip.finish() // as for any write of an answer, an error means the client is gone
 	}
 	elapsed := time.Since(start)
 	h.metrics.Request(in.resource, in.operation, sw.status, elapsed, sw.bytes)

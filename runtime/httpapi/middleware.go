@@ -9,6 +9,7 @@ import (
 
 	"github.com/uptrace/bunrouter"
 	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -71,5 +72,6 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 
 func actorOf(ctx context.Context) records.Actor {
 	p := principal(ctx)
-	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID(ctx), Role: p.Role}
+	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID(ctx), Role: p.Role,
+		ReadOnly: p.Key.Access != "write", Reach: func(r *model.Resource) bool { return p.Authorize(r, false) == nil }}
 }

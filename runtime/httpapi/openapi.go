@@ -52,9 +52,9 @@ func (d *Document) rendition(base string) *representation {
 // openAPI serves the contract: the generic document without a key, the key's workspace's document with
 // one (workspaceOpenAPI), after the key check, limits and quota of any keyed request.
 func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
-	w.Header().Add("Vary", "Authorization")
+	addVary(w.Header(), "Authorization")
 	if h.publicURL == "" {
-		w.Header().Add("Vary", "Host")
+		addVary(w.Header(), "Host")
 	}
 	if len(req.Header.Values("Authorization")) > 0 {
 		return h.authed(h.workspaceOpenAPI)(w, req)

@@ -63,6 +63,7 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 			if err != nil {
 				return err
 			}
+			reportUnknown(w, c.UnknownFields(fields))
 			writeJSON(w, 200, map[string]any{"data": rec})
 			return nil
 		}
@@ -139,6 +140,7 @@ func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, a records.A
 
 // writePage answers a page of a list: its records and the meta of SPEC.md.
 func writePage(w http.ResponseWriter, page *records.Page) {
+	reportUnknown(w, page.UnknownFields)
 	data := make([]any, len(page.Records))
 	for i, rec := range page.Records {
 		data[i] = rec
@@ -182,4 +184,38 @@ func nullable(s string) any {
 		return nil
 	}
 	return s
+}
+
+// unknownFieldsHeader reports the names of a fields selection that the answer's records do not carry.
+const unknownFieldsHeader = "Records-Unknown-Fields"
+
+// reportUnknown sets Records-Unknown-Fields to names (none: no header): comma-separated, each cut at
+// apierr.MaxEchoed characters and percent-encoded outside the unreserved characters of RFC 3986, so that
+// any name a client sent fits a header and commas separate names only.
+func reportUnknown(w http.ResponseWriter, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = percentEncode(apierr.Clip(n))
+	}
+	w.Header().Set(unknownFieldsHeader, strings.Join(parts, ","))
+}
+
+// percentEncode escapes every byte of s outside A-Z a-z 0-9 - . _ ~ as %XX.
+func percentEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }

@@ -18,7 +18,9 @@ import (
 const plainRefusal = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
 // TransportErrors wraps ln so that net/http's own refusals of unparseable requests go out in the API's
-// error envelope with an X-Request-Id, as every other error does: status 400, code invalid_request.
+// error envelope with an X-Request-Id, as every other error does: status 400, code invalid_request; and
+// so that a request with both Content-Length and Transfer-Encoding reaches the handler marked, to be
+// refused the same way (framing.go).
 // (Go answers 431 for an oversized header block and 501 for an unknown Transfer-Encoding; the API has
 // neither status, and both are the client's malformed request.) Each refusal is logged with its id.
 func TransportErrors(ln net.Listener, log *slog.Logger) net.Listener {
@@ -35,13 +37,16 @@ func (l *refusalListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &refusalConn{Conn: c, log: l.log}, nil
+	return &refusalConn{Conn: c, in: framedReader{src: c}, log: l.log}, nil
 }
 
 type refusalConn struct {
 	net.Conn
+	in  framedReader // marks requests with both Content-Length and Transfer-Encoding (framing.go)
 	log *slog.Logger
 }
+
+func (c *refusalConn) Read(p []byte) (int, error) { return c.in.Read(p) }
 
 // CloseWrite keeps net/http's graceful close (it half-closes a TCP connection before hanging up).
 func (c *refusalConn) CloseWrite() error {

@@ -38,18 +38,12 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 	var errs field.ErrorList
 	now := s.timestamp()
 	for i, body := range bodies {
+		// Declared and custom fields in one pass, as for a create.
 		b, verrs := sch.Validate(body, schema.Import)
-		if verrs == nil {
-			ci, err := c.checkCustom(b.Custom, schema.Create)
-			if err != nil {
-				fl, ok := err.(field.ErrorList)
-				if !ok {
-					return 0, err
-				}
-				verrs = fl
-			}
-			inputs[i] = ci
-		}
+		given, form := schema.CustomOf(body)
+		ci, cerrs := c.checkCustom(given, form, schema.Create)
+		verrs = append(verrs, cerrs...)
+		inputs[i] = ci
 		for _, e := range verrs {
 			errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
 		}
@@ -79,11 +73,11 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		trail[i] = audit.Entry{Resource: r.Name, RecordID: ids[i], Action: audit.ActionImport, Changes: createdValues(c, values[i], customs[i])}
 	}
 	_, err = s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
-		if err := s.checkReferences(ctx, q, r, c.Workspace, values...); err != nil {
+		if err := s.checkReferences(ctx, q, a, r, c.Workspace, values...); err != nil {
 			return nil, err
 		}
 		for i, ci := range inputs {
-			if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
+			if err := s.checkCustomReferences(ctx, q, a, c, ci); err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}

@@ -14,15 +14,17 @@ import (
 // customInput is the custom field values of one write, validated against the collection's custom
 // field schema once, before any transaction opens.
 type customInput struct {
-	values map[string]any // by write key, canonical; nil value: clear the field
-	refs   map[string]any // the reference-type values given, by key, checked inside the transaction
-	given  bool           // the body named custom fields (an empty object counts)
+	values map[string]any    // by write key, canonical; nil value: clear the field
+	refs   map[string]any    // the reference-type values given, by key, checked inside the transaction
+	given  bool              // the body named custom fields (an empty object counts)
+	form   schema.CustomForm // how the body named them, for the paths of errors
 }
 
-// checkCustom validates custom field values given by write key (both body forms end up here). On
-// create, required custom fields must be present; in is nil when the body names no custom field.
-func (c *Collection) checkCustom(in map[string]any, m schema.Mode) (*customInput, error) {
-	ci := &customInput{refs: map[string]any{}, given: in != nil}
+// checkCustom validates custom field values given by write key (in, from either body form, nil when the
+// body names no custom field), reporting each problem at the path the client wrote (form). On create,
+// required custom fields must be present.
+func (c *Collection) checkCustom(in map[string]any, form schema.CustomForm, m schema.Mode) (*customInput, field.ErrorList) {
+	ci := &customInput{refs: map[string]any{}, given: in != nil, form: form}
 	if in == nil && m == schema.Update {
 		return ci, nil
 	}
@@ -47,7 +49,7 @@ func (c *Collection) checkCustom(in map[string]any, m schema.Mode) (*customInput
 			if e.Code == field.CodeUnknown {
 				e.Message = "is not a custom field of " + c.Resource.Name
 			}
-			e.Field = "custom_fields." + e.Field
+			e.Field = form.Path(e.Field).String()
 		}
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
 		return nil, errs
@@ -91,17 +93,37 @@ func (c *Collection) ids(ci *customInput) []string {
 	return out
 }
 
+// checkAllReferences verifies, inside a write's transaction, the declared references in values and the
+// custom ones ci gives, and reports the missing records of both in one list.
+func (s *Service) checkAllReferences(ctx context.Context, q store.Querier, a Actor, c *Collection, values map[string]any, ci *customInput) error {
+	var errs field.ErrorList
+	for _, check := range []func() error{
+		func() error { return s.checkReferences(ctx, q, a, c.Resource, c.Workspace, values) },
+		func() error { return s.checkCustomReferences(ctx, q, a, c, ci) },
+	} {
+		var fl field.ErrorList
+		switch err := check(); {
+		case err == nil:
+		case errors.As(err, &fl):
+			errs = append(errs, fl...)
+		default:
+			return err
+		}
+	}
+	return errs.Err()
+}
+
 // checkCustomReferences verifies, inside a write's transaction, that the reference-type custom values
-// given (by key) name records of the same workspace.
-func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, c *Collection, refs map[string]any) error {
-	if len(refs) == 0 {
+// ci gives name records of the same workspace.
+func (s *Service) checkCustomReferences(ctx context.Context, q store.Querier, a Actor, c *Collection, ci *customInput) error {
+	if len(ci.refs) == 0 {
 		return nil
 	}
-	err := s.checkReferences(ctx, q, c.Fields.Set, c.Workspace, refs)
+	err := s.checkReferences(ctx, q, a, c.Fields.Set, c.Workspace, ci.refs)
 	var fl field.ErrorList
 	if errors.As(err, &fl) {
 		for _, e := range fl {
-			e.Field = "custom_fields." + e.Field
+			e.Field = ci.form.Path(e.Field).String()
 		}
 	}
 	return err

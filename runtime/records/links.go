@@ -150,8 +150,9 @@ func (s *Service) ListLinks(ctx context.Context, a Actor, c *Collection, assoc *
 // PutLink creates or updates the link from record id of c to otherID through assoc, with attributes
 // from body. Both records must be visible to the caller.
 func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *model.Association, id, otherID string, body map[string]any, rc *Receipt) (Record, error) {
-	b, errs := s.schemas.Resource(assoc.Attrs.Name).Validate(body, schema.Create)
-	if errs != nil {
+	b, verrs := s.schemas.Resource(assoc.Attrs.Name).Validate(body, schema.Create)
+	if errs := firstPerField(reachErrors(a, s.cat, assoc.Attrs, body), verrs); errs != nil {
+		sortErrors(assoc.Attrs, errs)
 		return nil, errs
 	}
 	if len(b.Custom) > 0 {
@@ -173,7 +174,7 @@ func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *mo
 		if err := s.bothVisible(ctx, q, a, c, l, other); err != nil {
 			return nil, err
 		}
-		if err := s.checkReferences(ctx, q, assoc.Attrs, c.Workspace, b.Values); err != nil {
+		if err := s.checkReferences(ctx, q, a, assoc.Attrs, c.Workspace, b.Values); err != nil {
 			return nil, err
 		}
 		old, err := s.readLink(ctx, q, assoc, l, other)

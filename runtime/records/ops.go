@@ -15,14 +15,7 @@ import (
 
 // Create validates body and stores a new record of c owned by the actor.
 func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[string]any, rc *Receipt) (Record, error) {
-	if err := checkWritable(c.Policy, body); err != nil {
-		return nil, err
-	}
-	b, errs := s.schemas.Resource(c.Resource.Name).Validate(body, schema.Create)
-	if errs != nil {
-		return nil, errs
-	}
-	ci, err := c.checkCustom(b.Custom, schema.Create)
+	b, ci, err := s.checkBody(a, c, body, schema.Create)
 	if err != nil {
 		return nil, err
 	}
@@ -32,14 +25,7 @@ func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[s
 // Update validates body and changes the given fields of record id of c.
 func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
 	r := c.Resource
-	if err := checkWritable(c.Policy, body); err != nil {
-		return nil, err
-	}
-	b, errs := s.schemas.Resource(r.Name).Validate(body, schema.Update)
-	if errs != nil {
-		return nil, errs
-	}
-	ci, err := c.checkCustom(b.Custom, schema.Update) // refused before any lock is taken
+	b, ci, err := s.checkBody(a, c, body, schema.Update) // refused before any lock is taken
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +43,7 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 		for k, v := range set {
 			b.Values[k] = v
 		}
-		if err := s.checkReferences(ctx, q, r, c.Workspace, b.Values); err != nil {
+		if err := s.checkAllReferences(ctx, q, a, c, b.Values, ci); err != nil {
 			return nil, err
 		}
 		e := &edit{action: audit.ActionUpdate, values: map[string]any{}, changes: map[string]any{}}
@@ -72,9 +58,6 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 		if ci.given {
 			current, _ := cur["custom_fields"].(map[string]any)
 			custom := c.stored(ci, current)
-			if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
-				return nil, err
-			}
 			ids := c.ids(ci)
 			if err := s.syncCustom(ctx, q, c.Workspace, cur["id"].(string), c.Fields, custom, ids); err != nil {
 				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)

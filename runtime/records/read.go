@@ -72,6 +72,27 @@ func Fieldset(q map[string][]string) ([]string, error) {
 	return out, nil
 }
 
+// UnknownFields returns the names of a fields selection that no record of c carries as the caller sees
+// it, once each, in the order given: names the resource lacks and fields the caller's role hides, alike,
+// so that the answer never tells a hidden field from one that does not exist. (A masked field is carried,
+// with its value masked, as in a full read.)
+func (c *Collection) UnknownFields(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		f, ok := c.Resource.Field(n)
+		known := n == "id" || (n == "model_id" && c.Resource.ModelScoped) || (ok && c.Policy.Visibility(f.Key) != access.Hidden)
+		if !known {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // selectFields keeps the named top-level properties (and id); nil keeps everything.
 func selectFields(rec Record, names []string) Record {
 	if names == nil {
@@ -114,6 +135,8 @@ type Page struct {
 	PageSize   int
 	// Page is the page number in page mode; 0 in cursor mode.
 	Page int
+	// UnknownFields are the names of the fields selection no record carries (Collection.UnknownFields).
+	UnknownFields []string
 }
 
 // ListRequest is a list as the caller asked for it: the query string of GET /v1/{resource}, or the
@@ -160,6 +183,7 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 		page.Records[i] = selectFields(rec, plan.Fields)
 	}
 	page.PageSize, page.Page = plan.PageSize, plan.Page
+	page.UnknownFields = c.UnknownFields(plan.Fields)
 	return page, nil
 }
 
@@ -245,12 +269,18 @@ func (s *Service) emptyBandPage(ctx context.Context, plan *listplan.Plan, worksp
 	return read(s.d.CustomPage(plan, workspace, true, max(0, plan.Offset-values), plan.Limit+1-len(page.Records)))
 }
 
-// Describe returns the catalog document of c (GET /v1/resources/{resource}): the resource's declared
-// fields as the caller's policy shows them, and the workspace's custom fields (or the data model's
-// fields) with their write, filter and sort keys.
-func (s *Service) Describe(c *Collection) map[string]any {
+// Describe returns the catalog document of c (GET /v1/resources/{resource}) for a: the resource's
+// declared fields as a's policy shows them, and the workspace's custom fields (or the data model's
+// fields) with their write, filter and sort keys. A field, custom field, association or association
+// attribute is writable only when a may write it: a read-only key, a role that reads the resource, a
+// read-only resource and a reference into a resource a does not reach (see Actor.Reach) write nothing.
+func (s *Service) Describe(a Actor, c *Collection) map[string]any {
 	r := c.Resource
-	doc := catalog.Document(r, s.schemas.Resource(r.Name), c.Policy)
+	reach := func(name string) bool {
+		t, ok := s.cat.Resource(name)
+		return !ok || a.reaches(t)
+	}
+	doc := catalog.Document(r, s.schemas.Resource(r.Name), c.Policy, reach)
 	custom := make([]any, 0, len(c.Fields.Defs))
 	sortKeys, _ := doc["sort_keys"].([]string)
 	filterKeys, _ := doc["filter_keys"].([]any)
@@ -258,7 +288,8 @@ func (s *Service) Describe(c *Collection) map[string]any {
 		f := c.Fields.Field(d)
 		entry := catalog.Field(f)
 		entry["id"], entry["write_key"], entry["filter_key"], entry["custom_type"] = d.ID, "cf__"+d.Key, d.FilterKey(), d.Type
-		entry["writable"] = c.Policy.Level == access.Write
+		writable := c.Policy.Level == access.Write && !r.ReadOnly() && (f.Type != model.Reference || reach(f.Target))
+		entry["writable"], entry["read_only"] = writable, !writable
 		if f.Sortable {
 			entry["sort_key"] = d.FilterKey()
 			sortKeys = append(sortKeys, d.FilterKey())

@@ -33,11 +33,24 @@ type Actor struct {
 	// Synthetic marks generated data (recordsctl seed): Import writes no audit entries for it, which
 	// would double a million-record load for rows nobody changed.
 	Synthetic bool
+	// ReadOnly is a key with read access: its policies allow reading at most, whatever the role.
+	ReadOnly bool
+	// Reach reports whether the caller may use resource r at all: the key's resource allowlist, the
+	// plan's features and the role's access. A write may set a reference only into a resource it
+	// reaches, as a link needs both sides. nil reaches every resource (the admin path).
+	Reach func(r *model.Resource) bool
 }
 
-// Policy returns the actor's policy on r.
+// reaches reports whether a may use r (see Actor.Reach).
+func (a Actor) reaches(r *model.Resource) bool { return a.Reach == nil || a.Reach(r) }
+
+// Policy returns the actor's policy on r: its role's, capped at reading for a read-only key.
 func (a Actor) Policy(r *model.Resource) *access.Policy {
-	return access.For(a.Role, r, a.Member, a.Department)
+	p := access.For(a.Role, r, a.Member, a.Department)
+	if a.ReadOnly && p.Level > access.Read {
+		p.Level = access.Read
+	}
+	return p
 }
 
 // Record is a JSON-shaped record.

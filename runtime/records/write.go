@@ -95,10 +95,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		if err := setComputed(r, nil, values, cols); err != nil {
 			return nil, err
 		}
-		if err := s.checkReferences(ctx, q, r, c.Workspace, values); err != nil {
-			return nil, err
-		}
-		if err := s.checkCustomReferences(ctx, q, c, ci.refs); err != nil {
+		if err := s.checkAllReferences(ctx, q, a, c, values, ci); err != nil {
 			return nil, err
 		}
 		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
@@ -182,21 +179,11 @@ func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Colle
 	return out, nil
 }
 
-// checkWritable refuses body members naming fields the policy does not let the caller write.
-func checkWritable(pol *access.Policy, body map[string]any) error {
-	var errs field.ErrorList
-	for k := range body {
-		if f, ok := pol.Resource.Field(k); ok && f.Writable() && !pol.Writable(f) {
-			errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), "your role may not write this field"))
-		}
-	}
-	sort.Slice(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
-	return errs.Err()
-}
-
-// checkReferences verifies that every reference in rows names a record of the same workspace. Error
-// paths are the field key, prefixed with the row index when there is more than one row.
-func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model.Resource, workspace string, rows ...map[string]any) error {
+// checkReferences verifies that every reference in rows names a record of the same workspace that a may
+// see: a record outside a's record rule on its resource is answered exactly as one that does not exist,
+// as a link to it would be. Error paths are the field key, prefixed with the row index when there is
+// more than one row.
+func (s *Service) checkReferences(ctx context.Context, q store.Querier, a Actor, r *model.Resource, workspace string, rows ...map[string]any) error {
 	byTarget := map[string][]string{}
 	keysOf := map[string][]field.Path{}
 	for i, values := range rows {
@@ -226,7 +213,7 @@ func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model
 		for len(ids) > 0 {
 			chunk := ids[:min(len(ids), 500)]
 			ids = ids[len(chunk):]
-			err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, chunk), func(row []any) error {
+			err := q.Query(ctx, s.d.ExistingIDs(tr, workspace, a.Policy(tr), chunk), func(row []any) error {
 				found[store.UUIDText(row[0])] = true
 				return nil
 			})
@@ -236,7 +223,7 @@ func (s *Service) checkReferences(ctx context.Context, q store.Querier, r *model
 		}
 		for i, id := range byTarget[t] {
 			if !found[id] {
-				errs = append(errs, field.New(field.CodeNotFound, keysOf[t][i], fmt.Sprintf("no %s record %s in this workspace", t, id)))
+				errs = append(errs, field.New(field.CodeNotFound, keysOf[t][i], fmt.Sprintf("no %s record %s that you can see in this workspace", t, id)))
 			}
 		}
 	}

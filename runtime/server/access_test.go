@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -124,6 +126,35 @@ func TestMasksMatrix(t *testing.T) {
 					check("get fields=", e.DoKey(vkey, "GET", "/v1/"+name+"/"+id+"?fields="+fieldsParam, nil))
 					check("list", e.DoKey(vkey, "GET", "/v1/"+name+"?fields="+fieldsParam, nil))
 					check("query", e.DoKey(vkey, "POST", "/v1/"+name+"/query", map[string]any{"fields": keys}))
+					// Names the answer lacks are reported, a hidden field exactly as a name that does not
+					// exist; a masked one is carried (masked) and not reported.
+					// (In the query string names are split at commas; in a query body a name may hold one.)
+					asked := append(append([]string{"zz_not_a_field"}, keys...), "id")
+					var hidden []string
+					for _, k := range keys {
+						if rules[k] == "hidden" {
+							hidden = append(hidden, k)
+						}
+					}
+					param := url.QueryEscape(strings.Join(append(asked, "a bé"), ","))
+					for _, c := range []struct {
+						what string
+						res  *servertest.Response
+						want []string
+					}{
+						{"get", e.DoKey(vkey, "GET", "/v1/"+name+"/"+id+"?fields="+param, nil), append(append([]string{"zz_not_a_field"}, hidden...), "a%20b%C3%A9")},
+						{"list", e.DoKey(vkey, "GET", "/v1/"+name+"?fields="+param, nil), append(append([]string{"zz_not_a_field"}, hidden...), "a%20b%C3%A9")},
+						{"query", e.DoKey(vkey, "POST", "/v1/"+name+"/query", map[string]any{"fields": append(asked, "a b,c")}), append(append([]string{"zz_not_a_field"}, hidden...), "a%20b%2Cc")},
+						{"admin", e.Do("POST", "/v1/"+name+"/query", map[string]any{"fields": append(asked, "a b,c")}), []string{"zz_not_a_field", "a%20b%2Cc"}},
+					} {
+						e.Expect(c.res, 200, "")
+						if got := c.res.Header.Get("Records-Unknown-Fields"); got != strings.Join(c.want, ",") {
+							t.Errorf("%s with fields %v: Records-Unknown-Fields %q, want %q", c.what, asked, got, strings.Join(c.want, ","))
+						}
+					}
+					if res := e.DoKey(vkey, "GET", "/v1/"+name+"/"+id+"?fields=id", nil); res.Header.Values("Records-Unknown-Fields") != nil {
+						t.Errorf("Records-Unknown-Fields sent when every name was found: %q", res.Header.Get("Records-Unknown-Fields"))
+					}
 					check("catalog", e.DoKey(vkey, "GET", "/v1/resources/"+name, nil))
 					for _, key := range keys {
 						f, _ := r.Field(key)
@@ -153,8 +184,55 @@ func TestMasksMatrix(t *testing.T) {
 					}
 				})
 			}
+			// The viewer role writes nothing: no catalog shows it a writable field, custom field,
+			// association or association attribute.
+			if _, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "deals", Key: "tier", Type: "text"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range cat.Resources {
+				if r.ModelScoped || viewer.Resources[r.Name] == "none" {
+					continue // a data model's catalog is TestKeys' K9
+				}
+				doc := e.DoKey(vkey, "GET", "/v1/resources/"+r.Name, nil)
+				e.Expect(doc, 200, "")
+				if w := writableEntries(doc.Data()); len(w) > 0 {
+					t.Errorf("the viewer's catalog of %s shows writable %v", r.Name, w)
+				}
+			}
 		})
 	}
+}
+
+// writableEntries lists the entries of a field catalog that say writable: true — fields, custom fields,
+// associations and their attributes — by path.
+func writableEntries(doc map[string]any) []string {
+	var out []string
+	list := func(prefix string, items any) {
+		l, _ := items.([]any)
+		for _, it := range l {
+			m, _ := it.(map[string]any)
+			name, _ := m["key"].(string)
+			if name == "" {
+				name, _ = m["name"].(string)
+			}
+			if m["writable"] == true || m["read_only"] == false {
+				out = append(out, prefix+name)
+			}
+			if attrs, ok := m["attributes"]; ok {
+				l2, _ := attrs.([]any)
+				for _, a := range l2 {
+					am, _ := a.(map[string]any)
+					if am["writable"] == true || am["read_only"] == false {
+						out = append(out, prefix+name+"."+fmt.Sprint(am["key"]))
+					}
+				}
+			}
+		}
+	}
+	list("", doc["fields"])
+	list("custom_fields.", doc["custom_fields"])
+	list("associations.", doc["associations"])
+	return out
 }
 
 // Record rules: a member sees only the deals they own and the projects of their department; anything
@@ -195,6 +273,23 @@ func TestRecordRules(t *testing.T) {
 			if l := e.Do("GET", "/v1/deals", nil).List(); len(l) != 2 {
 				t.Errorf("admin lists %d deals", len(l))
 			}
+
+			// A reference, like a link, reaches only records the caller sees: one to a deal outside alice's
+			// record rule is answered exactly as one to a deal that does not exist.
+			missingDeal := "0190a6d4-0000-7000-8000-00000000beef"
+			var answers []string
+			for _, deal := range []string{adminDeal, missingDeal} {
+				res := e.DoKey(alice, "POST", "/v1/projects", map[string]any{"name": "Hidden deal project", "deal_id": deal})
+				e.Expect(res, 422, "validation_failed")
+				env := res.Body["error"].(map[string]any)
+				delete(env, "request_id")
+				data, _ := json.Marshal(res.Body)
+				answers = append(answers, strings.ReplaceAll(string(data), deal, "ID"))
+			}
+			if answers[0] != answers[1] || !strings.Contains(answers[0], `"code":"reference_not_found","field":"deal_id"`) {
+				t.Errorf("a deal alice cannot see and a missing deal are answered differently:\n%s\n%s", answers[0], answers[1])
+			}
+			e.Expect(e.DoKey(alice, "POST", "/v1/projects", map[string]any{"name": "Own deal project", "deal_id": aliceDealID}), 201, "")
 
 			bobProject := e.DoKey(bob, "POST", "/v1/projects", map[string]any{"name": "Bob project"}).Data()["id"].(string)
 			adminProject := e.Do("POST", "/v1/projects", map[string]any{"name": "Admin project"}).Data()["id"].(string)

@@ -123,8 +123,13 @@ func TestCustomFields(t *testing.T) {
 					e.Expect(e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__" + key: c.good, "custom_fields": map[string]any{key: c.good}}), 422, "validation_failed")
 					res = e.Do("POST", "/v1/deals", map[string]any{"name": "x", "cf__" + key: c.bad})
 					e.Expect(res, 422, "validation_failed")
+					if !containsField(res, "cf__"+key) {
+						t.Errorf("error does not name cf__%s as sent: %s", key, res.Raw)
+					}
+					res = e.Do("POST", "/v1/deals", map[string]any{"name": "x", "custom_fields": map[string]any{key: c.bad}})
+					e.Expect(res, 422, "validation_failed")
 					if !containsField(res, "custom_fields."+key) {
-						t.Errorf("error does not name custom_fields.%s: %s", key, res.Raw)
+						t.Errorf("error does not name custom_fields.%s as sent: %s", key, res.Raw)
 					}
 					// Clearing with null.
 					cleared := e.Do("PATCH", "/v1/deals/"+id, map[string]any{"cf__" + key: nil})

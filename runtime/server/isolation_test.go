@@ -345,7 +345,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 				// A's model field filter key, on B's model.
 				do(t, "GET", base+join(bq, "filter="+filterOf(map[string]any{"field": aModelFilterKey, "op": "eq", "value": marker})), nil, 400, "invalid_request")
 				// B's model reference field pointing at A's company.
-				refused(t, "POST", base+join(bq), map[string]any{"name": "B", "cf__partner": A.ids["companies"][0]}, "custom_fields.partner")
+				refused(t, "POST", base+join(bq), map[string]any{"name": "B", "cf__partner": A.ids["companies"][0]}, "cf__partner")
 			}
 			// B's catalog of the resource shows nothing of A's.
 			do(t, "GET", "/v1/resources/"+r.Name+join(bq), nil, 200, "")
@@ -413,8 +413,8 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	do(t, "GET", "/v1/companies?filter="+cf("is_not_empty", nil), nil, 400, "invalid_request")
 	do(t, "POST", "/v1/companies/query", map[string]any{"filters": []any{map[string]any{"field": aField.FilterKey(), "op": "eq", "value": marker}}}, 400, "invalid_request")
 	do(t, "GET", "/v1/companies?sort="+aField.FilterKey(), nil, 400, "invalid_request")
-	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__a_secret_tier": "x"}, "custom_fields.a_secret_tier")
-	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__b_partner": A.ids["companies"][0]}, "custom_fields.b_partner")
+	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__a_secret_tier": "x"}, "cf__a_secret_tier")
+	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__b_partner": A.ids["companies"][0]}, "cf__b_partner")
 	refused(t, "PATCH", "/v1/companies/"+B.ids["companies"][0], map[string]any{"custom_fields": map[string]any{"b_partner": A.ids["companies"][0]}}, "custom_fields.b_partner")
 	// A's association cursor on B's own record.
 	do(t, "GET", "/v1/deals/"+B.ids["deals"][0]+"/contacts?cursor="+url.QueryEscape(linkCursor), nil, 400, "invalid_request")

@@ -349,9 +349,26 @@ func TestKeys(t *testing.T) {
 				if got := l.do(t, scoped, "GET", "/v1/resources", nil).List(); len(got) != 1 || got[0]["name"] != "companies" {
 					t.Errorf("an allowlisted key lists resources %v", got)
 				}
+				// A read key writes nothing, whatever its owner's role: no catalog shows it anything writable.
+				for _, r := range e.Server.Backend().Catalog.Resources {
+					if !r.ModelScoped {
+						if w := writableEntries(l.do(t, read, "GET", "/v1/resources/"+r.Name, nil).Data()); len(w) > 0 {
+							t.Errorf("a read key's catalog of %s shows writable %v", r.Name, w)
+						}
+					}
+				}
 				if after := state(); after != before {
 					t.Errorf("refused writes changed data:\nbefore %s\nafter  %s", before, after)
 				}
+			})
+
+			t.Run("K9 references obey the resource allowlist", func(t *testing.T) {
+				m := member("admin")
+				keyReferenceMatrix(t, e, func(resources ...string) string {
+					return l.newKey(m, auth.KeyOptions{Access: "write", Resources: resources})
+				}, func(t *testing.T, key, method, path string, body any) *servertest.Response {
+					return l.do(t, key, method, path, body)
+				})
 			})
 
 			t.Run("K10 forwarded addresses from an untrusted peer are ignored", func(t *testing.T) {

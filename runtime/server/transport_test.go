@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -114,4 +115,117 @@ func rawRequest(t *testing.T, host, raw string) (*http.Response, []byte) {
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
 	return res, data
+}
+
+// TestRequestSmuggling: a request with both Content-Length and Transfer-Encoding (the desync a front
+// proxy and this server could read differently, RFC 9112 §6.1) is refused with 400 invalid_request in
+// the envelope and the connection closed, whatever the spelling, order or HTTP version, and nothing is
+// written; on a kept-alive connection the requests before it — with Content-Length bodies, chunked
+// bodies with extensions and trailers, and none — are answered as always, pipelined or not. Through raw
+// TCP connections to the server's listener.
+func TestRequestSmuggling(t *testing.T) {
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			logs := &proc.Buffer{}
+			e := servertest.Start(t, b, servertest.Options{Log: logs})
+			host := strings.TrimPrefix(e.URL, "http://")
+			count := func() int { return len(e.Do("GET", "/v1/companies?page_size=100&include_archived=true", nil).List()) }
+			before := count()
+			post := "POST /v1/companies HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + e.Key + "\r\nContent-Type: application/json\r\n"
+			body := `{"name":"Smuggled"}`
+			chunked := fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+			// The classic CL.TE and TE.CL desyncs: read by the other header, the rest is a second request.
+			inner := "GET /v1/me HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + e.Key + "\r\n\r\n"
+			cases := []struct{ name, raw string }{
+				{"chunked, then Content-Length", post + "Transfer-Encoding: chunked\r\nContent-Length: " + fmt.Sprint(len(chunked)) + "\r\n\r\n" + chunked},
+				{"Content-Length, then chunked", post + "Content-Length: " + fmt.Sprint(len(chunked)) + "\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked},
+				{"lower case names", post + "content-length: " + fmt.Sprint(len(chunked)) + "\r\ntransfer-encoding: Chunked\r\n\r\n" + chunked},
+				{"Content-Length 0", post + "Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked},
+				{"two Content-Lengths", post + "Content-Length: 5\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked},
+				{"CL.TE desync", post + "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + inner},
+				{"TE.CL desync", post + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("%x\r\n%s0\r\n\r\n", len(inner), inner)},
+				{"HTTP/1.0", strings.Replace(post, "HTTP/1.1", "HTTP/1.0", 1) + "Content-Length: " + fmt.Sprint(len(body)) + "\r\nTransfer-Encoding: chunked\r\n\r\n" + body},
+				{"GET", "GET /v1/me HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + e.Key + "\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+				{"the framing mark sent by the client", post + "X-Smuggled-Len: 3\r\nContent-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body},
+			}
+			for _, c := range cases {
+				conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conn.SetDeadline(time.Now().Add(10 * time.Second))
+				io.WriteString(conn, c.raw)
+				rd := bufio.NewReader(conn)
+				res, err := http.ReadResponse(rd, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				data, _ := io.ReadAll(res.Body)
+				var env struct {
+					Error struct {
+						Type, Code, Message string
+						RequestID           string `json:"request_id"`
+					} `json:"error"`
+				}
+				json.Unmarshal(data, &env)
+				if res.StatusCode != 400 || env.Error.Code != "invalid_request" || res.Header.Get("Content-Type") != "application/json" ||
+					!strings.Contains(env.Error.Message, "Content-Length and Transfer-Encoding") || env.Error.RequestID != res.Header.Get("X-Request-Id") {
+					t.Errorf("%s: %d %q; want 400 invalid_request naming both headers", c.name, res.StatusCode, data)
+				}
+				if !res.Close {
+					t.Errorf("%s: the connection is kept open", c.name)
+				}
+				// Nothing more is answered on the connection: no smuggled second request.
+				if more, err := io.ReadAll(rd); len(more) > 0 {
+					t.Errorf("%s: more on the connection after the refusal: %q (%v)", c.name, more, err)
+				}
+				conn.Close()
+			}
+			if n := count(); n != before {
+				t.Errorf("%d companies created by refused requests", n-before)
+			}
+
+			// A kept-alive connection carries every framing the server reads, one request after another
+			// and then all at once (pipelined), before the bad request ends it.
+			get := "GET /v1/me HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + e.Key + "\r\n\r\n"
+			good := []string{
+				post + "Content-Length: " + fmt.Sprint(len(body)) + "\r\n\r\n" + body,
+				post + "Transfer-Encoding: chunked\r\n\r\n" + fmt.Sprintf("3;ext=1\r\n%s\r\n%x\r\n%s\r\n0\r\nX-Trailer: yes\r\n\r\n", body[:3], len(body)-3, body[3:]),
+				get,
+				post + "Transfer-Encoding: chunked\r\n\r\n" + chunked,
+				"GET /v1/me HTTP/1.1\r\nHost: " + host + "\r\nAuthorization: Bearer " + e.Key + "\r\nContent-Length: 2\r\n\r\n{}",
+			}
+			bad := cases[0].raw
+			for _, pipelined := range []bool{false, true} {
+				conn, err := net.DialTimeout("tcp", host, 5*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				conn.SetDeadline(time.Now().Add(10 * time.Second))
+				rd := bufio.NewReader(conn)
+				if pipelined {
+					io.WriteString(conn, strings.Join(good, "")+bad)
+				}
+				for i, req := range append(good, bad) {
+					if !pipelined {
+						io.WriteString(conn, req)
+					}
+					res, err := http.ReadResponse(rd, nil)
+					if err != nil {
+						t.Fatalf("pipelined %v, request %d: %v", pipelined, i+1, err)
+					}
+					data, _ := io.ReadAll(res.Body)
+					want := []int{201, 201, 200, 201, 200, 400}[i]
+					if res.StatusCode != want {
+						t.Errorf("pipelined %v, request %d: %d %s, want %d", pipelined, i+1, res.StatusCode, data, want)
+					}
+				}
+				conn.Close()
+			}
+			if n := count(); n != before+6 {
+				t.Errorf("%d companies created, want 6", n-before)
+			}
+		})
+	}
 }

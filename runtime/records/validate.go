@@ -1,0 +1,120 @@
+package records
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+)
+
+// checkBody validates a write body of c for mode m in one pass, before any transaction: the fields a may
+// not write (its role's field rules, and references into resources a does not reach), the declared
+// fields (the resource's schema) and the custom fields (the collection's), so that one answer lists every
+// problem, each at the path the client wrote (cf__<key> or custom_fields.<key>). A field a may not write
+// is refused for that alone, whatever its value, so the answer says nothing of the records it names. It
+// returns the declared values and the custom input, or the problems.
+func (s *Service) checkBody(a Actor, c *Collection, body map[string]any, m schema.Mode) (*schema.Body, *customInput, error) {
+	custom, form := schema.CustomOf(body)
+	b, verrs := s.schemas.Resource(c.Resource.Name).Validate(body, m)
+	ci, cerrs := c.checkCustom(custom, form, m)
+	errs := firstPerField(writableErrors(c.Policy, body), reachErrors(a, s.cat, c.Resource, body),
+		c.customReachErrors(a, s.cat, custom, form), verrs, cerrs)
+	if len(errs) > 0 {
+		sortErrors(c.Resource, errs)
+		return nil, nil, errs
+	}
+	return b, ci, nil
+}
+
+// firstPerField joins lists of problems, keeping for each field those of the first list that has any:
+// a field the caller may not write is refused for that alone.
+func firstPerField(lists ...field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	seen := map[string]int{} // field -> the list that reported it first
+	for i, l := range lists {
+		for _, e := range l {
+			if first, ok := seen[e.Field]; ok && first != i {
+				continue
+			}
+			seen[e.Field] = i
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// reachErrors refuses the body members naming reference fields of r whose target resource a does not
+// reach (see Actor.Reach), null included: the key must be allowed both sides, as for a link.
+func reachErrors(a Actor, cat *model.Catalog, r *model.Resource, body map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for k := range body {
+		if f, ok := r.Field(k); ok && f.Type == model.Reference && f.Writable() {
+			if t, ok := cat.Resource(f.Target); ok && !a.reaches(t) {
+				errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), unreachable(t)))
+			}
+		}
+	}
+	return errs
+}
+
+// customReachErrors is reachErrors for the custom fields given (by key, in form).
+func (c *Collection) customReachErrors(a Actor, cat *model.Catalog, given map[string]any, form schema.CustomForm) field.ErrorList {
+	var errs field.ErrorList
+	for key := range given {
+		d, ok := c.Fields.ByKey(key)
+		if !ok {
+			continue
+		}
+		if f := c.Fields.Field(d); f.Type == model.Reference {
+			if t, ok := cat.Resource(f.Target); ok && !a.reaches(t) {
+				errs = append(errs, field.New(field.CodeNotPermitted, form.Path(key), unreachable(t)))
+			}
+		}
+	}
+	return errs
+}
+
+func unreachable(t *model.Resource) string {
+	return "refers to " + t.Name + ", which this key may not use; a reference, like a link, needs access to both resources"
+}
+
+// writableErrors refuses the body members naming declared fields the policy does not let the caller
+// write.
+func writableErrors(pol *access.Policy, body map[string]any) field.ErrorList {
+	var errs field.ErrorList
+	for k := range body {
+		if f, ok := pol.Resource.Field(k); ok && f.Writable() && !pol.Writable(f) {
+			errs = append(errs, field.New(field.CodeNotPermitted, field.NewPath(k), "your role may not write this field"))
+		}
+	}
+	return errs
+}
+
+// sortErrors orders the problems of one body as a client reads them: declared fields in the resource's
+// order, then members that are no field of it (by name), then custom fields (by path); each field's
+// problems in the order found.
+func sortErrors(r *model.Resource, errs field.ErrorList) {
+	rank := make(map[string]int, len(r.Fields))
+	for i, f := range r.Fields {
+		rank[f.Key] = i
+	}
+	of := func(e *field.Error) int {
+		if i, ok := rank[e.Field]; ok {
+			return i
+		}
+		if strings.HasPrefix(e.Field, schema.CustomPrefix) || strings.HasPrefix(e.Field, "custom_fields.") {
+			return len(r.Fields) + 1
+		}
+		return len(r.Fields)
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		ri, rj := of(errs[i]), of(errs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return ri >= len(r.Fields) && errs[i].Field < errs[j].Field
+	})
+}
