@@ -53,6 +53,7 @@ func rawText(v any) string {
 
 // For every field the viewer role masks or hides, no response of any endpoint shows its value.
 func TestMasksMatrix(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -238,6 +239,7 @@ func writableEntries(doc map[string]any) []string {
 // Record rules: a member sees only the deals they own and the projects of their department; anything
 // else is a 404, as if it did not exist.
 func TestRecordRules(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

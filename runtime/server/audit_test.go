@@ -80,6 +80,7 @@ func auditStr(p *string) string {
 // replaced, custom fields included), archive, restore, link (with attributes) and unlink; an
 // idempotent replay writes nothing more.
 func TestAuditEveryWrite(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -166,6 +167,7 @@ func TestAuditEveryWrite(t *testing.T) {
 // conflict, a failed reference check of an import, and a failure inside the transaction after the
 // audit row was written (the actor's OnWrite, where idempotency stores its response).
 func TestAuditRolledBackWrites(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -236,6 +238,7 @@ func TestAuditRolledBackWrites(t *testing.T) {
 // The admin import path audits every record it writes as "import", without member, key or request,
 // custom values included; read-only resources too.
 func TestAuditImport(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -286,6 +289,7 @@ func TestAuditImport(t *testing.T) {
 
 // Filters (resource, record, since), paging, and workspace isolation.
 func TestAuditLogFilters(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -376,6 +380,7 @@ roles:
 // ones left out and named in withheld, resources the role cannot read and records outside its record
 // rule left out. The operator sees every value as stored.
 func TestAuditLogAsMember(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -501,6 +506,7 @@ func mustActor(t *testing.T, e *servertest.Env, member string) records.Actor {
 // A database whose audit_log predates the previous column and the time indexes gets them from the
 // migration at start (additive: existing entries stay readable, with previous null), once.
 func TestAuditLogMigration(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,7 @@ import (
 
 // Every row of the README's 401/403 table, through real HTTP.
 func TestAuthCodes(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -12,6 +12,7 @@ import (
 )
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -115,6 +116,7 @@ func contentType(name string) string {
 
 // A 422 lists every bad field at once, each with its path and code.
 func TestValidationListsEveryField(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	res := e.Do("POST", "/v1/deals", map[string]any{"amount": "x", "probability": 101, "status": "maybe", "nope": true, "id": "x"})
 	e.Expect(res, 422, "validation_failed")
@@ -134,6 +136,7 @@ func TestValidationListsEveryField(t *testing.T) {
 
 // Keys are required, and a workspace never sees or references another's records.
 func TestKeysAndTenancy(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -183,6 +186,7 @@ func TestKeysAndTenancy(t *testing.T) {
 }
 
 func TestCatalog(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	list := e.Do("GET", "/v1/resources", nil)
 	e.Expect(list, 200, "")

@@ -61,6 +61,7 @@ func gunzip(t *testing.T, data []byte) []byte {
 // documents that carry their own encoding are not (re)compressed; every answer says Vary:
 // Accept-Encoding, and no Content-Length disagrees with the body.
 func TestCompression(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -66,6 +66,7 @@ func try(t *testing.T, e *servertest.Env, client *http.Client, key, method, path
 // (a declared and a custom field written together stay together), and the audit trail holds all 50
 // changes as one chain, each replacing the value the one before it wrote: none was lost.
 func TestParallelPatches(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -205,6 +206,7 @@ func TestParallelPatches(t *testing.T) {
 // record, and on every state the audit trail replays). A member whose role limits deals to those it
 // owns (record rule "owned") writes only its own, however many of its PATCHes run at once.
 func TestRuleInvariantsUnderParallelWriters(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

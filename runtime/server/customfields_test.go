@@ -40,6 +40,7 @@ var customCases = []struct {
 }
 
 func TestCustomFields(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -169,6 +170,7 @@ func containsField(res *servertest.Response, name string) bool {
 
 // Required custom fields are required on create; archiving a definition hides it and keeps the values.
 func TestCustomFieldLifecycle(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	reg := e.Server.Backend().Custom
 	ctx := context.Background()
@@ -214,6 +216,7 @@ func TestCustomFieldLifecycle(t *testing.T) {
 // Long custom values (long text, long URLs) exceed what a B-tree index entry holds; they are stored,
 // read back whole and filtered exactly, never refused with a 500.
 func TestLongCustomValues(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -278,6 +281,7 @@ func TestLongCustomValues(t *testing.T) {
 // Custom fields sort like declared fields: cursor walks and pages in both orders, ties broken by id,
 // records without a value last in both orders; unsortable types are refused.
 func TestCustomFieldSort(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

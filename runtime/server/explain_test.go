@@ -18,6 +18,7 @@ import (
 // Every keyset page of every sort key of every resource is served by the (workspace_id, key, id) index
 // in the ORDER BY direction, without a sort step, on both databases.
 func TestKeysetPagesUseIndexes(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

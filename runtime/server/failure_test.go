@@ -14,6 +14,7 @@ import (
 // PostgreSQL goes away under write load: requests answer 503 with the envelope (never a 500, never a
 // hang), the service recovers by itself when the database returns, and every acknowledged write is there.
 func TestDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	direct := servertest.DatabaseURL(t, servertest.Postgres)
 	u, _ := url.Parse(direct)
 	proxy := servertest.NewProxy(t, u.Host)

@@ -32,6 +32,7 @@ func num(rec map[string]any, key string) string {
 // A formula field is computed on create and on every update of an input, is the same on get, list and
 // query, sorts and filters like a stored field, cannot be written, and is as restricted as its inputs.
 func TestFormulaFields(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -159,6 +160,7 @@ func TestFormulaFields(t *testing.T) {
 // Changing a formula in the definitions recomputes the stored values at the next migration, in every
 // workspace, once.
 func TestFormulaRecomputedOnChange(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -106,6 +106,7 @@ func TestHealthEndpoints(t *testing.T) {
 // PostgreSQL stops: /readyz answers 503 naming the database, API requests 503 in the envelope (never a
 // 500), /healthz stays 200. PostgreSQL starts again: both recover without restarting the server.
 func TestReadinessFollowsPostgres(t *testing.T) {
+	t.Parallel()
 	pg := servertest.NewPGCluster(t)
 	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: pg.URL()})
 	if p := getProbe(t, e.URL+"/readyz"); p.status != 200 {
@@ -156,6 +157,7 @@ func TestReadinessFollowsPostgres(t *testing.T) {
 // once its program is back, a probe starts it and the server is ready again within the wait between
 // failed starts (at most 5 s).
 func TestReadinessNamesAFailingPlugin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	shipped := servertest.ShippedPlugins(t)
 	for _, name := range []string{"deal-rules", "signal-rules", "task-rules"} {
@@ -199,6 +201,7 @@ func TestReadinessNamesAFailingPlugin(t *testing.T) {
 // meanwhile (the limits and the quota fall back); the database stays required, and other parameters are
 // refused.
 func TestReadinessNamesRedis(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -180,6 +180,7 @@ END $$`)
 // goes away in the middle of it. Either way the answer is 503 with Retry-After, nothing is written, and
 // once the database is back a retry with the same key runs once, without waiting for the claim's lease.
 func TestIdempotencyDatabaseOutage(t *testing.T) {
+	t.Parallel()
 	direct := servertest.DatabaseURL(t, servertest.Postgres)
 	u, _ := url.Parse(direct)
 	proxy := servertest.NewProxy(t, u.Host)

@@ -117,6 +117,7 @@ func isReplayOf(r, first *servertest.Response) bool {
 // 201, every other answer a byte-identical replay or 409 idempotency_key_in_use, no 5xx, and the plugin's
 // Before hook called once (the host's call count) with its effect (status won) and one audit row.
 func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
+	t.Parallel()
 	const n = 100
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -198,6 +199,7 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 // TestIdempotencyScenarios runs I2–I6, I8, I9 and I11 on each backend, one after another over one server
 // (each scenario with an API key of its own, so that it sees only its own Idempotency-Keys).
 func TestIdempotencyScenarios(t *testing.T) {
+	t.Parallel()
 	scenarios := []struct {
 		name string
 		run  func(t *testing.T, e *servertest.Env, b servertest.Backend)

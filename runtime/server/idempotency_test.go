@@ -20,6 +20,7 @@ func countNamed(t *testing.T, e *servertest.Env, name string) int {
 }
 
 func TestIdempotency(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -97,6 +98,7 @@ func keyID(t *testing.T, e *servertest.Env) string {
 
 // A replay never shows a value the caller's role no longer lets it read.
 func TestReplayAppliesCurrentMasks(t *testing.T) {
+	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	m := e.NewMember("owner@x.example", "admin", "")
 	key := e.NewKey(m, auth.KeyOptions{Access: "write"})
@@ -117,6 +119,7 @@ func TestReplayAppliesCurrentMasks(t *testing.T) {
 // 50 concurrent identical creates with one key, spread over two servers, create exactly one record; every
 // other answer is a byte-identical replay or a 409, never a 5xx.
 func TestIdempotentConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -167,6 +170,7 @@ func TestIdempotentConcurrentCreates(t *testing.T) {
 // PATCH of someone else's deal is 404 (not the stored record), while replaying the create of its own deal
 // still returns the stored response.
 func TestReplayUnderNarrowedRecordRule(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -23,6 +23,7 @@ import (
 // TestIsolationMatrix is the cross-tenant BOLA matrix (OWASP API1): a key of workspace B against every
 // id workspace A has, on every route the router serves. See runIsolationMatrix.
 func TestIsolationMatrix(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

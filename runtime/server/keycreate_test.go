@@ -15,6 +15,7 @@ import (
 // api.access (the built-in no_api, or a workspace role without it) is refused at creation with
 // ErrNotPermitted, and nothing is stored; once the member has a role with api.access, the key is made.
 func TestKeyCreateNeedsAPIAccess(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

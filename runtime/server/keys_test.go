@@ -24,6 +24,7 @@ import (
 // load are TestKeyRejectionBound; K2's "no database query" and K11 are TestKeyStoreDown (a private
 // PostgreSQL that is stopped) and, counted statement by statement, runtime/auth TestAuthenticateQueries.
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

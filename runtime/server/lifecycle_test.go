@@ -173,6 +173,7 @@ func mustJSON(v any) []byte {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -69,6 +69,7 @@ func TestRateLimitExact(t *testing.T) {
 
 // The monthly quota refuses once used up, and usage survives a restart.
 func TestQuota(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

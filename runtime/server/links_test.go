@@ -64,6 +64,7 @@ func linkedIDs(res *servertest.Response) map[string]bool {
 
 // Every declared association can be put, listed from both sides, updated and deleted.
 func TestAssociationMatrix(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -110,6 +111,7 @@ func TestAssociationMatrix(t *testing.T) {
 }
 
 func TestAssociationRules(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

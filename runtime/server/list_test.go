@@ -100,6 +100,7 @@ func walk(t *testing.T, e *servertest.Env, b servertest.Backend, sort, order str
 }
 
 func TestCursorWalk(t *testing.T) {
+	t.Parallel()
 	const n = 10000
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -116,6 +117,7 @@ func TestCursorWalk(t *testing.T) {
 }
 
 func TestCursorRefused(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -152,6 +154,7 @@ func TestCursorRefused(t *testing.T) {
 }
 
 func TestPageMode(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

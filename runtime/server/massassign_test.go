@@ -352,6 +352,7 @@ func maskedExposure(t *testing.T, e *servertest.Env, b servertest.Backend) {
 // TestMassAssignment runs massWrites ("writes") and then maskedExposure ("exposure") on one server per
 // backend.
 func TestMassAssignment(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

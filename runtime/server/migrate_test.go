@@ -59,6 +59,7 @@ func widgetsYAML(t *testing.T) string {
 
 // A resource that exists only as a YAML file is served with all its operations, with no Go change.
 func TestYAMLOnlyResource(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -99,6 +100,7 @@ func openBackend(t *testing.T, db, dir string, destructive bool) *server.Backend
 
 // A field added to a definition becomes a column at the next start; a removed one stays until asked.
 func TestAdditiveMigration(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -13,6 +13,7 @@ import (
 // A data model's fields are the custom fields of its records: validated, stored, filtered and listed
 // in the model's catalog.
 func TestDataModelFields(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

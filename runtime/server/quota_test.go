@@ -72,6 +72,7 @@ var quotaModes = []string{"database", "redis"}
 // server costs more to start than its scenarios take). The month rollover runs last, since it sets the
 // server's clock.
 func TestQuotaAndLimits(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		for _, mode := range quotaModes {
 			t.Run(string(b)+"/"+mode, func(t *testing.T) {
@@ -318,6 +319,7 @@ func randomHex(n int) string {
 // it gets what was accepted meanwhile, after the restart it is seeded from the database and this
 // server's count. The outage is logged once and the recovery once.
 func TestQuotaRedisOutage(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -117,6 +117,7 @@ func TestKeyExpiryReminders(t *testing.T) {
 // never another member's), records when they were first shown, and stops showing one once it is marked
 // read.
 func TestNotificationsInMe(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

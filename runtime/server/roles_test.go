@@ -22,6 +22,7 @@ roles:
 `
 
 func TestWorkspaceRoles(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

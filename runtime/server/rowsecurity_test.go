@@ -12,6 +12,7 @@ import (
 // or a role with BYPASSRLS) says so once at start, as a warning naming the role; one connected as a
 // plain owner of its database (the tests' AppRole) says nothing.
 func TestRowSecurityBypassWarning(t *testing.T) {
+	t.Parallel()
 	const warning = "bypasses row-level security"
 	for _, c := range []struct {
 		name, role, attrs string

@@ -71,6 +71,7 @@ var searchCases = []struct {
 // on SQLite and PostgreSQL (PostgreSQL's own parser used to keep "-007" and "ann@x.example" whole, so
 // searching plist-007-ab12 found nothing there). An update re-indexes: the old words stop matching.
 func TestSearchTokens(t *testing.T) {
+	t.Parallel()
 	got := map[servertest.Backend]map[string][]string{}
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -156,6 +157,7 @@ var oldSearch = map[servertest.Backend][]string{
 // next start: the old objects are dropped, the column is added and filled for the records already there,
 // the index is built, and the awkward searches then find the old records on both databases.
 func TestSearchMigration(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -23,6 +23,7 @@ import (
 // never a 5xx (Go's own answers would be 501 for an unknown Transfer-Encoding and 505 for HTTP/2.0 in
 // an HTTP/1 request line).
 func TestUnparseableRequests(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -124,6 +125,7 @@ func rawRequest(t *testing.T, host, raw string) (*http.Response, []byte) {
 // bodies with extensions and trailers, and none — are answered as always, pipelined or not. Through raw
 // TCP connections to the server's listener.
 func TestRequestSmuggling(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -24,6 +24,7 @@ var nonWebURLs = []string{
 // addresses of other schemes: each is refused with 422 naming the field as sent, nothing is written,
 // and http and https addresses are stored as sent.
 func TestURLFieldsTakeWebAddressesOnly(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -40,6 +40,7 @@ func errorList(res *servertest.Response) ([]string, int) {
 // a megabyte of unknown members is answered with the first apierr.MaxListed problems and the count of
 // the rest, not with a list larger than the body.
 func TestOnePassValidation(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

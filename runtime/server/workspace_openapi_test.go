@@ -54,6 +54,7 @@ func (d openAPIDoc) createBody(name string) json.RawMessage {
 // fields of what the key may read are typed properties; a key limited to some resources learns nothing
 // of the others' fields; without a key the document stays the generic one.
 func TestWorkspaceOpenAPI(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
