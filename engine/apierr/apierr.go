@@ -39,6 +39,7 @@ const (
 	MethodNotAllowed     Code = "method_not_allowed"
 	Conflict             Code = "conflict"
 	IdempotencyKeyInUse  Code = "idempotency_key_in_use"
+	PreconditionFailed   Code = "precondition_failed"
 	PayloadTooLarge      Code = "payload_too_large"
 	ValidationFailed     Code = "validation_failed"
 	IdempotencyKeyReused Code = "idempotency_key_reused"
@@ -74,6 +75,7 @@ var Table = []Entry{
 	{MethodNotAllowed, 405, "invalid_request_error", "The path exists but not with this method; `Allow` lists the methods that do."},
 	{Conflict, 409, "conflict_error", "The write conflicts with the record's state or an existing record."},
 	{IdempotencyKeyInUse, 409, "conflict_error", "A request with the same `Idempotency-Key` is still running."},
+	{PreconditionFailed, 412, "conflict_error", "An `If-Match` precondition did not hold: the record changed since the caller read it; nothing was written."},
 	{PayloadTooLarge, 413, "invalid_request_error", "The body is larger than 1 MiB."},
 	{ValidationFailed, 422, "validation_error", "The workspace refused the values; `details.errors` lists each field."},
 	{IdempotencyKeyReused, 422, "validation_error", "The `Idempotency-Key` was used for a different request."},

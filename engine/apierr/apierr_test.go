@@ -11,7 +11,7 @@ func TestTable(t *testing.T) {
 	specStatus := map[Code]int{InvalidRequest: 400, InvalidAPIKey: 401, ExpiredAPIKey: 401, KeyAssuranceStale: 401,
 		MethodNotAllowed: 405, IdempotencyKeyInUse: 409, Conflict: 409, PayloadTooLarge: 413, ValidationFailed: 422,
 		IdempotencyKeyReused: 422, RateLimited: 429, QuotaExceeded: 429, InternalError: 500, ServiceUnavailable: 503,
-		NotFound: 404, UnknownResource: 404, RouteNotFound: 404, Forbidden: 403, IPNotAllowed: 403}
+		PreconditionFailed: 412, NotFound: 404, UnknownResource: 404, RouteNotFound: 404, Forbidden: 403, IPNotAllowed: 403}
 	seen := map[Code]bool{}
 	for _, e := range Table {
 		if seen[e.Code] {
@@ -25,8 +25,9 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s has no meaning", e.Code)
 		}
 	}
-	if len(Table) != 23 {
-		t.Errorf("%d codes, SPEC.md has 23", len(Table))
+	// SPEC.md's 23, and precondition_failed (412) of the conditional writes (README, "Conditional requests").
+	if len(Table) != 24 {
+		t.Errorf("%d codes, SPEC.md has 23 and conditional writes add 1", len(Table))
 	}
 	if got := Types(); len(got) != 8 {
 		t.Errorf("types %v, SPEC.md has 8", got)

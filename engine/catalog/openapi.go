@@ -62,6 +62,11 @@ with ` + "`Idempotent-Replayed: true`" + ` and writes nothing more; the same key
 ` + "`idempotency_key_reused`" + `, and 409 ` + "`idempotency_key_in_use`" + ` while the first is still running. A failed request
 releases its key.
 
+**Conditional requests.** Answers carrying one record have an ` + "`ETag`" + ` (the record's version, its ` + "`updated_at`" + ` in
+microseconds, and a hash of the body this caller receives). A get with ` + "`If-None-Match`" + ` naming it is 304 without a
+body; update, archive and restore with ` + "`If-Match`" + ` are 412 ` + "`precondition_failed`" + `, writing nothing, when the record's
+version has moved on (checked on the locked row). A record the key may not see stays 404.
+
 **Errors** are ` + "`{error: {type, code, message, details?, request_id}}`" + ` with the request id also in
 ` + "`X-Request-Id`" + `.`
 

@@ -145,6 +145,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		}
 	}
 	writes := []string{"400", "401", "403", "404", "405", "409", "413", "422", "429", "500", "503"}
+	conditional := []string{"400", "401", "403", "404", "405", "409", "412", "413", "422", "429", "500", "503"}
 	switch rt.Op {
 	case model.OpList:
 		op["summary"] = "List " + lowerFirst(r.LabelPlural)
@@ -183,31 +184,32 @@ func (d *doc) operation(rt route.Route) map[string]any {
 	case model.OpGet:
 		op["summary"] = "Get a " + lowerFirst(r.Label)
 		op["description"] = "One " + lowerFirst(r.Label) + ", archived or not. A record the key may not see is 404."
-		params = append(params, ref("parameters", "Id"), ref("parameters", "Fields"))
-		withResponses(op, "200", ok("The record.", rec, "Records-Unknown-Fields"), "400", "401", "403", "404", "429", "500", "503")
+		params = append(params, ref("parameters", "Id"), ref("parameters", "Fields"), ref("parameters", "IfNoneMatch"))
+		withResponses(op, "200", ok("The record.", rec, "Records-Unknown-Fields", "ETag"), "400", "401", "403", "404", "429", "500", "503")
+		op["responses"].(map[string]any)["304"] = map[string]any{"description": "Unchanged since the `ETag` sent in `If-None-Match`; no body.", "headers": headerRefs("X-Request-Id", "ETag")}
 	case model.OpCreate:
 		op["summary"] = "Create a " + lowerFirst(r.Label)
 		op["description"] = "The body holds only the fields to set, plus custom fields as `cf__<key>` members or one `custom_fields` object (not both). Unknown and read-only fields are refused with 422."
 		params = append(params, ref("parameters", "IdempotencyKey"))
 		op["requestBody"] = ref("requestBodies", name+"Create")
-		withResponses(op, "201", ok("Created.", rec, "Location", "Idempotent-Replayed"), writes...)
+		withResponses(op, "201", ok("Created.", rec, "Location", "Idempotent-Replayed", "ETag"), writes...)
 	case model.OpUpdate:
 		op["summary"] = "Update a " + lowerFirst(r.Label)
 		op["description"] = "Sets the fields in the body (null clears an optional one), with the same rules as create. An archived record cannot be updated (409)."
-		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"))
+		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
 		op["requestBody"] = map[string]any{"required": true, "content": jsonContent(schemaRef(name + "Update"))}
-		withResponses(op, "200", ok("The updated record.", rec, "Idempotent-Replayed"), writes...)
+		withResponses(op, "200", ok("The updated record.", rec, "Idempotent-Replayed", "ETag"), conditional...)
 	case model.OpArchive:
 		op["summary"] = "Archive a " + lowerFirst(r.Label)
 		op["description"] = "Soft delete, with an optional reason; the record can be restored. Archiving an archived record is 409."
-		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"))
+		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
 		op["requestBody"] = map[string]any{"required": false, "content": jsonContent(schemaRef("ArchiveRequest"))}
-		withResponses(op, "200", ok("The archived record.", rec, "Idempotent-Replayed"), writes...)
+		withResponses(op, "200", ok("The archived record.", rec, "Idempotent-Replayed", "ETag"), conditional...)
 	case model.OpRestore:
 		op["summary"] = "Restore a " + lowerFirst(r.Label)
 		op["description"] = "Makes an archived record active again. Restoring an active record is 409. No body."
-		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"))
-		withResponses(op, "200", ok("The restored record.", rec, "Idempotent-Replayed"), writes...)
+		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
+		withResponses(op, "200", ok("The restored record.", rec, "Idempotent-Replayed", "ETag"), conditional...)
 	}
 	if modelParam != nil {
 		params = append(params, modelParam)

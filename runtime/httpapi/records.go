@@ -59,13 +59,29 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 			if err != nil {
 				return err
 			}
-			rec, err := h.svc.Get(ctx, c, id, fields)
+			rec, version, err := h.svc.GetVersioned(ctx, c, id, fields)
 			if err != nil {
 				return err
 			}
 			reportUnknown(w, c.UnknownFields(fields))
-			writeJSON(w, 200, map[string]any{"data": rec})
+			body := encode(map[string]any{"data": rec})
+			etag := records.ETag(version, body)
+			w.Header().Set("ETag", etag)
+			if inm, ok := req.Header["If-None-Match"]; ok && records.NoneMatch(inm, etag) {
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusNotModified)
+				return nil
+			}
+			writeRaw(w, 200, body)
 			return nil
+		}
+		switch rt.Op {
+		case model.OpUpdate, model.OpArchive, model.OpRestore:
+			m, err := records.ParseIfMatch(req.Header["If-Match"])
+			if err != nil {
+				return err
+			}
+			ctx = records.WithIfMatch(ctx, m)
 		}
 
 		// Writes: read the body, resolve the collection, then run the operation under the

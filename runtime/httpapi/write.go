@@ -54,6 +54,9 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 	ctx := req.Context()
 	respond := func(rec records.Record) idempotency.Response {
 		r := idempotency.Response{Status: wr.status, Header: http.Header{}, Body: encode(map[string]any{"data": rec})}
+		if v, ok := records.VersionOf(rec); ok {
+			r.Header.Set("ETag", records.ETag(v, r.Body))
+		}
 		if wr.location != nil {
 			r.Header.Set("Location", wr.location(rec))
 		}

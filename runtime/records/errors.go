@@ -37,6 +37,8 @@ func Explain(err error) *apierr.Error {
 	switch {
 	case errors.As(err, &conflict):
 		return apierr.New(apierr.Conflict, conflict.Message)
+	case errors.Is(err, ErrPreconditionFailed):
+		return apierr.New(apierr.PreconditionFailed, "The record changed since the If-Match tag was issued; nothing was written. Read it again and retry with its new ETag.")
 	case errors.Is(err, ErrLinkNotFound):
 		return apierr.New(apierr.NotFound, "These records are not linked.")
 	case errors.Is(err, ErrNotFound):

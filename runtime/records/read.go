@@ -17,15 +17,22 @@ import (
 
 // Get returns one record of c as the caller sees it, with only the properties named in fields (nil: all).
 func (s *Service) Get(ctx context.Context, c *Collection, id string, fields []string) (Record, error) {
+	rec, _, err := s.GetVersioned(ctx, c, id, fields)
+	return rec, err
+}
+
+// GetVersioned is Get with the record's version (see VersionOf), read before fields are selected.
+func (s *Service) GetVersioned(ctx context.Context, c *Collection, id string, fields []string) (Record, int64, error) {
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	if !model.IsUUID(id) {
-		return nil, ErrNotFound
+		return nil, 0, ErrNotFound
 	}
 	rec, err := s.get(ctx, s.st, c.Resource, c.key(id, c.Policy), false)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return selectFields(c.view(rec), fields), nil
+	v, _ := VersionOf(rec)
+	return selectFields(c.view(rec), fields), v, nil
 }
 
 // key addresses record id of c, inside pol's record rule (nil: any record of the workspace).

@@ -136,6 +136,11 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 		if err != nil {
 			return nil, err
 		}
+		// The precondition is checked on the locked row, after the record rule (a record the caller
+		// cannot see is not found, whatever the precondition) and before anything else runs.
+		if v, _ := VersionOf(cur); !ifMatchOf(ctx).holds(v) {
+			return nil, ErrPreconditionFailed
+		}
 		e, err := decide(ctx, q, cur)
 		if err != nil {
 			return nil, err
@@ -147,8 +152,9 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 		now, ok := e.values["updated_at"].(time.Time)
 		if !ok {
 			now = s.timestamp()
-			e.values["updated_at"] = now
 		}
+		now = nextVersion(cur, now) // the version strictly grows with every write
+		e.values["updated_at"] = now
 		setSearchText(r, cur, e.values)
 		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
 			return nil, fmt.Errorf("%s %s: %w", e.action, r.Name, err)
