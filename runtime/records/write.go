@@ -99,7 +99,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 			return nil, err
 		}
 		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
-			return nil, fmt.Errorf("insert %s: %w", r.Name, err)
+			return nil, keyConflict(r, fmt.Errorf("insert %s: %w", r.Name, err))
 		}
 		// A new record has no side-table rows yet: insert, with nothing to delete first.
 		rows, err := s.customRows(nil, id, c.Fields, custom, keysOf(custom))
@@ -151,7 +151,7 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 		}
 		setSearchText(r, cur, e.values)
 		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", e.action, r.Name, err)
+			return nil, keyConflict(r, fmt.Errorf("%s %s: %w", e.action, r.Name, err))
 		}
 		changes, previous := editValues(c, cur, e)
 		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes)
