@@ -111,6 +111,9 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
 			}
 		}
+		if err := s.checkCustomKeys(ctx, q, c, id, custom, keysOf(custom)); err != nil {
+			return nil, err
+		}
 		return s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
 	}
 }
