@@ -6,7 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -50,6 +52,27 @@ func TestUniqueCustomField(t *testing.T) {
 			cat := e.Do("GET", "/v1/resources/companies", nil).Data()
 			if keys, _ := cat["unique_keys"].([]any); len(keys) != 2 || keys[1] != "cf__erp_id" {
 				t.Errorf("unique_keys = %v", cat["unique_keys"])
+			}
+
+			// An import taking a held value, declared or custom, or repeating one within itself, writes
+			// nothing and is refused as a conflict naming the key.
+			companies, _ := e.Server.Backend().Catalog.Resource("companies")
+			for name, bodies := range map[string][]map[string]any{
+				"custom held":       {{"name": "I1", "cf__erp_id": "E-1"}},
+				"custom repeated":   {{"name": "I2", "cf__erp_id": "E-9"}, {"name": "I3", "cf__erp_id": "E-9"}},
+				"declared held":     {{"name": "I4", "domain": "held.example"}},
+				"declared repeated": {{"name": "I5", "domain": "twice.example"}, {"name": "I6", "domain": "twice.example"}},
+			} {
+				if name == "declared held" {
+					e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "Holder", "domain": "held.example"}), 201, "")
+				}
+				_, err := e.Server.Backend().Records.Import(ctx, adminActor(e), companies, "", bodies)
+				if ae := records.Explain(err); ae.Code != apierr.Conflict || ae.Details["unique_key"] == nil {
+					t.Errorf("import %s: %v", name, err)
+				}
+			}
+			if l := e.Do("GET", "/v1/companies?search=I1", nil).List(); len(l) != 0 {
+				t.Errorf("a refused import wrote %v", l)
 			}
 
 			var created, conflicts atomic.Int32
