@@ -57,19 +57,20 @@ func (g *Generator) Body(r *model.Resource, refs Refs, now time.Time) map[string
 	c.tidy()
 	c.orderDates()
 	c.cohere(nil, refs)
-	g.distinct(r, c.body)
+	g.distinct(r.Name, r.Declared(), c.body, "")
 	return c.body
 }
 
-// distinct keeps the unique keys of r's bodies apart: a value handed out before gets a numbered
-// variant (local+2@domain for an email, value-2 otherwise).
-func (g *Generator) distinct(r *model.Resource, body map[string]any) {
-	for _, f := range r.Declared() {
-		v, ok := body[f.Key].(string)
+// distinct keeps the text values of the unique fields among fields (under prefix+key in body) of
+// resource's bodies apart: a value handed out before gets a numbered variant (local+2@domain for an
+// email, value-2 otherwise).
+func (g *Generator) distinct(resource string, fields []*model.Field, body map[string]any, prefix string) {
+	for _, f := range fields {
+		v, ok := body[prefix+f.Key].(string)
 		if !f.Unique || !ok {
 			continue
 		}
-		id := r.Name + "." + f.Key + "\x00"
+		id := resource + "." + prefix + f.Key + "\x00"
 		base := v
 		for n := 2; g.taken[id+v]; n++ {
 			if at := strings.LastIndexByte(base, '@'); f.Type == model.Email && at > 0 {
@@ -79,7 +80,7 @@ func (g *Generator) distinct(r *model.Resource, body map[string]any) {
 			}
 		}
 		g.taken[id+v] = true
-		body[f.Key] = v
+		body[prefix+f.Key] = v
 	}
 }
 
@@ -242,6 +243,7 @@ func (g *Generator) Custom(r *model.Resource, fields []*model.Field, body map[st
 	c.place = &cities[g.rnd.IntN(len(cities))]
 	c.co = g.companyAt(g.rnd.IntN(len(companyPrefixes)), g.rnd.IntN(len(companySuffixes)), "")
 	c.setFields(fields, refs, "cf__")
+	g.distinct(r.Name, fields, body, "cf__")
 }
 
 // setFields sets every required field of fields and about 70% of the optional ones, under prefix+key.
