@@ -141,7 +141,7 @@ func TestListCommands(t *testing.T) {
 				t.Errorf("role list: %q", lines[4])
 			}
 
-			fieldKeys := []string{"id", "resource", "key", "write_key", "filter_key", "type", "label", "description", "required", "options", "target", "archived"}
+			fieldKeys := []string{"id", "resource", "key", "write_key", "filter_key", "type", "label", "description", "required", "unique", "options", "target", "archived"}
 			all := c.rows(fieldKeys, "field", "list", "--workspace", ws)
 			if len(all) != 2 || all[0]["id"] != parent || all[0]["archived"] != true || all[0]["target"] != "companies" || all[1]["id"] != tier ||
 				all[1]["filter_key"] != "cfv:"+tier || all[1]["write_key"] != "cf__tier" || mustString(all[1]["options"]) != `["gold","silver"]` || all[1]["target"] != nil {

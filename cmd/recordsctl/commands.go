@@ -48,7 +48,7 @@ func commands() map[string]command {
 		"role list":            {"role list --workspace W", "list the roles a member of a workspace may have: built-in and the workspace's", cmdRoleList},
 		"role create":          {"role create --workspace W --file ROLES.yaml", "create workspace roles from a file in the format of roles.yaml", cmdRolePut(true)},
 		"role update":          {"role update --workspace W --file ROLES.yaml", "replace workspace roles from a file in the format of roles.yaml", cmdRolePut(false)},
-		"field create":         {"field create --workspace W --resource R --key K --type T [--required] [--options a,b] [--label L] [--description D] [--target R]", "add a custom field to a resource of a workspace", cmdFieldCreate},
+		"field create":         {"field create --workspace W --resource R --key K --type T [--required] [--unique] [--options a,b] [--label L] [--description D] [--target R]", "add a custom field to a resource of a workspace", cmdFieldCreate},
 		"field list":           {"field list --workspace W [--resource R]", "list the custom fields of a workspace, archived ones too", cmdFieldList},
 		"field update":         {"field update ID [--label L] [--description D] [--required true|false] [--options a,b]", "change a custom field", cmdFieldUpdate(nil)},
 		"field archive":        {"field archive ID", "archive a custom field (its values are kept)", cmdFieldUpdate(ptrBool(true))},

@@ -161,6 +161,7 @@ type fieldEntry struct {
 	Label       string   `json:"label"`
 	Description string   `json:"description"`
 	Required    bool     `json:"required"`
+	Unique      bool     `json:"unique"`
 	Options     []string `json:"options"`
 	Target      *string  `json:"target"`
 	Archived    bool     `json:"archived"`
@@ -193,7 +194,7 @@ func cmdFieldList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 					continue
 				}
 				f := fieldEntry{ID: d.ID, Resource: d.Resource, Key: d.Key, WriteKey: "cf__" + d.Key, FilterKey: d.FilterKey(), Type: d.Type,
-					Label: d.Label, Description: d.Description, Required: d.Required, Options: d.Options, Archived: d.Archived}
+					Label: d.Label, Description: d.Description, Required: d.Required, Unique: d.Unique, Options: d.Options, Archived: d.Archived}
 				if f.Options == nil {
 					f.Options = []string{}
 				}

@@ -109,6 +109,7 @@ func cmdFieldCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 	key := fs.String("key", "", "write key (written as cf__<key>)")
 	typ := fs.String("type", "", "text, long_text, integer, decimal, boolean, date, datetime, select, multi_select, email, url, phone, reference")
 	req := fs.Bool("required", false, "must be given on create")
+	unique := fs.Bool("unique", false, "a unique key: at most one active record of the workspace holds each value")
 	options := fs.String("options", "", "comma-separated options (select, multi_select)")
 	label := fs.String("label", "", "label")
 	desc := fs.String("description", "", "description")
@@ -121,7 +122,7 @@ func cmdFieldCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 			if err := workspaceExists(b, e.ctx, *ws); err != nil {
 				return err
 			}
-			d, err := b.Custom.Create(e.ctx, *ws, customfields.Def{Resource: *res, Key: *key, Type: *typ, Required: *req, Options: splitList(*options), Label: *label, Description: *desc, Target: *target})
+			d, err := b.Custom.Create(e.ctx, *ws, customfields.Def{Resource: *res, Key: *key, Type: *typ, Required: *req, Unique: *unique, Options: splitList(*options), Label: *label, Description: *desc, Target: *target})
 			if err != nil {
 				return err
 			}

@@ -40,6 +40,7 @@ func Field(f *model.Field) map[string]any {
 		"managed":    f.Managed,
 		"sortable":   f.Sortable,
 		"filterable": f.Filterable,
+		"unique":     f.Unique,
 	}
 	if f.Description != "" {
 		out["description"] = f.Description
@@ -148,6 +149,7 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy, reach
 	doc["fields"] = fields
 	doc["required"] = required
 	doc["sort_keys"] = sortKeys
+	doc["unique_keys"] = UniqueKeys(r)
 	doc["record_rule"] = pol.Rule.String()
 	doc["default_sort"] = map[string]any{"key": "created_at", "order": "desc"}
 	doc["filter_keys"] = filters
@@ -161,4 +163,17 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy, reach
 		doc["schema"] = map[string]any{"create": sch.Doc(schema.Create), "update": sch.Doc(schema.Update)}
 	}
 	return doc
+}
+
+// UniqueKeys lists the declared fields of r that are unique keys: at most one active (non-archived)
+// record of a workspace holds each value. Archived records hold none, so restoring one whose value is
+// now taken is refused with 409 conflict.
+func UniqueKeys(r *model.Resource) []string {
+	keys := []string{}
+	for _, f := range r.Fields {
+		if f.Unique {
+			keys = append(keys, f.Key)
+		}
+	}
+	return keys
 }

@@ -139,8 +139,8 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 		}
 		for _, sf := range sa.Attributes {
 			ap := p.Child("attributes").Child(sf.Key)
-			if sf.Sortable || sf.Filterable {
-				errs = append(errs, field.New(field.CodeInvalid, ap, "association attributes cannot be sortable or filterable"))
+			if sf.Sortable || sf.Filterable || sf.Unique {
+				errs = append(errs, field.New(field.CodeInvalid, ap, "association attributes cannot be sortable, filterable or unique"))
 			}
 			f, errl := compileField(sf, ap, specs)
 			errs = append(errs, errl...)
@@ -172,7 +172,7 @@ func compileField(sf *spec.Field, p field.Path, specs map[string]*spec.Resource)
 	t, _ := ParseType(sf.Type)
 	f := &Field{
 		Key: sf.Key, Label: sf.Label, Description: sf.Description, Type: t, Required: sf.Required,
-		ReadOnly: sf.ReadOnly, Sortable: sf.Sortable, Filterable: sf.Filterable, Options: sf.Options,
+		ReadOnly: sf.ReadOnly, Sortable: sf.Sortable, Filterable: sf.Filterable, Unique: sf.Unique, Options: sf.Options,
 		Target: sf.Target, Minimum: sf.Minimum, Maximum: sf.Maximum, Column: sf.Key,
 	}
 	if f.Label == "" {
@@ -205,6 +205,16 @@ func compileField(sf *spec.Field, p field.Path, specs map[string]*spec.Resource)
 	if t == Reference {
 		if _, ok := specs[sf.Target]; !ok {
 			errs = append(errs, field.New(field.CodeNotFound, p.Child("target"), fmt.Sprintf("unknown resource %q", sf.Target)))
+		}
+	}
+	if sf.Unique {
+		switch {
+		case t == Text || t == Boolean:
+			errs = append(errs, field.New(field.CodeInvalid, p.Child("unique"), fmt.Sprintf("a %s field cannot be unique", t)))
+		case sf.HasDefault:
+			errs = append(errs, field.New(field.CodeInvalid, p.Child("unique"), "a unique field cannot have a default (every record created without it would collide)"))
+		case sf.Formula != "":
+			errs = append(errs, field.New(field.CodeInvalid, p.Child("unique"), "a formula field cannot be unique (a formula never refuses a write)"))
 		}
 	}
 	if sf.HasDefault {

@@ -116,8 +116,9 @@ type Field struct {
 	Managed     bool // engine-managed (id, created_at, ...)
 	Sortable    bool
 	Filterable  bool
-	Default     any // canonical value, nil when none
-	MaxLength   int // 0 when not textual
+	Unique      bool // at most one active (non-archived) record of the workspace holds each value
+	Default     any  // canonical value, nil when none
+	MaxLength   int  // 0 when not textual
 	MinLength   int
 	Minimum     *float64
 	Maximum     *float64

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/workspace-records/records/engine/model"
@@ -21,17 +22,18 @@ type Refs func(resource string) []string
 // Generator makes deterministic, realistic record bodies. Not safe for concurrent use.
 type Generator struct {
 	rnd    *rand.Rand
-	seq    map[string]int // bodies made so far per resource; numbers names once a list is used up
-	salt   uint64         // seed-dependent offset into name permutations
-	home   company        // the workspace's own company: team member and department emails
-	lookup Lookup         // reads referenced records (SetLookup); nil: bodies ignore stored data
+	seq    map[string]int  // bodies made so far per resource; numbers names once a list is used up
+	salt   uint64          // seed-dependent offset into name permutations
+	home   company         // the workspace's own company: team member and department emails
+	lookup Lookup          // reads referenced records (SetLookup); nil: bodies ignore stored data
+	taken  map[string]bool // values of unique keys handed out, by "resource.key\x00value"
 }
 
 type company struct{ name, domain string }
 
 // New returns a generator seeded with seed (math/rand/v2 PCG source).
 func New(seed uint64) *Generator {
-	g := &Generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seq: map[string]int{}}
+	g := &Generator{rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), seq: map[string]int{}, taken: map[string]bool{}}
 	g.salt = g.rnd.Uint64()
 	g.home = g.companyAt(g.rnd.IntN(len(companyPrefixes)), g.rnd.IntN(len(companySuffixes)), "")
 	return g
@@ -55,18 +57,43 @@ func (g *Generator) Body(r *model.Resource, refs Refs, now time.Time) map[string
 	c.tidy()
 	c.orderDates()
 	c.cohere(nil, refs)
+	g.distinct(r.Name, r.Declared(), c.body, "")
 	return c.body
+}
+
+// distinct keeps the text values of the unique fields among fields (under prefix+key in body) of
+// resource's bodies apart: a value handed out before gets a numbered variant (local+2@domain for an
+// email, value-2 otherwise).
+func (g *Generator) distinct(resource string, fields []*model.Field, body map[string]any, prefix string) {
+	for _, f := range fields {
+		v, ok := body[prefix+f.Key].(string)
+		if !f.Unique || !ok {
+			continue
+		}
+		id := resource + "." + prefix + f.Key + "\x00"
+		base := v
+		for n := 2; g.taken[id+v]; n++ {
+			if at := strings.LastIndexByte(base, '@'); f.Type == model.Email && at > 0 {
+				v = base[:at] + "+" + strconv.Itoa(n) + base[at:]
+			} else {
+				v = base + "-" + strconv.Itoa(n)
+			}
+		}
+		g.taken[id+v] = true
+		body[prefix+f.Key] = v
+	}
 }
 
 // Update returns a small update body: one to three writable fields (required or not) set to new valid
 // values. An optional field is occasionally cleared with null. It is empty only when r has no field
 // that can take a value. stored is the record being updated (nil when unknown); with a lookup
-// (SetLookup) the body keeps the rules of the record it makes, adding the fields they need.
+// (SetLookup) the body keeps the rules of the record it makes, adding the fields they need. It never
+// changes a unique key (another record may hold the new value).
 func (g *Generator) Update(r *model.Resource, stored map[string]any, refs Refs, now time.Time) map[string]any {
 	c := g.record(r, now, false)
 	var fields []*model.Field
 	for _, f := range r.Declared() {
-		if f.Writable() {
+		if f.Writable() && !f.Unique {
 			fields = append(fields, f)
 		}
 	}
@@ -216,6 +243,7 @@ func (g *Generator) Custom(r *model.Resource, fields []*model.Field, body map[st
 	c.place = &cities[g.rnd.IntN(len(cities))]
 	c.co = g.companyAt(g.rnd.IntN(len(companyPrefixes)), g.rnd.IntN(len(companySuffixes)), "")
 	c.setFields(fields, refs, "cf__")
+	g.distinct(r.Name, fields, body, "cf__")
 }
 
 // setFields sets every required field of fields and about 70% of the optional ones, under prefix+key.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -372,5 +373,34 @@ func TestCustomValues(t *testing.T) {
 	}
 	if optional < n*6/10 || optional > n*8/10 {
 		t.Errorf("optional field set in %d of %d bodies, want about 70%%", optional, n)
+	}
+}
+
+// Bodies never repeat a unique key's value, declared (contacts.email, companies.domain) or custom.
+func TestBodiesKeepUniqueKeysApart(t *testing.T) {
+	cat, _ := compile(t)
+	g := sample.New(7)
+	custom := []*model.Field{{Key: "erp_id", Type: model.String, MaxLength: 255, Required: true, Unique: true, Column: "x"}}
+	for _, name := range []string{"contacts", "companies"} {
+		r, _ := cat.Resource(name)
+		seen := map[string]bool{}
+		for i := range 20000 {
+			body := g.Body(r, func(string) []string { return nil }, now)
+			g.Custom(r, custom, body, func(string) []string { return nil }, now)
+			for _, f := range append(r.Declared(), custom...) {
+				key := f.Key
+				if !slices.Contains(r.Declared(), f) {
+					key = "cf__" + f.Key
+				}
+				v, ok := body[key].(string)
+				if !f.Unique || !ok {
+					continue
+				}
+				if seen[key+"="+v] {
+					t.Fatalf("%s body %d repeats %s %q", name, i, key, v)
+				}
+				seen[key+"="+v] = true
+			}
+		}
 	}
 }

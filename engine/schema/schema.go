@@ -300,6 +300,9 @@ func Property(f *model.Field) map[string]any {
 	} else {
 		p["type"] = []any{typ, "null"}
 	}
+	if f.Unique {
+		p["x-unique"] = true
+	}
 	if f.Default != nil {
 		p["default"] = model.JSONValue(f, f.Default)
 	}

@@ -67,6 +67,7 @@ type Field struct {
 	Target      string
 	Sortable    bool
 	Filterable  bool
+	Unique      bool // one active record per workspace per value
 }
 
 // Association is one entry of a resource's associations.
@@ -453,6 +454,7 @@ func decodeFields(n *yaml.Node) []*Field {
 		decodeInto(v, "target", &f.Target)
 		decodeInto(v, "sortable", &f.Sortable)
 		decodeInto(v, "filterable", &f.Filterable)
+		decodeInto(v, "unique", &f.Unique)
 		decodeInto(v, "max_length", &f.MaxLength)
 		decodeInto(v, "min_length", &f.MinLength)
 		decodeInto(v, "minimum", &f.Minimum)

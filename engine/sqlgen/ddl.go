@@ -52,6 +52,10 @@ type Column struct {
 type Index struct {
 	Name string
 	SQL  string
+	// Unique is the field whose key the index enforces (nil for a plain index); Duplicate finds, before
+	// the index is built over existing rows, one value that is held by two active records.
+	Unique    *model.Field
+	Duplicate string
 }
 
 // Table is the storage layout of one resource.
@@ -120,10 +124,37 @@ func (d Dialect) TableOf(r *model.Resource) Table {
 			})
 		}
 	}
+	for _, f := range r.Fields {
+		if f.Unique && !f.Custom {
+			t.Indexes = append(t.Indexes, d.uniqueIndex(r, f, scope))
+		}
+	}
 	for _, f := range r.Search {
 		t.Search = append(t.Search, f.Column)
 	}
 	return t
+}
+
+// UniqueIndexName names the index enforcing unique field f of r; a conflict naming it is that key's.
+func UniqueIndexName(r *model.Resource, f *model.Field) string {
+	return IndexName(r.Table, f.Column+"_unique")
+}
+
+// uniqueIndex is the partial unique index of a unique field: over (scope, column) of the active
+// records holding a value, so archived records and nulls never collide. Both SQLite and PostgreSQL
+// build partial unique indexes, and both check them at the statement, so concurrent writes of one
+// value leave exactly one record.
+func (d Dialect) uniqueIndex(r *model.Resource, f *model.Field, scope []string) Index {
+	name := UniqueIndexName(r, f)
+	col := Quote(f.Column)
+	where := fmt.Sprintf("NOT %s AND %s IS NOT NULL", Quote("archived"), col)
+	lead := strings.Join(quoteAll(scope), ", ")
+	return Index{
+		Name:      name,
+		SQL:       fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s, %s) WHERE %s", Quote(name), Quote(r.Table), lead, col, where),
+		Unique:    f,
+		Duplicate: fmt.Sprintf("SELECT CAST(%s AS TEXT) FROM %s WHERE %s GROUP BY %s, %s HAVING COUNT(*) > 1 LIMIT 1", col, Quote(r.Table), where, lead, col),
+	}
 }
 
 func quoteAll(names []string) []string {

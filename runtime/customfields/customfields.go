@@ -54,7 +54,10 @@ type Def struct {
 	Required    bool     `json:"required"`
 	Options     []string `json:"options,omitempty"`
 	Target      string   `json:"target,omitempty"`
-	Archived    bool     `json:"archived"`
+	// Unique makes the field a unique key of the resource in the workspace: at most one active record
+	// holds each value (enforced in the write's transaction; see records' checkCustomKeys).
+	Unique   bool `json:"unique"`
+	Archived bool `json:"archived"`
 }
 
 // FilterKey is the identifier filters use for d: different from its write key.
@@ -182,7 +185,7 @@ func (r *Registry) For(ctx context.Context, workspace string) (*Snapshot, error)
 func toField(d *Def) *model.Field {
 	t := Types[d.Type]
 	f := &model.Field{Key: d.Key, Label: d.Label, Description: d.Description, Type: t.Type, Required: d.Required,
-		MaxLength: t.MaxLength, Options: d.Options, Target: d.Target, Column: d.ID, Filterable: true}
+		MaxLength: t.MaxLength, Options: d.Options, Target: d.Target, Column: d.ID, Filterable: true, Unique: d.Unique}
 	f.Sortable = sqlgen.CustomSortable(f)
 	if t.Type == model.Integer {
 		lo, hi := -float64(1<<53-1), float64(1<<53-1)
@@ -194,10 +197,10 @@ func toField(d *Def) *model.Field {
 // List returns every definition of workspace, archived ones included, by resource and key.
 func (r *Registry) List(ctx context.Context, workspace string) ([]*Def, error) {
 	var out []*Def
-	err := r.st.Query(ctx, r.st.Dialect().Bind(`SELECT id, resource, key, type, label, description, required, options, target, archived
+	err := r.st.Query(ctx, r.st.Dialect().Bind(`SELECT id, resource, key, type, label, description, required, options, target, archived, is_unique
 FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.ToLower(workspace)), func(row []any) error {
 		d := &Def{ID: store.UUIDText(row[0]), Resource: store.Text(row[1]), Key: store.Text(row[2]), Type: store.Text(row[3]),
-			Label: store.Text(row[4]), Description: store.Text(row[5]), Required: store.Bool(row[6]), Target: store.Text(row[8]), Archived: store.Bool(row[9])}
+			Label: store.Text(row[4]), Description: store.Text(row[5]), Required: store.Bool(row[6]), Target: store.Text(row[8]), Archived: store.Bool(row[9]), Unique: row[10] != nil && store.Bool(row[10])}
 		if row[7] != nil {
 			if err := json.Unmarshal(store.JSON(row[7]), &d.Options); err != nil {
 				return err
@@ -211,6 +214,12 @@ FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.T
 	}
 	return out, nil
 }
+
+// uniqueTypes are the custom types that may be unique keys: one value each, compared whole (long text
+// and URLs may be longer than the indexed prefix of custom_values, booleans and multi-selects hold no
+// key).
+var uniqueTypes = map[string]bool{"text": true, "select": true, "email": true, "phone": true, "integer": true,
+	"decimal": true, "date": true, "datetime": true, "reference": true}
 
 var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
@@ -248,6 +257,9 @@ func (r *Registry) Create(ctx context.Context, workspace string, d Def) (*Def, e
 	} else if d.Target != "" {
 		problems = append(problems, "target applies to reference fields only")
 	}
+	if d.Unique && !uniqueTypes[d.Type] {
+		problems = append(problems, "unique applies to text, select, email, phone, integer, decimal, date, datetime and reference fields")
+	}
 	if len(d.Label) > 100 || len(d.Description) > 1000 {
 		problems = append(problems, "label is at most 100 characters and description at most 1000")
 	}
@@ -268,8 +280,8 @@ func (r *Registry) Create(ctx context.Context, workspace string, d Def) (*Def, e
 	if d.Target != "" {
 		target = d.Target
 	}
-	_, err := r.st.Exec(ctx, r.st.Dialect().Bind(`INSERT INTO custom_field_defs (workspace_id, id, resource, key, type, label, description, required, options, target, archived, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, workspace, d.ID, d.Resource, d.Key, d.Type, d.Label, d.Description, d.Required, opts, target, false, now, now))
+	_, err := r.st.Exec(ctx, r.st.Dialect().Bind(`INSERT INTO custom_field_defs (workspace_id, id, resource, key, type, label, description, required, options, target, archived, created_at, updated_at, is_unique)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, workspace, d.ID, d.Resource, d.Key, d.Type, d.Label, d.Description, d.Required, opts, target, false, now, now, d.Unique))
 	if errors.Is(err, store.ErrConflict) {
 		return nil, fmt.Errorf("%w: %s already has a custom field %q", ErrInvalid, d.Resource, d.Key)
 	}

@@ -139,14 +139,24 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 	if err != nil {
 		return err
 	}
+	declared := map[string]bool{}
 	for _, ix := range d.Indexes(r) {
+		declared[ix.Name] = true
 		if idx[ix.Name] {
 			continue
+		}
+		if ix.Unique != nil {
+			if err := checkDuplicates(ctx, q, d, r, ix); err != nil {
+				return err
+			}
 		}
 		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: ix.SQL}); err != nil {
 			return fmt.Errorf("create index %s: %w", ix.Name, err)
 		}
 		res.Applied = append(res.Applied, "create index "+ix.Name)
+	}
+	if err := dropUndeclaredUnique(ctx, q, t.Name, idx, declared, res); err != nil {
+		return err
 	}
 	recomputed, err := migrateFormulas(ctx, q, d, r, res)
 	if err != nil {
@@ -363,6 +373,73 @@ func dropIndexesOn(ctx context.Context, q store.Querier, d sqlgen.Dialect, table
 		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "DROP INDEX IF EXISTS " + sqlgen.Quote(n)}); err != nil {
 			return fmt.Errorf("drop index %s: %w", n, err)
 		}
+	}
+	return nil
+}
+
+// checkDuplicates refuses to build unique index ix over rows in which two active records of a
+// workspace share a value: the migration fails naming the resource, the field and one such value, and
+// its transaction leaves nothing applied. On PostgreSQL, row-level security shows the transaction one
+// workspace at a time, so each workspace is looked at in turn.
+func checkDuplicates(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, ix sqlgen.Index) error {
+	scopes := []string{""}
+	if d.Kind() == sqlgen.Postgres {
+		scopes = nil
+		if err := q.Query(ctx, sqlgen.Stmt{SQL: "SELECT id FROM workspaces ORDER BY id"}, func(row []any) error {
+			scopes = append(scopes, store.UUIDText(row[0]))
+			return nil
+		}); err != nil {
+			return fmt.Errorf("list workspaces: %w", err)
+		}
+	}
+	err := findDuplicate(ctx, q, d, r, ix, scopes)
+	if len(scopes) > 0 && scopes[0] != "" {
+		if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "SELECT set_config('records.workspace_id', '', true)"}); rerr != nil && err == nil {
+			err = fmt.Errorf("leave the workspace scope: %w", rerr)
+		}
+	}
+	return err
+}
+
+// findDuplicate runs ix's duplicate query in each of scopes (workspace ids; "" runs it unscoped).
+func findDuplicate(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *model.Resource, ix sqlgen.Index, scopes []string) error {
+	for _, ws := range scopes {
+		if ws != "" {
+			if _, err := q.Exec(ctx, d.Bind("SELECT set_config('records.workspace_id', ?, true)", ws)); err != nil {
+				return fmt.Errorf("scope to workspace %s: %w", ws, err)
+			}
+		}
+		var dup *string
+		err := q.Query(ctx, sqlgen.Stmt{SQL: ix.Duplicate}, func(row []any) error {
+			v := store.Text(row[0])
+			dup = &v
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("look for duplicate %s.%s: %w", r.Name, ix.Unique.Key, err)
+		}
+		if dup != nil {
+			return fmt.Errorf("cannot make %s.%s unique: active records of one workspace share the value %q; archive or change the duplicates, then migrate again", r.Name, ix.Unique.Key, *dup)
+		}
+	}
+	return nil
+}
+
+// dropUndeclaredUnique drops the unique indexes of table whose field is no longer declared unique:
+// dropping an index loses no data, and a key left enforced would refuse writes the definitions allow.
+func dropUndeclaredUnique(ctx context.Context, q store.Querier, table string, have, declared map[string]bool, res *Result) error {
+	var stale []string
+	for name := range have {
+		if strings.HasPrefix(name, table+"_") && strings.HasSuffix(name, "_unique_idx") && !declared[name] {
+			stale = append(stale, name)
+		}
+	}
+	sort.Strings(stale)
+	for _, name := range stale {
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "DROP INDEX IF EXISTS " + sqlgen.Quote(name)}); err != nil {
+			return fmt.Errorf("drop index %s: %w", name, err)
+		}
+		res.Applied = append(res.Applied, "drop index "+name)
 	}
 	return nil
 }

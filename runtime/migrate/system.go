@@ -234,9 +234,9 @@ type systemAddition struct {
 
 // systemAdditions returns the additive changes to system tables, oldest first.
 func systemAdditions(d sqlgen.Dialect) []systemAddition {
-	js := "jsonb"
+	js, boolType := "jsonb", "boolean"
 	if d.Kind() == sqlgen.SQLite {
-		js = "TEXT"
+		js, boolType = "TEXT", "INTEGER"
 	}
 	return []systemAddition{
 		// The values an update replaced, by field key: changes holds the new ones.
@@ -247,5 +247,7 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "api_keys", column: "last_used_ip", typ: "TEXT"},
 		// The server instance (server_instances.id) holding a running claim.
 		{table: "idempotency_keys", column: "owner", typ: "TEXT"},
+		// A custom field that is a unique key of its resource (null: not unique).
+		{table: "custom_field_defs", column: "is_unique", typ: boolType},
 	}
 }

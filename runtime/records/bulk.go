@@ -85,7 +85,7 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 		for start := 0; start < len(rows); start += size {
 			end := min(start+size, len(rows))
 			if _, err := q.Exec(ctx, s.d.InsertMany(r, c.Workspace, c.ModelID, rows[start:end], ids[start:end])); err != nil {
-				return nil, fmt.Errorf("import %s: %w", r.Name, err)
+				return nil, keyConflict(r, fmt.Errorf("import %s: %w", r.Name, err))
 			}
 		}
 		// New records have no side-table rows yet: their custom values go in multi-row statements too.
@@ -101,6 +101,11 @@ func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelI
 			end := min(start+maxParams/perRow, len(cvs))
 			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, cvs[start:end])); err != nil {
 				return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
+			}
+		}
+		for i, custom := range customs {
+			if err := s.checkCustomKeys(ctx, q, c, ids[i], custom, keysOf(custom)); err != nil {
+				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
 		return &outcome{}, audit.Write(ctx, q, s.d, a.author(), now, trail)

@@ -2,6 +2,8 @@ package records
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -72,4 +74,47 @@ func keysOf(m map[string]any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// checkCustomKeys refuses, inside a write's transaction, custom values of record recordID that another
+// active record of c already holds for a unique custom field (409 conflict naming `cf__<key>`); ids are
+// the definitions the write stored, stored the record's custom values after it. custom_values has no
+// archived flag for a partial unique index, so the check is a read under a lock: on PostgreSQL a
+// transaction-scoped advisory lock on (workspace, field, value), taken before the read and held until
+// commit, so that of two writers of one value the second reads after the first committed; on SQLite
+// every write transaction already runs alone on the one writer connection.
+func (s *Service) checkCustomKeys(ctx context.Context, q store.Querier, c *Collection, recordID string, stored map[string]any, ids []string) error {
+	var keyed []string
+	for _, id := range ids {
+		if d, ok := c.Fields.ByID(id); ok && d.Unique && stored[id] != nil {
+			keyed = append(keyed, id)
+		}
+	}
+	if len(keyed) == 0 {
+		return nil
+	}
+	slices.Sort(keyed) // one lock order for every writer
+	rows, err := s.customRows(nil, recordID, c.Fields, stored, keyed)
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if s.d.Kind() == sqlgen.Postgres {
+			lock := c.Workspace + "/" + row.FieldID + "/" + row.Text // two UUIDs, then the value: unambiguous
+			if _, err := q.Exec(ctx, s.d.Bind("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", lock)); err != nil {
+				return fmt.Errorf("lock unique custom value: %w", err)
+			}
+		}
+		held, err := store.QueryOne(ctx, q, s.d.Bind(fmt.Sprintf(`SELECT 1 FROM custom_values cv JOIN %s r ON r.workspace_id = cv.workspace_id AND r.id = cv.record_id
+WHERE cv.workspace_id = ? AND cv.field_id = ? AND cv.t = ? AND cv.record_id <> ? AND NOT r.archived LIMIT 1`, sqlgen.Quote(c.Resource.Table)),
+			c.Workspace, row.FieldID, row.Text, recordID), func([]any) error { return nil })
+		if err != nil {
+			return fmt.Errorf("look for unique custom value: %w", err)
+		}
+		if held {
+			d, _ := c.Fields.ByID(row.FieldID)
+			return uniqueRefusal("cf__"+d.Key, nil)
+		}
+	}
+	return nil
 }

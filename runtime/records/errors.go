@@ -3,9 +3,13 @@ package records
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -53,4 +57,40 @@ func Explain(err error) *apierr.Error {
 		return &apierr.Error{Code: apierr.ServiceUnavailable, Message: "The service cannot reach its data right now; retry with backoff.", Err: err, Header: retry}
 	}
 	return &apierr.Error{Code: apierr.InternalError, Message: "An unexpected error occurred; the request id identifies it in our logs.", Err: err}
+}
+
+// keyConflict turns a write of r refused by the unique index of one of its declared unique fields into
+// 409 conflict naming that field (`details.unique_key`, and `details.errors` with code duplicate). It
+// never names the record holding the value: the caller's record rules may hide it, and the key alone
+// lets a caller who can read it find it with a filter. Other errors are returned as they are.
+func keyConflict(r *model.Resource, err error) error {
+	if !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	msg := err.Error()
+	for _, f := range r.Fields {
+		if !f.Unique || f.Custom {
+			continue
+		}
+		// PostgreSQL names the index; SQLite lists the index's columns, "table.column[, ...]".
+		col := r.Table + "." + f.Column
+		i := strings.Index(msg, col)
+		sqliteHit := i >= 0 && (i+len(col) == len(msg) || msg[i+len(col)] == ',' || msg[i+len(col)] == ' ' || msg[i+len(col)] == ')')
+		if strings.Contains(msg, `"`+sqlgen.UniqueIndexName(r, f)+`"`) || sqliteHit {
+			return uniqueRefusal(f.Key, err)
+		}
+	}
+	return err
+}
+
+// uniqueRefusal is the 409 of a value of unique key key already held by another active record.
+func uniqueRefusal(key string, err error) *apierr.Error {
+	text := fmt.Sprintf("another active record of this workspace already has this %s", key)
+	return &apierr.Error{
+		Code:    apierr.Conflict,
+		Message: fmt.Sprintf("%s is a unique key and %s.", key, text),
+		Errors:  field.ErrorList{field.New(field.CodeDuplicate, field.NewPath(key), text)},
+		Details: map[string]any{"unique_key": key},
+		Err:     err,
+	}
 }

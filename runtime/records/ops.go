@@ -62,6 +62,9 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 			if err := s.syncCustom(ctx, q, c.Workspace, cur["id"].(string), c.Fields, custom, ids); err != nil {
 				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
 			}
+			if err := s.checkCustomKeys(ctx, q, c, cur["id"].(string), custom, ids); err != nil {
+				return nil, err
+			}
 			e.values["custom_fields"] = jsonText(custom)
 			e.changes["custom_fields"] = b.Custom
 			e.custom, e.customIDs = custom, ids
@@ -137,6 +140,11 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
 		if _, err := s.beforeHooks(ctx, q, a, c.Resource, audit.ActionRestore, cur, map[string]any{}); err != nil {
+			return nil, err
+		}
+		// A restored record takes its unique custom values back: refused when another holds one now.
+		current, _ := cur["custom_fields"].(map[string]any)
+		if err := s.checkCustomKeys(ctx, q, c, cur["id"].(string), current, keysOf(current)); err != nil {
 			return nil, err
 		}
 		return &edit{action: audit.ActionRestore, values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil

@@ -291,6 +291,7 @@ func (s *Service) Describe(a Actor, c *Collection) map[string]any {
 	custom := make([]any, 0, len(c.Fields.Defs))
 	sortKeys, _ := doc["sort_keys"].([]string)
 	filterKeys, _ := doc["filter_keys"].([]any)
+	uniqueKeys, _ := doc["unique_keys"].([]string)
 	for _, d := range c.Fields.Defs {
 		f := c.Fields.Field(d)
 		entry := catalog.Field(f)
@@ -301,10 +302,13 @@ func (s *Service) Describe(a Actor, c *Collection) map[string]any {
 			entry["sort_key"] = d.FilterKey()
 			sortKeys = append(sortKeys, d.FilterKey())
 		}
+		if f.Unique {
+			uniqueKeys = append(uniqueKeys, "cf__"+d.Key)
+		}
 		filterKeys = append(filterKeys, map[string]any{"key": d.FilterKey(), "field": "cf__" + d.Key, "type": f.Type.String(), "ops": f.Ops()})
 		custom = append(custom, entry)
 	}
-	doc["sort_keys"], doc["filter_keys"] = sortKeys, filterKeys
+	doc["sort_keys"], doc["filter_keys"], doc["unique_keys"] = sortKeys, filterKeys, uniqueKeys
 	doc["custom_fields"] = custom
 	return doc
 }

@@ -99,7 +99,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 			return nil, err
 		}
 		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
-			return nil, fmt.Errorf("insert %s: %w", r.Name, err)
+			return nil, keyConflict(r, fmt.Errorf("insert %s: %w", r.Name, err))
 		}
 		// A new record has no side-table rows yet: insert, with nothing to delete first.
 		rows, err := s.customRows(nil, id, c.Fields, custom, keysOf(custom))
@@ -110,6 +110,9 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, rows)); err != nil {
 				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
 			}
+		}
+		if err := s.checkCustomKeys(ctx, q, c, id, custom, keysOf(custom)); err != nil {
+			return nil, err
 		}
 		return s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
 	}
@@ -157,7 +160,7 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 		e.values["updated_at"] = now
 		setSearchText(r, cur, e.values)
 		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", e.action, r.Name, err)
+			return nil, keyConflict(r, fmt.Errorf("%s %s: %w", e.action, r.Name, err))
 		}
 		changes, previous := editValues(c, cur, e)
 		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes)
