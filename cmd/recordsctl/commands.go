@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/server"
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			_, err := fmt.Fprint(stdout, overview(root))
 			return err
 		}
-		return usageErr(fmt.Errorf("%w\n%s", flagErr(root, err), seeHelp))
+		return suggest.Usage(fmt.Errorf("%w\n%s", suggest.Flag(root, err), seeHelp))
 	}
 	rest := root.Args()
 	e := &env{ctx: ctx, stdout: stdout, stderr: stderr, json: asJSON}
@@ -85,14 +86,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return printVersion(e)
 	}
 	if len(rest) == 0 {
-		return usageErr(errors.New("no command given\n" + shortUsage))
+		return suggest.Usage(errors.New("no command given\n" + shortUsage))
 	}
 	switch rest[0] {
 	case "help":
 		return help(stdout, root, rest[1:])
 	case "version":
 		if len(rest) > 1 {
-			return usageErr(errors.New("usage: recordsctl version"))
+			return suggest.Usage(errors.New("usage: recordsctl version"))
 		}
 		return printVersion(e)
 	}

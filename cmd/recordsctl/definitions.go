@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/server"
@@ -18,7 +19,7 @@ func cmdLint(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	return func(e *env, cfg config.Config, pos []string) error {
 		dir := cfg.DefinitionsDir
 		if len(pos) > 1 {
-			return usageErr(errors.New("usage: recordsctl definitions lint [DIR]"))
+			return suggest.Usage(errors.New("usage: recordsctl definitions lint [DIR]"))
 		}
 		if len(pos) == 1 {
 			dir = pos[0]

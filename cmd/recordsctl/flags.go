@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/config"
 )
 
@@ -29,7 +30,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, err
 			}
-			return nil, usageErr(flagErr(fs, err))
+			return nil, suggest.Usage(suggest.Flag(fs, err))
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -51,7 +52,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // need checks that a command got n positional arguments: a usage error otherwise.
 func need(pos []string, n int, usage string) error {
 	if len(pos) != n {
-		return usageErr(fmt.Errorf("usage: recordsctl %s", usage))
+		return suggest.Usage(fmt.Errorf("usage: recordsctl %s", usage))
 	}
 	return nil
 }
@@ -59,7 +60,7 @@ func need(pos []string, n int, usage string) error {
 // required checks that flag name was given: a usage error otherwise.
 func required(name, value string) error {
 	if strings.TrimSpace(value) == "" {
-		return usageErr(fmt.Errorf("--%s is required", name))
+		return suggest.Usage(fmt.Errorf("--%s is required", name))
 	}
 	return nil
 }

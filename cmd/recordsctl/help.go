@@ -14,28 +14,6 @@ import (
 	"github.com/workspace-records/records/runtime/version"
 )
 
-// usageError is a mistake in the command line itself: an unknown command or flag, a missing or extra
-// argument, a flag's value of the wrong form. recordsctl exits with status 2 for it (as Go's flag
-// package does), 1 for every other error.
-type usageError struct{ err error }
-
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usageErr(err error) error { return usageError{err} }
-
-// exitCode is the exit status for err: 0 for none, 2 for a usage error, 1 otherwise.
-func exitCode(err error) int {
-	var u usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &u):
-		return 2
-	}
-	return 1
-}
-
 const (
 	shortUsage = "usage: recordsctl [--db URL] [--definitions DIR] [--json] COMMAND [ARGS]\n" + seeHelp
 	seeHelp    = `run "recordsctl help" for the commands, "recordsctl help COMMAND" for one command's flags`
@@ -105,7 +83,7 @@ func help(stdout io.Writer, root *flag.FlagSet, args []string) error {
 		return err
 	}
 	if len(rest) > 0 {
-		return usageErr(fmt.Errorf("usage: recordsctl help [COMMAND]"))
+		return suggest.Usage(fmt.Errorf("usage: recordsctl help [COMMAND]"))
 	}
 	cmd := commands()[name]
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -162,14 +140,14 @@ func commandName(args []string) (string, []string, error) {
 			if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help" || rest[0] == "-help") {
 				return "", nil, helpShown{groupHelp(name)}
 			}
-			return "", nil, usageErr(fmt.Errorf("%q needs a subcommand\n%s", name, groupHelp(name)))
+			return "", nil, suggest.Usage(fmt.Errorf("%q needs a subcommand\n%s", name, groupHelp(name)))
 		}
 		name, rest = name+" "+rest[0], rest[1:]
 	}
 	if _, ok := cmds[name]; ok {
 		return name, rest, nil
 	}
-	return "", nil, usageErr(unknownCommand(args))
+	return "", nil, suggest.Usage(unknownCommand(args))
 }
 
 // helpShown is what commandName returns for "recordsctl GROUP --help": the help to print, no error.
@@ -202,20 +180,6 @@ func unknownCommand(args []string) error {
 		return fmt.Errorf("unknown command %q (did you mean %q?)\n%s", args[0], near, seeHelp)
 	}
 	return fmt.Errorf("unknown command %q\n%s", args[0], seeHelp)
-}
-
-// flagErr rewords the flag package's error for an undefined flag to name the nearest defined one.
-func flagErr(fs *flag.FlagSet, err error) error {
-	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
-	if !ok {
-		return err
-	}
-	var defined []string
-	fs.VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
-	if near, ok := suggest.Nearest(name, defined); ok {
-		return fmt.Errorf("unknown flag --%s (did you mean --%s?)", name, near)
-	}
-	return fmt.Errorf("unknown flag --%s", name)
 }
 
 // printVersion prints the version of recordsctl: one line, or {"version", "revision", …} with --json.

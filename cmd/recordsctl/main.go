@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/workspace-records/records/engine/suggest"
 )
 
 func main() {
@@ -20,7 +22,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recordsctl:", err)
-		os.Exit(exitCode(err))
+		os.Exit(suggest.ExitCode(err))
 	}
 }
 

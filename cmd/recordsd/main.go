@@ -33,7 +33,7 @@ func main() {
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "recordsd:", err)
-		os.Exit(exitCode(err))
+		os.Exit(suggest.ExitCode(err))
 	}
 }
 
@@ -59,7 +59,7 @@ var commandWords = []string{"serve", "help", "version"}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageErr(errors.New("no command given\n" + usage))
+		return suggest.Usage(errors.New("no command given\n" + usage))
 	}
 	switch args[0] {
 	case "serve":
@@ -75,18 +75,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			_, err := fmt.Fprint(stdout, overview)
 			return err
 		}
-		return usageErr(fmt.Errorf("%s\n%s", unknown(args[1]), usage))
+		return suggest.Usage(fmt.Errorf("%s\n%s", unknown(args[1]), usage))
 	case "version", "-version", "--version":
 		if len(args) > 1 {
-			return usageErr(errors.New("usage: recordsd version"))
+			return suggest.Usage(errors.New("usage: recordsd version"))
 		}
 		_, err := fmt.Fprintln(stdout, "recordsd "+version.Get().String())
 		return err
 	}
 	if strings.HasPrefix(args[0], "-") {
-		return usageErr(fmt.Errorf("flag %s before the command: the flags are serve's (recordsd serve %s …)\n%s", args[0], args[0], usage))
+		return suggest.Usage(fmt.Errorf("flag %s before the command: the flags are serve's (recordsd serve %s …)\n%s", args[0], args[0], usage))
 	}
-	return usageErr(fmt.Errorf("%s\n%s", unknown(args[0]), usage))
+	return suggest.Usage(fmt.Errorf("%s\n%s", unknown(args[0]), usage))
 }
 
 // unknown is the error text for an unknown command, naming the nearest one.
@@ -111,10 +111,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			fs.PrintDefaults()
 			return nil
 		}
-		return usageErr(fmt.Errorf("%w\n%s", flagErr(fs, err), usage))
+		return suggest.Usage(fmt.Errorf("%w\n%s", suggest.Flag(fs, err), usage))
 	}
 	if fs.NArg() > 0 {
-		return usageErr(fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage))
+		return suggest.Usage(fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), usage))
 	}
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -1,9 +1,13 @@
 // Package suggest words the error for a name that is not one of a known set (a command, a plan, a role,
 // a resource, a type): it lists the valid names and, when one is a likely typo away, names it, as
 // `did you mean "growth"?`.
+// It also holds the command line's own mistakes shared by recordsd and recordsctl: Usage marks one
+// (exit status 2, ExitCode) and Flag words an unknown flag.
 package suggest
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,4 +71,41 @@ func distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(t)]
+}
+
+// usageError is a mistake in the command line itself: an unknown command or flag, a missing or extra
+// argument, a flag's value of the wrong form. recordsd and recordsctl exit with status 2 for it (as Go's
+// flag package does), 1 for every other error.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// Usage marks err as a mistake in the command line (ExitCode 2).
+func Usage(err error) error { return usageError{err} }
+
+// ExitCode is the exit status for err: 0 for none, 2 for a usage error, 1 otherwise.
+func ExitCode(err error) int {
+	var u usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u):
+		return 2
+	}
+	return 1
+}
+
+// Flag rewords the flag package's error for an undefined flag of fs to name the nearest defined one.
+func Flag(fs *flag.FlagSet, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return err
+	}
+	var defined []string
+	fs.VisitAll(func(f *flag.Flag) { defined = append(defined, f.Name) })
+	if near, ok := Nearest(name, defined); ok {
+		return fmt.Errorf("unknown flag --%s (did you mean --%s?)", name, near)
+	}
+	return fmt.Errorf("unknown flag --%s", name)
 }
