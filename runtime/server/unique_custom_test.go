@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/workspace-records/records/engine/apierr"
@@ -75,21 +73,7 @@ func TestUniqueCustomField(t *testing.T) {
 				t.Errorf("a refused import wrote %v", l)
 			}
 
-			var created, conflicts atomic.Int32
-			together(writers, func(i int) {
-				r := try(t, e, client, e.Key, "POST", "/v1/companies", map[string]any{"name": fmt.Sprintf("Racer %d", i), "cf__erp_id": "RACE"})
-				switch {
-				case r.Status == 201:
-					created.Add(1)
-				case r.Status == 409 && r.Code() == "conflict":
-					conflicts.Add(1)
-				default:
-					t.Errorf("create %d: %d %s", i, r.Status, r.Raw)
-				}
-			})
-			if created.Load() != 1 || conflicts.Load() != writers-1 {
-				t.Errorf("created %d, conflicts %d; want 1 and %d", created.Load(), conflicts.Load(), writers-1)
-			}
+			raceCreates(t, e, client, "cf__erp_id", "RACE")
 		})
 	}
 }

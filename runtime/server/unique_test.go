@@ -110,21 +110,7 @@ func TestUniqueKeyConcurrentCreates(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e, client := concurrentEnv(t, b)
-			var created, conflicts atomic.Int32
-			together(writers, func(i int) {
-				r := try(t, e, client, e.Key, "POST", "/v1/companies", map[string]any{"name": fmt.Sprintf("Racer %d", i), "domain": "race.example"})
-				switch {
-				case r.Status == 201:
-					created.Add(1)
-				case r.Status == 409 && r.Code() == "conflict":
-					conflicts.Add(1)
-				default:
-					t.Errorf("create %d: %d %s", i, r.Status, r.Raw)
-				}
-			})
-			if created.Load() != 1 || conflicts.Load() != writers-1 {
-				t.Errorf("created %d, conflicts %d; want 1 and %d", created.Load(), conflicts.Load(), writers-1)
-			}
+			raceCreates(t, e, client, "domain", "race.example")
 			if l := e.Do("GET", "/v1/companies?filter="+url.QueryEscape(`[{"field":"domain","op":"eq","value":"race.example"}]`), nil).List(); len(l) != 1 {
 				t.Errorf("%d records hold the value", len(l))
 			}
@@ -186,5 +172,26 @@ func TestUniqueKeyMigration(t *testing.T) {
 			}
 			be.Close()
 		})
+	}
+}
+
+// raceCreates sends writers creates of companies holding value under the unique key at once: exactly one
+// is created, every other is 409 conflict.
+func raceCreates(t *testing.T, e *servertest.Env, client *http.Client, key, value string) {
+	t.Helper()
+	var created, conflicts atomic.Int32
+	together(writers, func(i int) {
+		r := try(t, e, client, e.Key, "POST", "/v1/companies", map[string]any{"name": fmt.Sprintf("Racer %d", i), key: value})
+		switch {
+		case r.Status == 201:
+			created.Add(1)
+		case r.Status == 409 && r.Code() == "conflict":
+			conflicts.Add(1)
+		default:
+			t.Errorf("create %d: %d %s", i, r.Status, r.Raw)
+		}
+	})
+	if created.Load() != 1 || conflicts.Load() != writers-1 {
+		t.Errorf("created %d, conflicts %d; want 1 and %d", created.Load(), conflicts.Load(), writers-1)
 	}
 }
