@@ -21,6 +21,8 @@ const (
 	Restore                     // /v1/{resource}/{id}/restore
 	Links                       // /v1/{resource}/{id}/{association}
 	Link                        // /v1/{resource}/{id}/{association}/{target_id}
+	Upsert                      // /v1/{resource}/by/{key}/{value}
+	Batch                       // /v1/{resource}/batch
 )
 
 // Endpoint is what a route serves: the handler the router mounts on it and the operation the OpenAPI
@@ -42,6 +44,8 @@ const (
 	ListLinks                           // GET /v1/{resource}/:id/:association
 	PutLink                             // PUT /v1/{resource}/:id/:association/:target_id
 	DeleteLink                          // DELETE /v1/{resource}/:id/:association/:target_id
+	UpsertRecord                        // PUT /v1/{resource}/by/:key/:value
+	BatchWrite                          // POST /v1/{resource}/batch
 )
 
 // Route is one method on one path pattern (bunrouter syntax). The route table (Table) is the one list
@@ -172,8 +176,24 @@ func Pattern(name string, s Shape) string {
 		return "/v1/" + name + "/:id"
 	case Restore:
 		return "/v1/" + name + "/:id/restore"
+	case Upsert:
+		return "/v1/" + name + "/by/:key/:value"
+	case Batch:
+		return "/v1/" + name + "/batch"
 	}
 	return "/v1/" + name
+}
+
+// Upserts reports whether r serves upserts: it takes creates and updates and is not model-scoped (a
+// data model's fields cannot be unique keys). Which keys it has is the workspace's (custom unique
+// fields), so the route exists whether or not r declares one.
+func Upserts(r *model.Resource) bool {
+	return r.Ops.Has(model.OpCreate) && r.Ops.Has(model.OpUpdate) && !r.ModelScoped
+}
+
+// Batches reports whether r serves batch writes: it takes creates, updates or archives.
+func Batches(r *model.Resource) bool {
+	return r.Ops.Has(model.OpCreate) || r.Ops.Has(model.OpUpdate) || r.Ops.Has(model.OpArchive)
 }
 
 // Table returns every route of the API: the fixed routes, then each resource's record routes and, for a
@@ -204,6 +224,12 @@ func Records(cat *model.Catalog) []Route {
 			w := opRoute[op]
 			out = append(out, Route{Method: w.method, Path: Pattern(r.Name, w.shape), Endpoint: Record, Label: op.String(), Key: true, Documented: true, Resource: r, Op: op, Shape: w.shape})
 		}
+		if Upserts(r) {
+			out = append(out, Route{Method: "PUT", Path: Pattern(r.Name, Upsert), Endpoint: UpsertRecord, Label: "upsert", Key: true, Documented: true, Resource: r, Shape: Upsert})
+		}
+		if Batches(r) {
+			out = append(out, Route{Method: "POST", Path: Pattern(r.Name, Batch), Endpoint: BatchWrite, Label: "batch", Key: true, Documented: true, Resource: r, Shape: Batch})
+		}
 	}
 	return out
 }
@@ -217,6 +243,16 @@ func Allow(r *model.Resource, s Shape) []string {
 	case Link:
 		if r.Ops.Has(model.OpUpdate) {
 			return []string{"DELETE", "PUT"}
+		}
+		return nil
+	case Upsert:
+		if Upserts(r) {
+			return []string{"PUT"}
+		}
+		return nil
+	case Batch:
+		if Batches(r) {
+			return []string{"POST"}
 		}
 		return nil
 	}
@@ -252,6 +288,10 @@ func Match(cat *model.Catalog, path string) (r *model.Resource, s Shape, unknown
 		return r, Collection, false
 	case len(segs) == 2 && segs[1] == "query":
 		return r, Query, false
+	case len(segs) == 2 && segs[1] == "batch" && Batches(r):
+		return r, Batch, false
+	case len(segs) == 4 && segs[1] == "by" && Upserts(r):
+		return r, Upsert, false
 	case len(segs) == 2:
 		return r, Item, false
 	case len(segs) == 3 && segs[2] == "restore":

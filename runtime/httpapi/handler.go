@@ -143,6 +143,10 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 		return h.changeLink(rt.Resource, true)
 	case route.DeleteLink:
 		return h.changeLink(rt.Resource, false)
+	case route.UpsertRecord:
+		return h.upsert(rt.Resource)
+	case route.BatchWrite:
+		return h.batch(rt.Resource)
 	}
 	panic(fmt.Sprintf("httpapi: no handler for endpoint %d of %s %s", rt.Endpoint, rt.Method, rt.Path))
 }

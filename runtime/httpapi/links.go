@@ -82,13 +82,13 @@ func (h *Handler) changeLink(res *model.Resource, put bool) bunrouter.HandlerFun
 			return err
 		}
 		id := req.Param("id")
-		wr := write{status: 200, run: func(rc *records.Receipt) (records.Record, error) {
+		wr := write{status: 200, run: changed(func(rc *records.Receipt) (records.Record, error) {
 			return h.svc.PutLink(ctx, a, c, assoc, id, targetID, body, rc)
-		}}
+		})}
 		if !put {
-			wr.run = func(rc *records.Receipt) (records.Record, error) {
+			wr.run = changed(func(rc *records.Receipt) (records.Record, error) {
 				return h.svc.DeleteLink(ctx, a, c, assoc, id, targetID, body, rc)
-			}
+			})
 		}
 		return h.write(w, req, a, c, body, wr)
 	}

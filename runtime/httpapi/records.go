@@ -75,13 +75,9 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 			writeRaw(w, 200, body)
 			return nil
 		}
-		switch rt.Op {
-		case model.OpUpdate, model.OpArchive, model.OpRestore:
-			m, err := records.ParseIfMatch(req.Header["If-Match"])
-			if err != nil {
-				return err
-			}
-			ctx = records.WithIfMatch(ctx, m)
+		m, err := records.ParseIfMatch(req.Header["If-Match"]) // for update, archive and restore
+		if err != nil {
+			return err
 		}
 
 		// Writes: read the body, resolve the collection, then run the operation under the
@@ -106,7 +102,6 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 		wr := write{status: 200}
 		switch rt.Op {
 		case model.OpCreate:
-			wr.status = 201
 			wr.location = func(rec records.Record) string {
 				loc := "/v1/" + res.Name + "/" + rec["id"].(string)
 				if c.ModelID != "" {
@@ -114,13 +109,16 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 				}
 				return loc
 			}
-			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Create(ctx, a, c, body, rc) }
+			wr.run = func(rc *records.Receipt) (records.Record, bool, error) {
+				rec, err := h.svc.Create(ctx, a, c, body, rc)
+				return rec, true, err
+			}
 		case model.OpUpdate:
-			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Update(ctx, a, c, id, body, rc) }
+			wr.run = changed(func(rc *records.Receipt) (records.Record, error) { return h.svc.Update(ctx, a, c, id, body, m, rc) })
 		case model.OpArchive:
-			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Archive(ctx, a, c, id, body, rc) }
+			wr.run = changed(func(rc *records.Receipt) (records.Record, error) { return h.svc.Archive(ctx, a, c, id, body, m, rc) })
 		case model.OpRestore:
-			wr.run = func(rc *records.Receipt) (records.Record, error) { return h.svc.Restore(ctx, a, c, id, body, rc) }
+			wr.run = changed(func(rc *records.Receipt) (records.Record, error) { return h.svc.Restore(ctx, a, c, id, body, m, rc) })
 		}
 		return h.write(w, req, a, c, body, wr)
 	}

@@ -39,12 +39,21 @@ func writeRaw(w http.ResponseWriter, status int, body []byte) {
 // Idempotency-Key may hold its answer.
 const releaseGrace = 250 * time.Millisecond
 
-// write is one write as the handler runs it: the status of its answer, the Location of a create, and
-// the service call, given the receipt to store with the write (nil without an Idempotency-Key).
+// write is one write as the handler runs it: the status of its answer (201 instead when the write made
+// the record), the Location of a made record, and the service call, given the receipt to store with the
+// write (nil without an Idempotency-Key); created is false unless the call made a record.
 type write struct {
 	status   int
 	location func(records.Record) string // nil: no Location header
-	run      func(rc *records.Receipt) (records.Record, error)
+	run      func(rc *records.Receipt) (rec records.Record, created bool, err error)
+}
+
+// changed is the run of a write that changes a record and never makes one.
+func changed(run func(rc *records.Receipt) (records.Record, error)) func(rc *records.Receipt) (records.Record, bool, error) {
+	return func(rc *records.Receipt) (records.Record, bool, error) {
+		rec, err := run(rc)
+		return rec, false, err
+	}
 }
 
 // write runs a record write. Without an Idempotency-Key it simply runs. With one, the key is claimed
@@ -52,23 +61,26 @@ type write struct {
 // in the same transaction as its write (records.Receipt); a failed request releases the key.
 func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, wr write) error {
 	ctx := req.Context()
-	respond := func(rec records.Record) idempotency.Response {
+	respond := func(rec records.Record, created bool) idempotency.Response {
 		r := idempotency.Response{Status: wr.status, Header: http.Header{}, Body: encode(map[string]any{"data": rec})}
 		if v, ok := records.VersionOf(rec); ok {
 			r.Header.Set("ETag", records.ETag(v, r.Body))
 		}
-		if wr.location != nil {
-			r.Header.Set("Location", wr.location(rec))
+		if created {
+			r.Status = http.StatusCreated
+			if wr.location != nil {
+				r.Header.Set("Location", wr.location(rec))
+			}
 		}
 		return r
 	}
 	vals, present := req.Header["Idempotency-Key"]
 	if !present {
-		rec, err := wr.run(nil)
+		rec, created, err := wr.run(nil)
 		if err != nil {
 			return err
 		}
-		writeResponse(w, respond(rec))
+		writeResponse(w, respond(rec, created))
 		return nil
 	}
 	if len(vals) != 1 || !idempotency.ValidKey(vals[0]) {
@@ -100,11 +112,11 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		return h.replay(w, c.Policy, replay)
 	}
 	var stored idempotency.Response
-	rc := &records.Receipt{Claim: claim, Respond: func(rec records.Record) idempotency.Response {
-		stored = respond(rec)
+	rc := &records.Receipt{Claim: claim, Respond: func(rec records.Record, created bool) idempotency.Response {
+		stored = respond(rec, created)
 		return stored
 	}}
-	if _, err := wr.run(rc); err != nil {
+	if _, _, err := wr.run(rc); err != nil {
 		// Nothing was written: free the key so that a corrected retry runs. The release must not be
 		// skipped because the request's context ended, nor hold the answer more than releaseGrace past
 		// the request's deadline when the database does not answer; a claim left behind then ends

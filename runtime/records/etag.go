@@ -10,7 +10,6 @@ package records
 // the caller's rendering of it does not change.
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -134,22 +133,6 @@ func VersionOf(rec Record) (int64, bool) {
 func ETag(v int64, body []byte) string {
 	sum := sha256.Sum256(body)
 	return `"` + strconv.FormatInt(v, 10) + "-" + hex.EncodeToString(sum[:8]) + `"`
-}
-
-type ifMatchKey struct{}
-
-// WithIfMatch returns ctx carrying the request's If-Match precondition, checked by every change of one
-// record (update, archive, restore) on the locked row, inside the write's transaction.
-func WithIfMatch(ctx context.Context, m *IfMatch) context.Context {
-	if m == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, ifMatchKey{}, m)
-}
-
-func ifMatchOf(ctx context.Context) *IfMatch {
-	m, _ := ctx.Value(ifMatchKey{}).(*IfMatch)
-	return m
 }
 
 // nextVersion is the updated_at of a write of cur at now: now, or just past cur's when the clock has

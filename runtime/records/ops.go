@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/workspace-records/records/engine/apierr"
@@ -22,37 +23,42 @@ func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[s
 	return s.commit(ctx, a, c, rc, s.insert(a, c, b.Values, ci))
 }
 
-// Update validates body and changes the given fields of record id of c.
-func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
-	r := c.Resource
+// Update validates body and changes the given fields of record id of c, under the precondition m (nil:
+// none).
+func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, m *IfMatch, rc *Receipt) (Record, error) {
 	b, ci, err := s.checkBody(a, c, body, schema.Update) // refused before any lock is taken
 	if err != nil {
 		return nil, err
 	}
-	return s.changeOne(ctx, a, c, rc, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, m, s.updateEdit(a, c, b, ci))
+}
+
+// updateEdit decides the edit of an update of c with the validated body b and custom input ci.
+func (s *Service) updateEdit(a Actor, c *Collection, b *schema.Body, ci *customInput) func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	r := c.Resource
+	return func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is archived; restore it before changing it"}
 		}
 		if len(b.Values) == 0 && !ci.given {
 			return nil, nil
 		}
-		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionUpdate, cur, b.Values)
+		values := maps.Clone(b.Values) // a step may run again (an upsert retried): b stays as validated
+		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionUpdate, cur, values)
 		if err != nil {
 			return nil, err
 		}
-		for k, v := range set {
-			b.Values[k] = v
-		}
-		if err := s.checkAllReferences(ctx, q, a, c, b.Values, ci); err != nil {
+		maps.Copy(values, set)
+		if err := s.checkAllReferences(ctx, q, a, c, values, ci); err != nil {
 			return nil, err
 		}
 		e := &edit{action: audit.ActionUpdate, values: map[string]any{}, changes: map[string]any{}}
-		for k, v := range b.Values {
+		for k, v := range values {
 			f, _ := r.Field(k)
 			e.values[f.Column] = v
 			e.changes[k] = v
 		}
-		if err := setComputed(r, cur, b.Values, e.values); err != nil {
+		if err := setComputed(r, cur, values, e.values); err != nil {
 			return nil, err
 		}
 		if ci.given {
@@ -70,19 +76,24 @@ func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string,
 			e.custom, e.customIDs = custom, ids
 		}
 		return e, nil
-	})
+	}
 }
 
 // MaxReason is the longest archive reason.
 const MaxReason = 1000
 
 // Archive soft-deletes record id of c; body may give the reason ({"reason": "…"}).
-func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
+func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, m *IfMatch, rc *Receipt) (Record, error) {
 	reason, err := archiveReason(body)
 	if err != nil {
 		return nil, err
 	}
-	return s.changeOne(ctx, a, c, rc, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, m, s.archiveEdit(a, c, reason))
+}
+
+// archiveEdit decides the edit of an archive of a record of c with the reason (nil: none).
+func (s *Service) archiveEdit(a Actor, c *Collection, reason *string) func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] == true {
 			return nil, &ConflictError{Message: "the record is already archived"}
 		}
@@ -100,7 +111,7 @@ func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string
 			e.changes["archive_reason"] = *reason
 		}
 		return e, nil
-	})
+	}
 }
 
 // archiveReason reads the body of an archive: nothing, or the reason.
@@ -131,11 +142,11 @@ func archiveReason(body map[string]any) (*string, error) {
 }
 
 // Restore brings archived record id of c back; it takes no body.
-func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, rc *Receipt) (Record, error) {
+func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, m *IfMatch, rc *Receipt) (Record, error) {
 	if len(body) > 0 {
 		return nil, apierr.Invalid("restore takes no body.", nil)
 	}
-	return s.changeOne(ctx, a, c, rc, id, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, m, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
@@ -151,11 +162,11 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 	})
 }
 
-// changeOne commits the change of record id of c that decide makes; an id that is no UUID names no
-// record.
-func (s *Service) changeOne(ctx context.Context, a Actor, c *Collection, rc *Receipt, id string, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) (Record, error) {
+// changeOne commits the change of record id of c that decide makes, under the precondition m; an id that
+// is no UUID names no record.
+func (s *Service) changeOne(ctx context.Context, a Actor, c *Collection, rc *Receipt, id string, m *IfMatch, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) (Record, error) {
 	if !model.IsUUID(id) {
 		return nil, ErrNotFound
 	}
-	return s.commit(ctx, a, c, rc, s.change(a, c, id, decide))
+	return s.commit(ctx, a, c, rc, s.change(a, c, id, m, decide))
 }

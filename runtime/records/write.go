@@ -30,14 +30,16 @@ import (
 // Receipt is what a write stores with itself, in its own transaction: the response of a request sent
 // with an Idempotency-Key, made from the written record as the caller sees it.
 type Receipt struct {
-	Claim   *idempotency.Claim
-	Respond func(rec Record) idempotency.Response
+	Claim *idempotency.Claim
+	// Respond makes the response of the write of rec; created is true when the write made the record.
+	Respond func(rec Record, created bool) idempotency.Response
 }
 
 // outcome is what one step wrote: the record as the caller sees it, and the After hooks' call.
 type outcome struct {
-	rec   Record
-	after *afterCall // nil: nothing to tell the plugins
+	rec     Record
+	created bool       // the step made the record (a create, or an upsert that created)
+	after   *afterCall // nil: nothing to tell the plugins
 }
 
 // afterCall is a committed write as the After hooks are told of it.
@@ -64,7 +66,7 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 		if rc == nil {
 			return nil
 		}
-		return s.idem.Complete(ctx, q, rc.Claim, rc.Respond(out.rec))
+		return s.idem.Complete(ctx, q, rc.Claim, rc.Respond(out.rec, out.created))
 	})
 	if err != nil {
 		return nil, err
@@ -80,6 +82,7 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *customInput) step {
 	return func(ctx context.Context, q store.Querier) (*outcome, error) {
 		r := c.Resource
+		values := maps.Clone(values) // a step may run again (an upsert retried): the caller's map stays
 		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionCreate, nil, values)
 		if err != nil {
 			return nil, err
@@ -114,7 +117,11 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		if err := s.checkCustomKeys(ctx, q, c, id, custom, keysOf(custom)); err != nil {
 			return nil, err
 		}
-		return s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
+		out, err := s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
+		if out != nil {
+			out.created = true
+		}
+		return out, err
 	}
 }
 
@@ -129,10 +136,10 @@ type edit struct {
 	customIDs []string
 }
 
-// change is the step of a locked read-modify-write of record id of c inside the caller's record rule:
-// decide sees the current record and returns the edit (nil: write nothing and answer the record as it
+// change is the step of a locked read-modify-write of record id of c inside the caller's record rule,
+// under the precondition m (nil: none), checked on the locked row: decide sees the current record and returns the edit (nil: write nothing and answer the record as it
 // is).
-func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) step {
+func (s *Service) change(a Actor, c *Collection, id string, m *IfMatch, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) step {
 	return func(ctx context.Context, q store.Querier) (*outcome, error) {
 		r := c.Resource
 		cur, err := s.get(ctx, q, r, c.key(id, c.Policy), true)
@@ -141,7 +148,7 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 		}
 		// The precondition is checked on the locked row, after the record rule (a record the caller
 		// cannot see is not found, whatever the precondition) and before anything else runs.
-		if v, _ := VersionOf(cur); !ifMatchOf(ctx).holds(v) {
+		if v, _ := VersionOf(cur); !m.holds(v) {
 			return nil, ErrPreconditionFailed
 		}
 		e, err := decide(ctx, q, cur)

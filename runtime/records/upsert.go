@@ -1,0 +1,265 @@
+package records
+
+// Upsert: create or change the one active record of a collection that holds a value of one of its unique
+// keys (PUT /v1/{resource}/by/{key}/{value}). The key is a declared unique field, or a unique custom field
+// named cf__<key>. Archived records hold no key (the unique indexes are partial), so an upsert never
+// matches one: it creates a new active record beside it.
+//
+// Concurrency: inside the write's transaction the key value is locked first (a transaction-scoped
+// advisory lock on PostgreSQL, the same lock a unique custom value takes; SQLite runs one write
+// transaction at a time), then the holder is looked up, then the record is created or changed. Two
+// upserts of one value therefore run one after the other and make exactly one record. A plain create
+// of the same value that slips between the look-up and the insert makes the insert fail on the unique
+// index; the upsert then runs once more and changes the record that create made.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/engine/suggest"
+	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// UpsertConditions are an upsert's preconditions: If-Match (the record must exist and be at one of the
+// versions, or any version for "*"), or If-None-Match: * (no record may hold the value: create only).
+type UpsertConditions struct {
+	IfMatch     *IfMatch
+	IfNoneMatch bool
+}
+
+// uniqueKey is one unique key of a collection as an upsert names it.
+type uniqueKey struct {
+	name   string            // as the path and the 409 name it: a field key, or cf__<key>
+	field  *model.Field      // the declared field, or the custom field's definition as a field
+	custom *customfields.Def // nil for a declared key
+}
+
+// UniqueKeys returns the names of c's unique keys: the declared ones in definition order, then the unique
+// custom fields as cf__<key>.
+func (c *Collection) UniqueKeys() []string {
+	var out []string
+	for _, f := range c.Resource.Fields {
+		if f.Unique && !f.Custom {
+			out = append(out, f.Key)
+		}
+	}
+	if c.Fields != nil {
+		for _, d := range c.Fields.Defs {
+			if d.Unique && !d.Archived {
+				out = append(out, schema.CustomPrefix+d.Key)
+			}
+		}
+	}
+	return out
+}
+
+// uniqueKeyOf resolves name on c; a name that is no unique key is 404, with the keys there are.
+func (c *Collection) uniqueKeyOf(name string) (uniqueKey, error) {
+	if key, ok := strings.CutPrefix(name, schema.CustomPrefix); ok && c.Fields != nil {
+		if d, ok := c.Fields.ByKey(key); ok && d.Unique {
+			return uniqueKey{name: name, field: c.Fields.Field(d), custom: d}, nil
+		}
+	} else if f, ok := c.Resource.Field(name); ok && f.Unique && !f.Custom {
+		return uniqueKey{name: name, field: f}, nil
+	}
+	keys := c.UniqueKeys()
+	msg := fmt.Sprintf("%s has no unique key %q.", c.Resource.Name, apierr.Clip(name))
+	if len(keys) == 0 {
+		msg += " It has no unique keys to upsert by."
+	} else {
+		if s, ok := suggest.Nearest(name, keys); ok {
+			msg += fmt.Sprintf(" Did you mean %q?", s)
+		}
+		msg += " Its unique keys: " + strings.Join(keys, ", ") + "."
+	}
+	return uniqueKey{}, apierr.New(apierr.NotFound, msg)
+}
+
+// pathValue reads a key value given as a path segment as the JSON value a body would carry: a number for
+// a numeric field (when it is one), else the text.
+func pathValue(f *model.Field, raw string) any {
+	if f.Type == model.Integer || f.Type == model.Decimal {
+		var n json.Number
+		if json.Unmarshal([]byte(raw), &n) == nil {
+			return n
+		}
+	}
+	return raw
+}
+
+// set puts v as k's value into a copy of body, in the body's form of custom fields.
+func (k uniqueKey) set(body map[string]any, v any) map[string]any {
+	out := maps.Clone(body)
+	if k.custom == nil {
+		out[k.name] = v
+		return out
+	}
+	if obj, ok := out["custom_fields"].(map[string]any); ok {
+		obj = maps.Clone(obj)
+		obj[k.custom.Key] = v
+		out["custom_fields"] = obj
+		return out
+	}
+	out[k.name] = v
+	return out
+}
+
+// without returns a copy of body without k's member, and the value it held (given: whether it held one).
+func (k uniqueKey) without(body map[string]any) (rest map[string]any, v any, given bool) {
+	out := maps.Clone(body)
+	if k.custom != nil {
+		if obj, ok := out["custom_fields"].(map[string]any); ok {
+			v, given = obj[k.custom.Key]
+			obj = maps.Clone(obj)
+			delete(obj, k.custom.Key)
+			out["custom_fields"] = obj
+			return out, v, given
+		}
+	}
+	v, given = out[k.name]
+	delete(out, k.name)
+	return out, v, given
+}
+
+// canonical is v as k's canonical value, validated as a write of k alone would be; the errors name k.
+func (s *Service) canonical(c *Collection, k uniqueKey, v any) (any, error) {
+	if k.custom == nil {
+		b, errs := s.schemas.Resource(c.Resource.Name).Validate(map[string]any{k.name: v}, schema.Update)
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		return b.Values[k.name], nil
+	}
+	ci, errs := c.checkCustom(map[string]any{k.custom.Key: v}, schema.MemberForm, schema.Update)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return ci.values[k.custom.Key], nil
+}
+
+// Upsert creates the record of c whose unique key keyName holds the value raw (a path segment), or
+// changes the active record that holds it: body is a create's body (the key's member may be left out, or
+// must hold the same value) or, for an existing record, an update's. It returns the record and whether
+// it made it.
+func (s *Service) Upsert(ctx context.Context, a Actor, c *Collection, keyName, raw string, body map[string]any, cond UpsertConditions, rc *Receipt) (Record, bool, error) {
+	k, err := c.uniqueKeyOf(keyName)
+	if err != nil {
+		return nil, false, err
+	}
+	value, err := s.canonical(c, k, pathValue(k.field, raw))
+	if err != nil {
+		return nil, false, err
+	}
+	if value == nil {
+		return nil, false, apierr.InvalidField(field.CodeRequired, k.name, "the unique key value in the path must not be empty")
+	}
+	rest, bodyValue, inBody := k.without(body)
+	createValue := pathValue(k.field, raw)
+	if inBody {
+		createValue = bodyValue // checked with the create's body; it must be the path's value
+		if v, err := s.canonical(c, k, bodyValue); err == nil && !sameValue(v, value) {
+			return nil, false, apierr.InvalidField(field.CodeInvalid, k.name, "differs from the unique key value in the path; leave it out or send the same value")
+		}
+	}
+	// An update's body is checked whole before any transaction: its problems are the upsert's whatever
+	// the record's state. A create's problems (a required field left out) count only when no record
+	// holds the value.
+	ub, uci, err := s.checkBody(a, c, rest, schema.Update)
+	if err != nil {
+		return nil, false, err
+	}
+	cb, cci, createErr := s.checkBody(a, c, k.set(rest, createValue), schema.Create)
+	lock, text := s.keyText(c, k, value)
+	var created bool
+	run := func(ctx context.Context, q store.Querier) (*outcome, error) {
+		created = false
+		if s.d.Kind() == sqlgen.Postgres {
+			if _, err := q.Exec(ctx, s.d.Bind("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", lock)); err != nil {
+				return nil, fmt.Errorf("lock unique key value: %w", err)
+			}
+		}
+		id, found, err := s.holder(ctx, q, c, k, value, text)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			if cond.IfMatch != nil {
+				return nil, ErrPreconditionFailed // If-Match, even "*", needs a current record
+			}
+			if createErr != nil {
+				return nil, createErr
+			}
+			created = true
+			return s.insert(a, c, cb.Values, cci)(ctx, q)
+		}
+		if cond.IfNoneMatch {
+			return nil, ErrPreconditionFailed
+		}
+		out, err := s.change(a, c, id, cond.IfMatch, s.updateEdit(a, c, ub, uci))(ctx, q)
+		if errors.Is(err, ErrNotFound) {
+			// Held by a record outside the caller's record rule: refused as a create of the value is.
+			return nil, uniqueRefusal(k.name, nil)
+		}
+		return out, err
+	}
+	rec, err := s.commit(ctx, a, c, rc, run)
+	var ae *apierr.Error
+	if created && errors.As(err, &ae) && ae.Details["unique_key"] == k.name {
+		// A create of the value committed between the look-up and the insert: change that record.
+		rec, err = s.commit(ctx, a, c, rc, run)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return rec, created, nil
+}
+
+// sameValue compares two canonical values of one field.
+func sameValue(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+// keyText returns the advisory lock name of value of k on c, and for a custom key the text
+// custom_values stores for it (the lock is the one checkCustomKeys takes, so that an upsert and a
+// plain write of one custom value exclude each other).
+func (s *Service) keyText(c *Collection, k uniqueKey, value any) (lock, text string) {
+	if k.custom == nil {
+		return c.Workspace + "/" + c.Resource.Name + "/" + k.name + "/" + sqlgen.CustomText(value), ""
+	}
+	stored := c.stored(&customInput{values: map[string]any{k.custom.Key: value}}, nil)
+	rows, err := s.customRows(nil, "", c.Fields, stored, []string{k.custom.ID})
+	if err != nil || len(rows) == 0 {
+		return c.Workspace + "/" + k.custom.ID + "/", ""
+	}
+	return c.Workspace + "/" + rows[0].FieldID + "/" + rows[0].Text, rows[0].Text
+}
+
+// holder finds the active record of c that holds value of k, whoever may see it.
+func (s *Service) holder(ctx context.Context, q store.Querier, c *Collection, k uniqueKey, value any, text string) (string, bool, error) {
+	table := sqlgen.Quote(c.Resource.Table)
+	var stmt sqlgen.Stmt
+	if k.custom == nil {
+		stmt = s.d.Bind(fmt.Sprintf(`SELECT id FROM %s WHERE workspace_id = ? AND %s = ? AND NOT archived LIMIT 1`, table, sqlgen.Quote(k.field.Column)),
+			c.Workspace, value)
+	} else {
+		stmt = s.d.Bind(fmt.Sprintf(`SELECT r.id FROM custom_values cv JOIN %s r ON r.workspace_id = cv.workspace_id AND r.id = cv.record_id
+WHERE cv.workspace_id = ? AND cv.field_id = ? AND cv.t = ? AND NOT r.archived LIMIT 1`, table), c.Workspace, k.custom.ID, text)
+	}
+	var id string
+	found, err := store.QueryOne(ctx, q, stmt, func(row []any) error {
+		id = store.UUIDText(row[0])
+		return nil
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("look up %s by %s: %w", c.Resource.Name, k.name, err)
+	}
+	return id, found, nil
+}
