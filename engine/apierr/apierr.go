@@ -40,8 +40,10 @@ const (
 	Conflict             Code = "conflict"
 	IdempotencyKeyInUse  Code = "idempotency_key_in_use"
 	PreconditionFailed   Code = "precondition_failed"
+	BatchAborted         Code = "batch_aborted"
 	PayloadTooLarge      Code = "payload_too_large"
 	ValidationFailed     Code = "validation_failed"
+	BatchFailed          Code = "batch_failed"
 	IdempotencyKeyReused Code = "idempotency_key_reused"
 	RateLimited          Code = "rate_limited"
 	QuotaExceeded        Code = "quota_exceeded"
@@ -78,7 +80,9 @@ var Table = []Entry{
 	{PreconditionFailed, 412, "conflict_error", "An `If-Match` precondition did not hold: the record changed since the caller read it; nothing was written."},
 	{PayloadTooLarge, 413, "invalid_request_error", "The body is larger than 1 MiB."},
 	{ValidationFailed, 422, "validation_error", "The workspace refused the values; `details.errors` lists each field."},
+	{BatchFailed, 422, "validation_error", "An atomic batch wrote nothing because at least one item was refused; `details.results` has every item's result."},
 	{IdempotencyKeyReused, 422, "validation_error", "The `Idempotency-Key` was used for a different request."},
+	{BatchAborted, 424, "invalid_request_error", "Only as an item's result in a failed atomic batch: this item was not written because another item was refused."},
 	{RateLimited, 429, "rate_limit_error", "The key's rate limit is used up; wait `Retry-After` seconds."},
 	{QuotaExceeded, 429, "rate_limit_error", "The workspace's monthly quota is used up."},
 	{InternalError, 500, "api_error", "An unexpected failure; the request id identifies it in the server's log."},

@@ -22,7 +22,7 @@ var errorStatus = []struct {
 	{"409", "Conflict", "The write conflicts with the record's state or an existing record (`conflict`; a unique key's value held by another active record names the key in `details.unique_key`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`).", nil},
 	{"412", "PreconditionFailed", "The `If-Match` precondition did not hold: the record changed since the tag was issued (`precondition_failed`). Nothing was written; read the record again and retry with its new `ETag`.", nil},
 	{"413", "PayloadTooLarge", "Body larger than 1 MiB (`payload_too_large`).", nil},
-	{"422", "UnprocessableEntity", "The workspace refused the values (`validation_failed`: unknown field, required field, type, bound or rule; `details.errors` lists each field), or the `Idempotency-Key` was used for a different request (`idempotency_key_reused`).", nil},
+	{"422", "UnprocessableEntity", "The workspace refused the values (`validation_failed`: unknown field, required field, type, bound or rule; `details.errors` lists each field), the `Idempotency-Key` was used for a different request (`idempotency_key_reused`), or an atomic batch wrote nothing because an item was refused (`batch_failed`; `details.results` has every item's result).", nil},
 	{"429", "TooManyRequests", "Rate limited (`rate_limited`) or monthly quota used up (`quota_exceeded`). Wait `Retry-After` seconds.", []string{"Retry-After"}},
 	{"500", "InternalError", "Unexpected failure (`internal_error`).", nil},
 	{"503", "ServiceUnavailable", "Temporarily unable to check the key, reach the data or run a rule (`service_unavailable`). Retry after `Retry-After` seconds.", []string{"Retry-After"}},
@@ -97,28 +97,19 @@ func components(cat *model.Catalog) map[string]any {
 		"Error": map[string]any{
 			"type": "object", "required": []string{"error"}, "additionalProperties": false,
 			"description": "The error envelope of every error response.",
-			"properties": map[string]any{"error": map[string]any{
-				"type": "object", "required": []string{"type", "code", "message", "request_id"}, "additionalProperties": false,
-				"properties": map[string]any{
-					"type":    map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
-					"code":    map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
-					"message": str("Human-readable text."),
-					"details": map[string]any{
-						"type": "object", "additionalProperties": true, "description": "More about the error; open members. `errors` lists the refused fields or parameters, one item per problem (declared fields, custom fields and unknown members in one list, each at the path the client wrote: `cf__<key>` or `custom_fields.<key>`); at most " + strconv.Itoa(apierr.MaxListed) + " are listed, and `errors_omitted` counts the rest.",
-						"properties": map[string]any{
-							"errors": map[string]any{"type": "array", "maxItems": apierr.MaxListed, "description": "The first problems, declared fields in the resource's order, then unknown members, then custom fields.",
-								"items": map[string]any{"type": "object", "required": []string{"field", "code", "message"}, "properties": map[string]any{
-									"field":   str("The path of the member or parameter, as sent (cut at " + strconv.Itoa(apierr.MaxEchoed) + " characters, ending in …, when longer)."),
-									"code":    str("What is wrong: required, unknown_field, read_only, invalid_type, invalid_format, too_long, too_short, invalid_option, out_of_range, reference_not_found, duplicate, conflicting, invalid or not_permitted."),
-									"message": str("Human-readable text."),
-								}}},
-							"errors_omitted": map[string]any{"type": "integer", "minimum": 1, "description": "How many problems were found beyond the listed ones; absent when all are listed."},
-							"unique_key":     map[string]any{"type": "string", "description": "On 409 `conflict`: the unique key whose value another active record already holds (that record is never named)."},
-						},
-					},
-					"request_id": map[string]any{"type": "string", "format": "uuid", "description": "Also sent in the `X-Request-Id` header."},
-				},
-			}},
+			"properties":  map[string]any{"error": schemaRef("ErrorBody")},
+		},
+		"ErrorBody": errorBody(true),
+		"ItemError": errorBody(false),
+		"BatchItemResult": map[string]any{
+			"type": "object", "required": []string{"status"}, "additionalProperties": false,
+			"description": "One item's result: `data` (and `etag`) when it was written, `error` when it was refused.",
+			"properties": map[string]any{
+				"status": map[string]any{"type": "integer", "description": "The status the item's own request would have had: 200, 201 when it made the record, or the error's (424 `batch_aborted` for an item of a failed atomic batch that was not refused itself)."},
+				"data":   map[string]any{"type": "object", "additionalProperties": true, "description": "The record as the caller sees it (the resource's record schema)."},
+				"etag":   str("The record's entity tag, for `if_match` in a later item or `If-Match` on a later request."),
+				"error":  schemaRef("ItemError"),
+			},
 		},
 		"ListMeta": map[string]any{
 			"type": "object", "required": []string{"next_cursor"}, "description": "About the page.",
@@ -255,4 +246,41 @@ func withResponses(op map[string]any, success string, resp map[string]any, statu
 	r[success] = resp
 	op["responses"] = r
 	return op
+}
+
+// errorBody is the schema of an error: the envelope's `error` member (ErrorBody, whose details may hold a
+// failed batch's results) or a refused batch item's (ItemError, without results: the schemas would
+// otherwise refer to themselves, which validators refuse).
+func errorBody(envelope bool) map[string]any {
+	out := map[string]any{
+		"type": "object", "required": []string{"type", "code", "message", "request_id"}, "additionalProperties": false,
+		"description": "The error: the `error` member of the envelope, and of a refused batch item's result.",
+		"properties": map[string]any{
+			"type":    map[string]any{"type": "string", "enum": ErrorTypes, "description": "The error's category."},
+			"code":    map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
+			"message": str("Human-readable text."),
+			"details": map[string]any{
+				"type": "object", "additionalProperties": true, "description": "More about the error; open members. `errors` lists the refused fields or parameters, one item per problem (declared fields, custom fields and unknown members in one list, each at the path the client wrote: `cf__<key>` or `custom_fields.<key>`); at most " + strconv.Itoa(apierr.MaxListed) + " are listed, and `errors_omitted` counts the rest.",
+				"properties": map[string]any{
+					"errors": map[string]any{"type": "array", "maxItems": apierr.MaxListed, "description": "The first problems, declared fields in the resource's order, then unknown members, then custom fields.",
+						"items": map[string]any{"type": "object", "required": []string{"field", "code", "message"}, "properties": map[string]any{
+							"field":   str("The path of the member or parameter, as sent (cut at " + strconv.Itoa(apierr.MaxEchoed) + " characters, ending in …, when longer)."),
+							"code":    str("What is wrong: required, unknown_field, read_only, invalid_type, invalid_format, too_long, too_short, invalid_option, out_of_range, reference_not_found, duplicate, conflicting, invalid or not_permitted."),
+							"message": str("Human-readable text."),
+						}}},
+					"errors_omitted": map[string]any{"type": "integer", "minimum": 1, "description": "How many problems were found beyond the listed ones; absent when all are listed."},
+					"unique_key":     map[string]any{"type": "string", "description": "On 409 `conflict`: the unique key whose value another active record already holds (that record is never named)."},
+				},
+			},
+			"request_id": map[string]any{"type": "string", "format": "uuid", "description": "Also sent in the `X-Request-Id` header."},
+		},
+	}
+	if envelope {
+		details := out["properties"].(map[string]any)["details"].(map[string]any)
+		details["properties"].(map[string]any)["results"] = map[string]any{"type": "array", "items": schemaRef("BatchItemResult"),
+			"description": "On 422 `batch_failed`: every item's result, in the order sent; nothing was written."}
+	} else {
+		out["description"] = "A refused batch item's error: as the envelope's `error` member; `request_id` is the batch's."
+	}
+	return out
 }

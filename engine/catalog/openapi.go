@@ -257,6 +257,10 @@ func (d *doc) resource(r *model.Resource) {
 			d.add(openAPIPath(r, rt.Shape), strings.ToLower(rt.Method), d.operation(rt))
 		case route.ListLinks, route.PutLink, route.DeleteLink:
 			d.link(rt)
+		case route.UpsertRecord:
+			d.add(route.OpenAPIPath(rt.Path), "put", d.upsertOperation(r))
+		case route.BatchWrite:
+			d.add(route.OpenAPIPath(rt.Path), "post", d.batchOperation(r))
 		}
 	}
 }

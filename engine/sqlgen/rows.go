@@ -120,6 +120,13 @@ func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows [
 	return Stmt{SQL: sql, Args: a.vals}
 }
 
+// InsertManyReturning is InsertMany returning the new rows as Get reads them (in no particular order).
+func (d Dialect) InsertManyReturning(r *model.Resource, workspace, modelID string, rows []map[string]any, ids []string) Stmt {
+	s := d.InsertMany(r, workspace, modelID, rows, ids)
+	s.SQL += " RETURNING " + d.selectList(r)
+	return s
+}
+
 // Update sets the given columns of one record. values is keyed by column; updated_at must be included.
 // An update that changes a search field must also set SearchColumn to the record's new SearchText.
 func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {

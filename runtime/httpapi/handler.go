@@ -110,6 +110,17 @@ func New(cfg Config) *Handler {
 			r.Handle(http.MethodHead, rt.Path, handler)
 		}
 	}
+	// The static paths beside /v1/{resource}/:id (query, batch) would hand the item route's methods to
+	// it with the id "query" or "batch": those methods are refused here as on any path that exists
+	// without them (405 with Allow).
+	for _, rt := range route.Table(h.cat) {
+		if rt.Shape != route.Query && rt.Shape != route.Batch {
+			continue
+		}
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPatch, http.MethodDelete} {
+			r.Handle(m, rt.Path, h.unmatched)
+		}
+	}
 	h.router = r
 	return h
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/uptrace/bunrouter"
@@ -41,7 +42,12 @@ func (h *Handler) upsert(res *model.Resource) bunrouter.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		key, value := req.Param("key"), req.Param("value")
+		// The router hands path segments over as sent: the key and value are percent-decoded here.
+		key, kerr := url.PathUnescape(req.Param("key"))
+		value, verr := url.PathUnescape(req.Param("value"))
+		if kerr != nil || verr != nil {
+			return apierr.New(apierr.InvalidRequest, "The key and value in the path must be valid percent-encoded text.")
+		}
 		return h.write(w, req, a, c, body, write{
 			status:   http.StatusOK,
 			location: func(rec records.Record) string { return "/v1/" + res.Name + "/" + rec["id"].(string) },

@@ -56,11 +56,10 @@ func changed(run func(rc *records.Receipt) (records.Record, error)) func(rc *rec
 	}
 }
 
-// write runs a record write. Without an Idempotency-Key it simply runs. With one, the key is claimed
-// first; a repeat of a completed request replays its response; the response of a new request is stored
-// in the same transaction as its write (records.Receipt); a failed request releases the key.
+// write runs a record write under the Idempotency-Key rules (idempotent): its response, stored in the
+// write's own transaction when a key was sent, is the record with its ETag (and Location when the write
+// made it).
 func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, wr write) error {
-	ctx := req.Context()
 	respond := func(rec records.Record, created bool) idempotency.Response {
 		r := idempotency.Response{Status: wr.status, Header: http.Header{}, Body: encode(map[string]any{"data": rec})}
 		if v, ok := records.VersionOf(rec); ok {
@@ -74,13 +73,36 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		}
 		return r
 	}
+	return h.idempotent(w, req, a, c, body, func(claim *idempotency.Claim) (idempotency.Response, error) {
+		var rc *records.Receipt
+		var stored idempotency.Response
+		if claim != nil {
+			rc = &records.Receipt{Claim: claim, Respond: func(rec records.Record, created bool) idempotency.Response {
+				stored = respond(rec, created)
+				return stored
+			}}
+		}
+		rec, created, err := wr.run(rc)
+		if err != nil || claim != nil {
+			return stored, err
+		}
+		return respond(rec, created), nil
+	})
+}
+
+// idempotent runs a write. Without an Idempotency-Key it simply runs (run(nil)). With one, the key is
+// claimed first; a repeat of a completed request replays its response; run is given the claim, and
+// stores the response of a new request in the same transaction as its write; a failed request releases
+// the key.
+func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, run func(claim *idempotency.Claim) (idempotency.Response, error)) error {
+	ctx := req.Context()
 	vals, present := req.Header["Idempotency-Key"]
 	if !present {
-		rec, created, err := wr.run(nil)
+		resp, err := run(nil)
 		if err != nil {
 			return err
 		}
-		writeResponse(w, respond(rec, created))
+		writeResponse(w, resp)
 		return nil
 	}
 	if len(vals) != 1 || !idempotency.ValidKey(vals[0]) {
@@ -98,25 +120,10 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		return err
 	case replay != nil:
 		h.metrics.Replay(c.Resource.Name)
-		// The caller's record rule may have narrowed since (a new role, a reassigned owner): a replay
-		// never shows a record the caller can no longer reach; it answers as a read of it would.
-		if id := replayedRecord(req, replay); id != "" {
-			ok, err := h.svc.Visible(ctx, a, c.Policy, id)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return records.ErrNotFound
-			}
-		}
-		return h.replay(w, c.Policy, replay)
+		return h.replay(w, req, a, c.Policy, replay)
 	}
-	var stored idempotency.Response
-	rc := &records.Receipt{Claim: claim, Respond: func(rec records.Record, created bool) idempotency.Response {
-		stored = respond(rec, created)
-		return stored
-	}}
-	if _, _, err := wr.run(rc); err != nil {
+	resp, err := run(claim)
+	if err != nil {
 		// Nothing was written: free the key so that a corrected retry runs. The release must not be
 		// skipped because the request's context ended, nor hold the answer more than releaseGrace past
 		// the request's deadline when the database does not answer; a claim left behind then ends
@@ -136,7 +143,7 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		}
 		return err
 	}
-	writeResponse(w, stored)
+	writeResponse(w, resp)
 	return nil
 }
 
@@ -147,36 +154,54 @@ func writeResponse(w http.ResponseWriter, r idempotency.Response) {
 	writeRaw(w, r.Status, r.Body)
 }
 
-// replayedRecord is the record a replayed write acted on: the path's record, or for a create the one
-// it made.
-func replayedRecord(req bunrouter.Request, r *idempotency.Response) string {
-	if id := req.Param("id"); id != "" {
-		return id
-	}
-	var doc struct {
-		Data struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if json.Unmarshal(r.Body, &doc) == nil && model.IsUUID(doc.Data.ID) {
-		return doc.Data.ID
-	}
-	return ""
-}
-
 // replay answers with a stored first response, byte for byte, marked Idempotent-Replayed. The caller's
-// current field rules are applied again first, which leaves the bytes unchanged unless the rules became
-// stricter since: a replay never shows a value the caller may no longer read.
-func (h *Handler) replay(w http.ResponseWriter, pol *access.Policy, r *idempotency.Response) error {
+// record rule and field rules are applied again first, which leaves the bytes unchanged unless they
+// became stricter since (a new role, a reassigned owner): a replay never shows a record the caller can no
+// longer reach — a record answer becomes 404 as a read would, a batch item the not_found result — nor a
+// value the caller may no longer read.
+func (h *Handler) replay(w http.ResponseWriter, req bunrouter.Request, a records.Actor, pol *access.Policy, r *idempotency.Response) error {
+	ctx := req.Context()
 	body := r.Body
 	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	dec.UseNumber()
 	var doc map[string]any
 	if err := dec.Decode(&doc); err == nil {
-		if rec, ok := doc["data"].(map[string]any); ok {
-			doc["data"] = pol.Apply(rec)
-			body = encode(doc)
+		switch data := doc["data"].(type) {
+		case map[string]any: // one record
+			id, _ := data["id"].(string)
+			if pid := req.Param("id"); pid != "" {
+				id = pid
+			}
+			if model.IsUUID(id) {
+				ok, err := h.svc.Visible(ctx, a, pol, id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return records.ErrNotFound
+				}
+			}
+			doc["data"] = pol.Apply(data)
+		case []any: // a batch's results
+			for i, x := range data {
+				res, _ := x.(map[string]any)
+				rec, _ := res["data"].(map[string]any)
+				if rec == nil {
+					continue
+				}
+				id, _ := rec["id"].(string)
+				ok, err := h.svc.Visible(ctx, a, pol, id)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					data[i] = itemError(records.Explain(records.ErrNotFound), requestID(ctx))
+					continue
+				}
+				res["data"] = pol.Apply(rec)
+			}
 		}
+		body = encode(doc)
 	}
 	for k, v := range r.Header {
 		w.Header()[k] = v

@@ -146,7 +146,12 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 	if len(body) > 0 {
 		return nil, apierr.Invalid("restore takes no body.", nil)
 	}
-	return s.changeOne(ctx, a, c, rc, id, m, func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return s.changeOne(ctx, a, c, rc, id, m, s.restoreEdit(a, c))
+}
+
+// restoreEdit decides the edit of a restore of a record of c.
+func (s *Service) restoreEdit(a Actor, c *Collection) func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
+	return func(ctx context.Context, q store.Querier, cur Record) (*edit, error) {
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
@@ -159,7 +164,7 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 			return nil, err
 		}
 		return &edit{action: audit.ActionRestore, values: map[string]any{"archived": false, "archived_at": nil, "archive_reason": nil}, changes: map[string]any{}}, nil
-	})
+	}
 }
 
 // changeOne commits the change of record id of c that decide makes, under the precondition m; an id that

@@ -147,81 +147,113 @@ func (s *Service) canonical(c *Collection, k uniqueKey, v any) (any, error) {
 	return ci.values[k.custom.Key], nil
 }
 
+// upsert is one validated upsert: the key and its canonical value, the body read as an update's and, when
+// it is a valid create's too, as a create's.
+type upsert struct {
+	k          uniqueKey
+	value      any
+	lock, text string
+	ub         *schema.Body
+	uci        *customInput
+	cb         *schema.Body
+	cci        *customInput
+	createErr  error // the create's problems, which count only when no record holds the value
+	cond       UpsertConditions
+	created    bool // the last run of the step made the record
+}
+
 // Upsert creates the record of c whose unique key keyName holds the value raw (a path segment), or
 // changes the active record that holds it: body is a create's body (the key's member may be left out, or
 // must hold the same value) or, for an existing record, an update's. It returns the record and whether
 // it made it.
 func (s *Service) Upsert(ctx context.Context, a Actor, c *Collection, keyName, raw string, body map[string]any, cond UpsertConditions, rc *Receipt) (Record, bool, error) {
-	k, err := c.uniqueKeyOf(keyName)
+	u, err := s.planUpsert(a, c, keyName, raw, body, cond)
 	if err != nil {
 		return nil, false, err
+	}
+	rec, err := s.commit(ctx, a, c, rc, s.upsertStep(a, c, u))
+	if u.retry(err) {
+		rec, err = s.commit(ctx, a, c, rc, s.upsertStep(a, c, u))
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return rec, u.created, nil
+}
+
+// planUpsert validates an upsert of c before any transaction.
+func (s *Service) planUpsert(a Actor, c *Collection, keyName, raw string, body map[string]any, cond UpsertConditions) (*upsert, error) {
+	k, err := c.uniqueKeyOf(keyName)
+	if err != nil {
+		return nil, err
 	}
 	value, err := s.canonical(c, k, pathValue(k.field, raw))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if value == nil {
-		return nil, false, apierr.InvalidField(field.CodeRequired, k.name, "the unique key value in the path must not be empty")
+		return nil, apierr.InvalidField(field.CodeRequired, k.name, "the unique key value in the path must not be empty")
 	}
 	rest, bodyValue, inBody := k.without(body)
 	createValue := pathValue(k.field, raw)
 	if inBody {
 		createValue = bodyValue // checked with the create's body; it must be the path's value
 		if v, err := s.canonical(c, k, bodyValue); err == nil && !sameValue(v, value) {
-			return nil, false, apierr.InvalidField(field.CodeInvalid, k.name, "differs from the unique key value in the path; leave it out or send the same value")
+			return nil, apierr.InvalidField(field.CodeInvalid, k.name, "differs from the unique key value in the path; leave it out or send the same value")
 		}
 	}
+	u := &upsert{k: k, value: value, cond: cond}
 	// An update's body is checked whole before any transaction: its problems are the upsert's whatever
 	// the record's state. A create's problems (a required field left out) count only when no record
 	// holds the value.
-	ub, uci, err := s.checkBody(a, c, rest, schema.Update)
-	if err != nil {
-		return nil, false, err
+	if u.ub, u.uci, err = s.checkBody(a, c, rest, schema.Update); err != nil {
+		return nil, err
 	}
-	cb, cci, createErr := s.checkBody(a, c, k.set(rest, createValue), schema.Create)
-	lock, text := s.keyText(c, k, value)
-	var created bool
-	run := func(ctx context.Context, q store.Querier) (*outcome, error) {
-		created = false
+	u.cb, u.cci, u.createErr = s.checkBody(a, c, k.set(rest, createValue), schema.Create)
+	u.lock, u.text = s.keyText(c, k, value)
+	return u, nil
+}
+
+// upsertStep is the step of u: lock the value, look up its holder, then create or change.
+func (s *Service) upsertStep(a Actor, c *Collection, u *upsert) step {
+	return func(ctx context.Context, q store.Querier) (*outcome, error) {
+		u.created = false
 		if s.d.Kind() == sqlgen.Postgres {
-			if _, err := q.Exec(ctx, s.d.Bind("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", lock)); err != nil {
+			if _, err := q.Exec(ctx, s.d.Bind("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", u.lock)); err != nil {
 				return nil, fmt.Errorf("lock unique key value: %w", err)
 			}
 		}
-		id, found, err := s.holder(ctx, q, c, k, value, text)
+		id, found, err := s.holder(ctx, q, c, u.k, u.value, u.text)
 		if err != nil {
 			return nil, err
 		}
 		if !found {
-			if cond.IfMatch != nil {
+			if u.cond.IfMatch != nil {
 				return nil, ErrPreconditionFailed // If-Match, even "*", needs a current record
 			}
-			if createErr != nil {
-				return nil, createErr
+			if u.createErr != nil {
+				return nil, u.createErr
 			}
-			created = true
-			return s.insert(a, c, cb.Values, cci)(ctx, q)
+			u.created = true
+			return s.insert(a, c, u.cb.Values, u.cci)(ctx, q)
 		}
-		if cond.IfNoneMatch {
+		if u.cond.IfNoneMatch {
 			return nil, ErrPreconditionFailed
 		}
-		out, err := s.change(a, c, id, cond.IfMatch, s.updateEdit(a, c, ub, uci))(ctx, q)
+		out, err := s.change(a, c, id, u.cond.IfMatch, s.updateEdit(a, c, u.ub, u.uci))(ctx, q)
 		if errors.Is(err, ErrNotFound) {
 			// Held by a record outside the caller's record rule: refused as a create of the value is.
-			return nil, uniqueRefusal(k.name, nil)
+			return nil, uniqueRefusal(u.k.name, nil)
 		}
 		return out, err
 	}
-	rec, err := s.commit(ctx, a, c, rc, run)
+}
+
+// retry reports whether u's step should run once more after err: its insert met a create of the same
+// value that committed between the look-up and the insert; the next run changes that record.
+func (u *upsert) retry(err error) bool {
 	var ae *apierr.Error
-	if created && errors.As(err, &ae) && ae.Details["unique_key"] == k.name {
-		// A create of the value committed between the look-up and the insert: change that record.
-		rec, err = s.commit(ctx, a, c, rc, run)
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return rec, created, nil
+	return u.created && errors.As(err, &ae) && ae.Details["unique_key"] == u.k.name
 }
 
 // sameValue compares two canonical values of one field.

@@ -1,0 +1,246 @@
+package server_test
+
+// Batch writes (README "Batch writes"): POST /v1/{resource}/batch, atomic or per item, one result per
+// item in order.
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/workspace-records/records/runtime/audit"
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/server/servertest"
+)
+
+// results returns a batch answer's results, from data (200) or details.results (422 batch_failed).
+func results(t *testing.T, r *servertest.Response) []map[string]any {
+	t.Helper()
+	list, ok := r.Body["data"].([]any)
+	if !ok {
+		env, _ := r.Body["error"].(map[string]any)
+		d, _ := env["details"].(map[string]any)
+		list, _ = d["results"].([]any)
+	}
+	out := make([]map[string]any, len(list))
+	for i, x := range list {
+		out[i], _ = x.(map[string]any)
+	}
+	return out
+}
+
+// statuses lists the results' statuses.
+func statuses(t *testing.T, r *servertest.Response) string {
+	t.Helper()
+	var out []string
+	for _, res := range results(t, r) {
+		out = append(out, fmt.Sprint(res["status"]))
+	}
+	return strings.Join(out, ",")
+}
+
+// companiesNamed counts the active companies whose name contains s.
+func companiesNamed(t *testing.T, e *servertest.Env, s string) int {
+	t.Helper()
+	f := url.QueryEscape(fmt.Sprintf(`[{"field":"name","op":"contains","value":%q}]`, s))
+	page := e.Do("GET", "/v1/companies?page_size=100&filter="+f, nil)
+	e.Expect(page, 200, "")
+	return len(page.List())
+}
+
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			e.Contract()
+			held := e.Do("POST", "/v1/companies", map[string]any{"name": "Held", "domain": "held.example"})
+			e.Expect(held, 201, "")
+			heldID := held.Data()["id"].(string)
+			heldTag, _ := tagOf(t, held)
+
+			// per_item: every item stands alone.
+			r := e.Do("POST", "/v1/companies/batch", map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "PI one"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "PI two", "domain": "held.example"}}, // 409
+				map[string]any{"op": "create", "body": map[string]any{"name": "PI three"}},
+				map[string]any{"op": "create", "body": map[string]any{"phone": "no name"}}, // 422
+				map[string]any{"op": "update", "id": heldID, "body": map[string]any{"description": "changed"}, "if_match": heldTag},
+				map[string]any{"op": "upsert", "key": "domain", "value": "pi.example", "body": map[string]any{"name": "PI upserted"}},
+				map[string]any{"op": "archive", "id": "0190b6a0-0000-7000-8000-000000000000"},                                     // 404
+				map[string]any{"op": "update", "id": heldID, "body": map[string]any{"description": "stale"}, "if_match": heldTag}, // 412
+				map[string]any{"op": "update", "body": map[string]any{"description": "no id"}},                                  // 400
+			}})
+			e.Expect(r, 200, "")
+			if got := statuses(t, r); got != "201,409,201,422,200,201,404,412,400" {
+				t.Errorf("per_item statuses %s: %s", got, r.Raw)
+			}
+			meta, _ := r.Body["meta"].(map[string]any)
+			if fmt.Sprintf("%v %v %v", meta["succeeded"], meta["failed"], meta["mode"]) != "4 5 per_item" {
+				t.Errorf("meta %v", meta)
+			}
+			res := results(t, r)
+			if err, _ := res[1]["error"].(map[string]any); err["code"] != "conflict" {
+				t.Errorf("item 1: %v", res[1])
+			}
+			if tag, _ := res[0]["etag"].(string); !etagForm.MatchString(tag) {
+				t.Errorf("item 0 etag %q", tag)
+			}
+			if n := companiesNamed(t, e, "PI "); n != 3 {
+				t.Errorf("%d PI companies, want 3", n)
+			}
+			if got := e.Do("GET", "/v1/companies/"+heldID, nil).Data()["description"]; got != "changed" {
+				t.Errorf("held description %v", got)
+			}
+			// One audit entry per written item, with the batch's request id.
+			id0 := res[0]["data"].(map[string]any)["id"].(string)
+			rows := auditOf(t, e, audit.Query{RecordID: id0})
+			if len(rows) != 1 || rows[0].Action != "create" || rows[0].RequestID == nil || *rows[0].RequestID != r.Header.Get("X-Request-Id") {
+				t.Errorf("audit of item 0: %+v", rows)
+			}
+
+			// atomic, a refusal found by validation: nothing written, every item's result given.
+			r = e.Do("POST", "/v1/companies/batch", map[string]any{"items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "AT one"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": 5}},
+			}})
+			e.Expect(r, 422, "batch_failed")
+			if got := statuses(t, r); got != "424,422" {
+				t.Errorf("atomic statuses %s", got)
+			}
+			// atomic, a refusal found inside the transaction (a held key, after a run of creates).
+			r = e.Do("POST", "/v1/companies/batch", map[string]any{"mode": "atomic", "items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "AT two"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "AT three", "domain": "held.example"}},
+				map[string]any{"op": "update", "id": heldID, "body": map[string]any{"description": "atomic"}},
+			}})
+			e.Expect(r, 422, "batch_failed")
+			if got := statuses(t, r); got != "424,409,424" {
+				t.Errorf("atomic statuses %s: %s", got, r.Raw)
+			}
+			if n := companiesNamed(t, e, "AT "); n != 0 {
+				t.Errorf("a failed atomic batch wrote %d companies", n)
+			}
+			if got := e.Do("GET", "/v1/companies/"+heldID, nil).Data()["description"]; got != "changed" {
+				t.Errorf("a failed atomic batch changed held: %v", got)
+			}
+			// atomic success: a run of creates in multi-row statements, then other items.
+			items := []any{}
+			for i := 0; i < 30; i++ {
+				items = append(items, map[string]any{"op": "create", "body": map[string]any{"name": fmt.Sprintf("OK %02d", i), "domain": fmt.Sprintf("ok%d.example", i)}})
+			}
+			items = append(items, map[string]any{"op": "archive", "id": heldID, "body": map[string]any{"reason": "batch"}})
+			r = e.Do("POST", "/v1/companies/batch", map[string]any{"items": items})
+			e.Expect(r, 200, "")
+			if n := companiesNamed(t, e, "OK "); n != 30 {
+				t.Errorf("%d OK companies, want 30", n)
+			}
+			if got := e.Do("GET", "/v1/companies/"+heldID, nil).Data(); got["archived"] != true || got["archive_reason"] != "batch" {
+				t.Errorf("held after archive item: %v", got)
+			}
+			// Two creates of one key value in one run: the run falls back to items one by one.
+			r = e.Do("POST", "/v1/companies/batch", map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "Twin a", "domain": "twin.example"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "Twin b", "domain": "twin.example"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "Twin c"}},
+			}})
+			if got := statuses(t, r); got != "201,409,201" {
+				t.Errorf("twin statuses %s: %s", got, r.Raw)
+			}
+
+			// One Idempotency-Key covers the batch: the replay has the same results and writes nothing.
+			body := map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "Idem one"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": 1}},
+			}}
+			first := e.Do("POST", "/v1/companies/batch", body, "Idempotency-Key", "batch-1")
+			again := e.Do("POST", "/v1/companies/batch", body, "Idempotency-Key", "batch-1")
+			e.Expect(again, 200, "")
+			if again.Header.Get("Idempotent-Replayed") != "true" || statuses(t, again) != statuses(t, first) ||
+				results(t, again)[0]["data"].(map[string]any)["id"] != results(t, first)[0]["data"].(map[string]any)["id"] {
+				t.Errorf("replay differs: %s vs %s", again.Raw, first.Raw)
+			}
+			if n := companiesNamed(t, e, "Idem one"); n != 1 {
+				t.Errorf("%d Idem companies after a replay", n)
+			}
+
+			// The shape of the whole is checked first (400).
+			e.Expect(e.Do("POST", "/v1/companies/batch", map[string]any{"items": []any{}}), 400, "invalid_request")
+			e.Expect(e.Do("POST", "/v1/companies/batch", map[string]any{"items": []any{}, "extra": 1}), 400, "invalid_request")
+			e.Expect(e.Do("POST", "/v1/companies/batch", map[string]any{"mode": "sometimes", "items": []any{map[string]any{"op": "create", "body": map[string]any{"name": "x"}}}}), 400, "invalid_request")
+			many := make([]any, 101)
+			for i := range many {
+				many[i] = map[string]any{"op": "create", "body": map[string]any{"name": "x"}}
+			}
+			e.Expect(e.Do("POST", "/v1/companies/batch", map[string]any{"items": many}), 400, "invalid_request")
+			// Malformed items (an unknown op or member, a member of the wrong type) are the whole batch's 400,
+			// as the document says.
+			for _, it := range []map[string]any{{"op": "frobnicate"}, {"op": "create", "body": map[string]any{"name": "x"}, "extra": true}, {"op": "update", "id": "nope", "body": map[string]any{}}} {
+				r := e.Do("POST", "/v1/companies/batch", map[string]any{"items": []any{map[string]any{"op": "create", "body": map[string]any{"name": "Never"}}, it}})
+				e.Expect(r, 400, "invalid_request")
+				if !strings.Contains(string(r.Raw), "items[1]") {
+					t.Errorf("400 does not name items[1]: %s", r.Raw)
+				}
+			}
+			for _, m := range []string{"GET", "PATCH", "DELETE"} {
+				e.Expect(e.Do(m, "/v1/companies/batch", nil), 405, "method_not_allowed")
+				e.Expect(e.Do(m, "/v1/companies/query", nil), 405, "method_not_allowed")
+			}
+		})
+	}
+}
+
+// A key that may not write the resource, or whose allowlist leaves it out, gets its refusal as every
+// item's result; a member's record rule makes others' records not found, item by item, while its own
+// items are written.
+func TestBatchAccess(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			e.Contract()
+			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
+				t.Fatal(err)
+			}
+			pen := e.NewKey(e.NewMember("pen@x.example", "pen", ""), auth.KeyOptions{Access: "write"})
+			admins := e.Do("POST", "/v1/companies", map[string]any{"name": "Admin's"})
+			e.Expect(admins, 201, "")
+			adminID := admins.Data()["id"].(string)
+			items := []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "Pen batch"}},
+				map[string]any{"op": "update", "id": adminID, "body": map[string]any{"name": "taken"}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "Pen phone", "phone": "+1 555 0100"}},
+			}
+			r := e.DoKey(pen, "POST", "/v1/companies/batch", map[string]any{"mode": "per_item", "items": items})
+			e.Expect(r, 200, "")
+			if got := statuses(t, r); got != "201,404,422" {
+				t.Errorf("pen statuses %s: %s", got, r.Raw)
+			}
+			if got := e.Do("GET", "/v1/companies/"+adminID, nil).Data()["name"]; got != "Admin's" {
+				t.Errorf("pen changed admin's record: %v", got)
+			}
+			for name, key := range map[string]string{
+				"read key":  e.NewKey(e.Member, auth.KeyOptions{Access: "read"}),
+				"allowlist": e.NewKey(e.Member, auth.KeyOptions{Access: "write", Resources: []string{"deals"}}),
+				"viewer":    e.NewKey(e.NewMember("viewer@x.example", "viewer", ""), auth.KeyOptions{Access: "write"}),
+			} {
+				r := e.DoKey(key, "POST", "/v1/companies/batch", map[string]any{"mode": "per_item", "items": items})
+				e.Expect(r, 200, "")
+				if got := statuses(t, r); got != "403,403,403" {
+					t.Errorf("%s: statuses %s: %s", name, got, r.Raw)
+				}
+				if strings.Contains(string(r.Raw), "Admin's") {
+					t.Errorf("%s: the answer shows a record: %s", name, r.Raw)
+				}
+				e.Expect(e.DoKey(key, "POST", "/v1/companies/batch", map[string]any{"items": items}), 422, "batch_failed")
+			}
+			if n := companiesNamed(t, e, "Pen batch"); n != 1 {
+				t.Errorf("%d Pen batch companies, want 1", n)
+			}
+		})
+	}
+}
