@@ -58,11 +58,59 @@ func (h *Handler) now() time.Time {
 // against the quota.
 func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Principal) (context.Context, error) {
 	now := h.now()
-	hdr := w.Header()
-	d, err := h.limiter.Allow(ctx, now, windows(p))
+	d, err := h.allowRate(ctx, w, now, windows(p))
 	if err != nil {
 		return ctx, err
 	}
+	used, reset, err := h.takeQuota(ctx, w, p, 1, now)
+	if err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, keyUsage, &usage{rate: d, quotaUsed: used, quotaLimit: p.Limits.MonthlyQuota, quotaReset: reset}), nil
+}
+
+// admitMore consumes n more units of p's rate windows and monthly quota for a request admit has
+// already admitted once (a batch of N items calls it with N-1 once it knows N), with the same rules:
+// all n units fit in every window or none is consumed (429 rate_limited with Retry-After: when all n
+// would fit; a batch larger than a limit never fits and is told to wait a whole period), then all n fit
+// in the quota or none is counted (429 quota_exceeded; the rate units stay consumed, as for admit). The
+// X-RateLimit-* and X-Quota-* headers are set again to the state after this call, and so is the usage
+// GET /v1/me reports. n ≤ 0 does nothing.
+func (h *Handler) admitMore(ctx context.Context, w http.ResponseWriter, p *auth.Principal, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	now := h.now()
+	ws := windows(p)
+	for i := range ws {
+		ws[i].Cost = n
+	}
+	d, err := h.allowRate(ctx, w, now, ws)
+	if err != nil {
+		return err
+	}
+	u, _ := ctx.Value(keyUsage).(*usage)
+	if u != nil {
+		u.rate = d
+	}
+	used, reset, err := h.takeQuota(ctx, w, p, n, now)
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		u.quotaUsed, u.quotaReset = used, reset
+	}
+	return nil
+}
+
+// allowRate consumes windows (each for its Cost), sets the X-RateLimit-* headers, and answers 429
+// rate_limited when refused.
+func (h *Handler) allowRate(ctx context.Context, w http.ResponseWriter, now time.Time, windows []limits.Window) (limits.Decision, error) {
+	d, err := h.limiter.Allow(ctx, now, windows)
+	if err != nil {
+		return d, err
+	}
+	hdr := w.Header()
 	if d.Limit > 0 {
 		hdr.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
 		hdr.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
@@ -71,12 +119,19 @@ func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Prin
 	if !d.Allowed {
 		e := apierr.New(apierr.RateLimited, "Too many requests; retry after "+seconds(d.RetryAfter)+" s.")
 		e.Header = http.Header{"Retry-After": {seconds(d.RetryAfter)}}
-		return ctx, e
+		return d, e
 	}
-	used, ok, err := h.quota.Take(ctx, p.Workspace.ID, p.Limits.MonthlyQuota, now)
+	return d, nil
+}
+
+// takeQuota counts n requests against p's monthly quota, sets the X-Quota-* headers, and answers 429
+// quota_exceeded when refused. It returns the month's usage and the time until the quota resets.
+func (h *Handler) takeQuota(ctx context.Context, w http.ResponseWriter, p *auth.Principal, n int64, now time.Time) (int64, time.Duration, error) {
+	used, ok, err := h.quota.Take(ctx, p.Workspace.ID, n, p.Limits.MonthlyQuota, now)
 	if err != nil {
-		return ctx, err
+		return 0, 0, err
 	}
+	hdr := w.Header()
 	_, reset := limits.Period(now)
 	if p.Limits.MonthlyQuota != nil {
 		hdr.Set("X-Quota-Limit", strconv.FormatInt(*p.Limits.MonthlyQuota, 10))
@@ -84,11 +139,15 @@ func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Prin
 	}
 	hdr.Set("X-Quota-Reset", seconds(reset))
 	if !ok {
-		e := apierr.New(apierr.QuotaExceeded, "The workspace has used its monthly request quota; it resets at the start of next month (UTC).")
+		msg := "The workspace has used its monthly request quota; it resets at the start of next month (UTC)."
+		if n > 1 {
+			msg = "This request counts as " + strconv.FormatInt(n, 10) + " against the workspace's monthly request quota, which has fewer left; it resets at the start of next month (UTC)."
+		}
+		e := apierr.New(apierr.QuotaExceeded, msg)
 		e.Header = http.Header{"Retry-After": {seconds(reset)}}
-		return ctx, e
+		return used, reset, e
 	}
-	return context.WithValue(ctx, keyUsage, &usage{rate: d, quotaUsed: used, quotaLimit: p.Limits.MonthlyQuota, quotaReset: reset}), nil
+	return used, reset, nil
 }
 
 func rateUsage(p *auth.Principal, u *usage) map[string]any {

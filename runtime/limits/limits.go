@@ -2,7 +2,8 @@
 // Limit requests per Period lets Limit requests through at once and then one every Period/Limit. All the
 // windows of a request are checked and consumed together, atomically, so a request refused by one window
 // consumes nothing from the others, and N concurrent requests against a fresh limit of N get exactly N
-// through.
+// through. A request may weigh more than one (Window.Cost, e.g. a batch of N items): it is allowed only
+// if all its units fit in every window, and then consumes them all; refused, it consumes nothing.
 package limits
 
 import (
@@ -17,18 +18,27 @@ type Window struct {
 	Key    string
 	Limit  int64
 	Period time.Duration
+	// Cost is how many requests this one counts as in the window (a batch of N items costs N); 0 (and
+	// anything below 1) counts as 1. A cost above Limit never fits: such a request is refused with
+	// RetryAfter = Period (waiting does not help; callers bound their batches below their limits).
+	Cost int64
 }
+
+// cost is w's cost, at least 1.
+func (w Window) cost() int64 { return max(w.Cost, 1) }
 
 // Decision is the outcome of a check.
 type Decision struct {
 	Allowed bool
-	// The window the X-RateLimit-* headers report. Allowed: the tightest window (least remaining).
-	// Refused: the refusing window that admits again last, with Remaining 0 and Reset = RetryAfter. Limit
-	// is 0 when no window applies.
+	// The window the X-RateLimit-* headers report. Allowed: the tightest window (least remaining, after
+	// this request). Refused: the refusing window that admits again last, with Reset = RetryAfter and
+	// Remaining what that window would admit now (0 for a request of cost 1; a refused request of cost
+	// n may find fewer than n left). Limit is 0 when no window applies.
 	Limit     int64
 	Remaining int64
 	Reset     time.Duration // allowed: until the window is fully replenished; refused: RetryAfter
-	// RetryAfter is how long a refused request should wait.
+	// RetryAfter is how long a refused request should wait until all its units fit (Period when its
+	// cost exceeds a window's Limit: it never fits).
 	RetryAfter time.Duration
 }
 
@@ -37,23 +47,28 @@ type Limiter interface {
 	Allow(ctx context.Context, now time.Time, windows []Window) (Decision, error)
 }
 
-// gcra computes one window's outcome given its theoretical arrival time (tat, 0 for none).
+// gcra computes one window's outcome given its theoretical arrival time (tat, 0 for none) for a request
+// of w.cost() units. In units: the window admits avail = (Period-(tat-now))/interval now; the request
+// is allowed when its cost fits in avail, and then pushes tat by cost intervals.
 func gcra(w Window, tat int64, now int64) (allowed bool, newTAT int64, remaining int64, reset, retry time.Duration) {
 	// A limit above one request per nanosecond is treated as one per nanosecond (never a zero interval).
 	interval := max(int64(w.Period)/w.Limit, 1)
 	if tat < now {
 		tat = now
 	}
-	newTAT = tat + interval
-	if newTAT-now > int64(w.Period) {
-		// Refused: the next request fits when tat-now drops to period-interval.
-		retry = time.Duration(tat + interval - int64(w.Period) - now)
-		remaining = 0
-		reset = time.Duration(tat - now)
-		return false, tat, 0, reset, retry
+	n := w.cost()
+	avail := max((int64(w.Period)-(tat-now))/interval, 0) // below 0 only when the clock went back
+	if n > w.Limit {
+		// Never fits, however long it waits: refused with the whole period (see Window.Cost).
+		return false, tat, avail, w.Period, w.Period
 	}
-	remaining = (int64(w.Period) - (newTAT - now)) / interval
-	return true, newTAT, remaining, time.Duration(newTAT - now), 0
+	if n > avail {
+		// Refused: the request fits when tat-now drops to period - n*interval.
+		retry = time.Duration(tat + n*interval - int64(w.Period) - now)
+		return false, tat, avail, time.Duration(tat - now), retry
+	}
+	newTAT = tat + n*interval
+	return true, newTAT, avail - n, time.Duration(newTAT - now), 0
 }
 
 // combine applies GCRA to every window: allowed only if all allow. An allowed request reports the
@@ -62,14 +77,14 @@ func gcra(w Window, tat int64, now int64) (allowed bool, newTAT int64, remaining
 func combine(windows []Window, tats []int64, now int64) (Decision, []int64) {
 	d := Decision{Allowed: true, Remaining: -1}
 	next := make([]int64, len(windows))
-	var retryLimit int64
+	var retryLimit, retryRem int64
 	for i, w := range windows {
 		ok, nt, rem, reset, retry := gcra(w, tats[i], now)
 		next[i] = nt
 		if !ok {
 			d.Allowed = false
 			if retry > d.RetryAfter || retryLimit == 0 {
-				d.RetryAfter, retryLimit = retry, w.Limit
+				d.RetryAfter, retryLimit, retryRem = retry, w.Limit, rem
 			}
 		}
 		if d.Remaining < 0 || rem < d.Remaining || (rem == d.Remaining && reset > d.Reset) {
@@ -77,7 +92,7 @@ func combine(windows []Window, tats []int64, now int64) (Decision, []int64) {
 		}
 	}
 	if !d.Allowed {
-		d.Limit, d.Remaining, d.Reset = retryLimit, 0, d.RetryAfter
+		d.Limit, d.Remaining, d.Reset = retryLimit, retryRem, d.RetryAfter
 	}
 	if d.Remaining < 0 {
 		d.Remaining = 0

@@ -23,9 +23,9 @@ import (
 // worst-case overshoot of a monthly quota is what the other servers accept in two flush intervals.
 //
 // With Redis (NewRedisQuota) admission is exact across servers: the month's count is also kept in Redis,
-// where one script per request adds the request only while the count is under the limit (quotaScript;
-// a refused request adds nothing), and the database count is kept as before, for persistence. The two
-// meet in three places:
+// where one script per call adds the call's requests only while the count stays within the limit
+// (quotaScript; a refused call adds nothing), and the database count is kept as before, for
+// persistence. The two meet in three places:
 //
 //   - A month's counter that is missing in Redis (its first request of the month, or Redis lost its
 //     data) is seeded by the server that finds it with the database total plus that server's unflushed
@@ -69,7 +69,7 @@ type usage struct {
 	epoch    string // the counter's epoch Redis last answered
 	local    int64  // accepted here without Redis, not yet added to the counter of epoch
 	syncing  bool   // a call is offering local to the counter (only one at a time, so none is added twice)
-	inflight int64  // calls to Redis under way: admitted or not, they are not in pending yet
+	inflight int64  // requests (units) of calls to Redis under way: admitted or not, not in pending yet
 	raise    bool   // raise the counter to the database total after the next flush
 }
 
@@ -95,9 +95,12 @@ func Period(t time.Time) (string, time.Duration) {
 	return t.Format("2006-01"), next.Sub(t)
 }
 
-// Take counts one request of workspace against limit (nil: uncapped, still counted). It refuses without
-// counting once the month's usage has reached the limit. It returns the usage including this request.
-func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now time.Time) (used int64, allowed bool, err error) {
+// Take counts n requests of workspace against limit (nil: uncapped, still counted), all or none: it
+// admits them only while the month's usage plus n stays within the limit, and refuses without counting
+// anything otherwise. n below 1 counts as 1. It returns the usage including these requests when
+// admitted, and the usage as it stands when refused.
+func (q *Quota) Take(ctx context.Context, workspace string, n int64, limit *int64, now time.Time) (used int64, allowed bool, err error) {
+	n = max(n, 1)
 	period, _ := Period(now)
 	k := quotaKey{workspace, period}
 	u := q.entry(k)
@@ -105,7 +108,7 @@ func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now ti
 		if !q.br.try() {
 			q.falls.Add(1)
 		} else {
-			used, allowed, err := q.takeRedis(ctx, k, u, limit, now)
+			used, allowed, err := q.takeRedis(ctx, k, u, n, limit, now)
 			var re *redisError
 			if !errors.As(err, &re) {
 				if err == nil {
@@ -120,7 +123,7 @@ func (q *Quota) Take(ctx context.Context, workspace string, limit *int64, now ti
 			q.falls.Add(1)
 		}
 	}
-	return q.takeLocal(ctx, k, u, limit)
+	return q.takeLocal(ctx, k, u, n, limit)
 }
 
 func (q *Quota) entry(k quotaKey) *usage {
@@ -137,7 +140,7 @@ func (q *Quota) entry(k quotaKey) *usage {
 // takeLocal judges from this server's view: the database total at the last flush plus what it accepted
 // since, or (with Redis) the last count Redis answered plus what it accepted without Redis since,
 // whichever is higher.
-func (q *Quota) takeLocal(ctx context.Context, k quotaKey, u *usage, limit *int64) (int64, bool, error) {
+func (q *Quota) takeLocal(ctx context.Context, k quotaKey, u *usage, n int64, limit *int64) (int64, bool, error) {
 	q.mu.Lock()
 	loaded := u.loaded
 	q.mu.Unlock()
@@ -157,14 +160,14 @@ func (q *Quota) takeLocal(ctx context.Context, k quotaKey, u *usage, limit *int6
 	// Requests under way in Redis may be admitted there: count them, so that the switch to local
 	// judgement never admits past the limit (it may refuse a little early instead).
 	total := max(u.stored+u.pending, u.seen+u.local) + u.inflight
-	if limit != nil && total >= *limit {
+	if limit != nil && total+n > *limit {
 		return total, false, nil
 	}
-	u.pending++
+	u.pending += n
 	if q.rdb != nil {
-		u.local++
+		u.local += n
 	}
-	return total + 1, true, nil
+	return total + n, true, nil
 }
 
 // Used returns the month's usage of workspace as this server knows it.

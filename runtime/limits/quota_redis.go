@@ -13,8 +13,8 @@ import (
 // quotaScript keeps one workspace's count of one month in a Redis hash {n: count, e: epoch}.
 //
 //	KEYS[1]  the counter
-//	ARGV[1]  "take": count one request if under the limit; "add": only add ARGV[3]; "raise": only
-//	         raise the count to ARGV[8] if it is lower
+//	ARGV[1]  "take": count ARGV[9] requests if the count stays within the limit; "add": only add
+//	         ARGV[3]; "raise": only raise the count to ARGV[8] if it is lower
 //	ARGV[2]  the limit, -1 for uncapped
 //	ARGV[3]  requests the server accepted without Redis, added only when ARGV[4] is the counter's epoch
 //	ARGV[4]  the epoch the server knew when it accepted them
@@ -22,12 +22,13 @@ import (
 //	ARGV[6]  the epoch of a seeded counter
 //	ARGV[7]  when a seeded counter expires (unix seconds, after the month ends)
 //	ARGV[8]  the database total to raise to
+//	ARGV[9]  how many requests a "take" counts (all or none)
 //
-// It returns {status, count, epoch, added}: status 1 taken, 0 refused (the limit is reached; nothing
-// is taken), 2 done ("add", "raise"), -1 missing; added is 1 when ARGV[3] was added. All of it runs
-// atomically, so concurrent requests on any number of servers are admitted exactly up to the limit, and
-// two servers seeding at once agree on one counter. Counts travel as strings (Lua numbers would print
-// large ones in exponent form).
+// It returns {status, count, epoch, added}: status 1 taken, 0 refused (count + ARGV[9] would exceed
+// the limit; nothing is taken), 2 done ("add", "raise"), -1 missing; added is 1 when ARGV[3] was
+// added. All of it runs atomically, so concurrent requests on any number of servers are admitted
+// exactly up to the limit, and two servers seeding at once agree on one counter. Counts travel as
+// strings (Lua numbers would print large ones in exponent form).
 var quotaScript = redis.NewScript(`
 local n = redis.call('HGET', KEYS[1], 'n')
 local e
@@ -54,8 +55,9 @@ if ARGV[1] == 'raise' then
 end
 if ARGV[1] ~= 'take' then return {2, n, e, added} end
 local limit = tonumber(ARGV[2])
-if limit >= 0 and n >= limit then return {0, n, e, added} end
-return {1, redis.call('HINCRBY', KEYS[1], 'n', 1), e, added}
+local take = tonumber(ARGV[9])
+if limit >= 0 and n + take > limit then return {0, n, e, added} end
+return {1, redis.call('HINCRBY', KEYS[1], 'n', take), e, added}
 `)
 
 // counterGrace keeps a month's counter this long after the month ends, for servers whose clocks lag.
@@ -70,6 +72,7 @@ func (e *redisError) Unwrap() error { return e.err }
 // quotaCall is one call of quotaScript.
 type quotaCall struct {
 	op    string // take, add, raise
+	take  int64  // requests a take counts (below 1: 1)
 	limit *int64
 	add   int64
 	epoch string
@@ -102,7 +105,7 @@ func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time)
 	rctx, cancel := context.WithTimeout(ctx, q.Timeout)
 	defer cancel()
 	res, err := quotaScript.Run(rctx, q.rdb, []string{q.prefix + k.workspace + ":" + k.period},
-		c.op, lim, c.add, c.epoch, c.seed, newEpoch, expireAt, c.raise).Slice()
+		c.op, lim, c.add, c.epoch, c.seed, newEpoch, expireAt, c.raise, max(c.take, 1)).Slice()
 	if err != nil {
 		return quotaReply{}, &redisError{err}
 	}
@@ -125,20 +128,20 @@ func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time)
 // takeRedis admits through the Redis counter, seeding it when missing, and hands it what this server
 // accepted without Redis (one request at a time carries that; see usage.syncing). Errors of Redis are
 // *redisError; others (reading the database total for a seed) are returned as they are.
-func (q *Quota) takeRedis(ctx context.Context, k quotaKey, u *usage, limit *int64, now time.Time) (int64, bool, error) {
+func (q *Quota) takeRedis(ctx context.Context, k quotaKey, u *usage, n int64, limit *int64, now time.Time) (int64, bool, error) {
 	q.mu.Lock()
 	epoch, add := u.epoch, q.startSync(u)
-	u.inflight++
+	u.inflight += n
 	q.mu.Unlock()
-	res, err := q.run(ctx, k, quotaCall{op: "take", limit: limit, add: add, epoch: epoch, seed: -1}, now)
+	res, err := q.run(ctx, k, quotaCall{op: "take", take: n, limit: limit, add: add, epoch: epoch, seed: -1}, now)
 	if err == nil && res.status == statusMissing {
 		// The counter is gone: add was not applied (and is dropped below: what it counts is in the
 		// database total or in pending, which the seed holds).
-		res, err = q.seed(ctx, k, u, limit, now)
+		res, err = q.seed(ctx, k, u, n, limit, now)
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	u.inflight--
+	u.inflight -= n
 	if err != nil {
 		q.endSync(u, add, false)
 		return 0, false, err
@@ -148,7 +151,7 @@ func (q *Quota) takeRedis(ctx context.Context, k quotaKey, u *usage, limit *int6
 	if res.status != 1 {
 		return res.count, false, nil
 	}
-	u.pending++
+	u.pending += n
 	return res.count, true, nil
 }
 
@@ -187,8 +190,8 @@ func (q *Quota) learn(u *usage, res quotaReply, add int64) {
 }
 
 // seed creates k's missing counter from the database total plus this server's unflushed count, and
-// takes the request. If another server seeded it first, its counter stands.
-func (q *Quota) seed(ctx context.Context, k quotaKey, u *usage, limit *int64, now time.Time) (quotaReply, error) {
+// takes the n requests. If another server seeded it first, its counter stands.
+func (q *Quota) seed(ctx context.Context, k quotaKey, u *usage, n int64, limit *int64, now time.Time) (quotaReply, error) {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	total, err := q.read(ctx, k)
@@ -199,7 +202,7 @@ func (q *Quota) seed(ctx context.Context, k quotaKey, u *usage, limit *int64, no
 	u.stored, u.loaded = total, true
 	seed := total + u.pending
 	q.mu.Unlock()
-	return q.run(ctx, k, quotaCall{op: "take", limit: limit, seed: seed}, now)
+	return q.run(ctx, k, quotaCall{op: "take", take: n, limit: limit, seed: seed}, now)
 }
 
 // reconcile brings the Redis counters up to date after a flush that stored totals: it adds what this

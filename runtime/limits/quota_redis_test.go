@@ -123,11 +123,11 @@ func TestQuotaFallbackCountsCallsUnderWay(t *testing.T) {
 	u := q.entry(quotaKey{"ws", period})
 	u.loaded, u.pending, u.inflight = true, 9, 1
 	limit := int64(10)
-	if used, ok, err := q.Take(context.Background(), "ws", &limit, now); err != nil || ok || used != 10 {
+	if used, ok, err := q.Take(context.Background(), "ws", 1, &limit, now); err != nil || ok || used != 10 {
 		t.Errorf("9 admitted and 1 under way in Redis, limit 10: Take = %d %v %v, want refused at 10", used, ok, err)
 	}
 	u.inflight = 0
-	if used, ok, err := q.Take(context.Background(), "ws", &limit, now); err != nil || !ok || used != 10 {
+	if used, ok, err := q.Take(context.Background(), "ws", 1, &limit, now); err != nil || !ok || used != 10 {
 		t.Errorf("9 admitted, none under way: Take = %d %v %v, want the 10th admitted", used, ok, err)
 	}
 	if q.Fallbacks() != 2 {

@@ -13,44 +13,57 @@ import (
 )
 
 // gcraScript applies GCRA to every window of a request atomically, on Redis's clock (so servers with
-// skewed clocks agree). Times are microseconds, which Lua's doubles hold exactly. It consumes the windows
-// only when all of them allow the request, and returns {allowed, limit, remaining, reset_us, retry_us}:
-// of the tightest window when allowed, of the refusing window that frees last when refused (as combine).
+// skewed clocks agree). Times are microseconds, which Lua's doubles hold exactly. ARGV holds limit,
+// period and cost of each window in turn. It consumes the windows only when all of them allow the
+// request (its cost fits in each), and returns {allowed, limit, remaining, reset_us, retry_us}: of the
+// tightest window when allowed, of the refusing window that frees last when refused (as combine; a cost
+// above a limit is refused with retry = period, as gcra). What a window admits now is counted in whole
+// units from integers, (period - ahead) * limit / period, so that a request of cost limit fits a fresh
+// window exactly, whatever the rounding of period / limit.
 var gcraScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local allowed = 1
-local best_rem, best_limit, best_reset, retry, retry_limit = -1, 0, 0, 0, 0
+local best_rem, best_limit, best_reset, retry, retry_limit, retry_rem = -1, 0, 0, 0, 0, 0
 local tats = {}
 for i = 1, #KEYS do
-  local limit = tonumber(ARGV[2*i-1])
-  local period = tonumber(ARGV[2*i])
-  local interval = period / limit
+  local limit = tonumber(ARGV[3*i-2])
+  local period = tonumber(ARGV[3*i-1])
+  local cost = tonumber(ARGV[3*i])
   local tat = tonumber(redis.call('GET', KEYS[i]) or '0')
   if tat < now then tat = now end
-  local new = tat + interval
-  local rem, reset
-  if new - now > period then
-    allowed = 0
-    local r = tat + interval - period - now
-    if r > retry or retry_limit == 0 then retry, retry_limit = r, limit end
-    rem, reset = 0, tat - now
+  local ahead = tat - now
+  local avail = math.floor((period - ahead) * limit / period)
+  if avail < 0 then avail = 0 end
+  local step = cost * period / limit
+  local rem, reset, r
+  local refused = true
+  if cost > limit then
+    r = period
+    rem, reset = avail, period
+  elseif cost > avail then
+    r = math.max(ahead + step - period, 0)
+    rem, reset = avail, ahead
   else
-    rem = math.floor((period - (new - now)) / interval)
-    reset = new - now
+    refused = false
+    rem, reset = avail - cost, ahead + step
   end
-  tats[i] = new
+  if refused then
+    allowed = 0
+    if r > retry or retry_limit == 0 then retry, retry_limit, retry_rem = r, limit, avail end
+  end
+  tats[i] = tat + step
   if best_rem < 0 or rem < best_rem or (rem == best_rem and reset > best_reset) then
     best_rem, best_limit, best_reset = rem, limit, reset
   end
 end
 if allowed == 1 then
   for i = 1, #KEYS do
-    redis.call('SET', KEYS[i], string.format('%.0f', tats[i]), 'PX', math.ceil(tonumber(ARGV[2*i]) / 1000) + 1000)
+    redis.call('SET', KEYS[i], string.format('%.0f', tats[i]), 'PX', math.ceil(tonumber(ARGV[3*i-1]) / 1000) + 1000)
   end
 end
 if allowed == 0 then
-  best_limit, best_rem, best_reset = retry_limit, 0, retry
+  best_limit, best_rem, best_reset = retry_limit, retry_rem, retry
 end
 if best_rem < 0 then best_rem = 0 end
 return {allowed, best_limit, best_rem, math.ceil(best_reset), math.ceil(retry)}
@@ -113,10 +126,10 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		return r.fallback.Allow(ctx, now, windows)
 	}
 	keys := make([]string, len(windows))
-	args := make([]any, 0, 2*len(windows))
+	args := make([]any, 0, 3*len(windows))
 	for i, w := range windows {
 		keys[i] = r.prefix + w.Key
-		args = append(args, w.Limit, w.Period.Microseconds())
+		args = append(args, w.Limit, w.Period.Microseconds(), w.cost())
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()

@@ -97,6 +97,7 @@ func TestQuotaAndLimits(t *testing.T) {
 				}
 				scenario("R7_exact_under_concurrency", quotaExactUnderConcurrency)
 				scenario("R9_accounting", limitsAccounting)
+				scenario("R7_take_counts", func(t *testing.T, e *servertest.Env) { quotaTakeCounts(t, e, mode) })
 				if mode == "redis" {
 					scenario("R7_exact_across_servers", quotaExactAcrossServers)
 				}
@@ -201,7 +202,7 @@ func quotaExactAcrossServers(t *testing.T, e *servertest.Env) {
 		var wg sync.WaitGroup
 		for i := range 5 * q {
 			wg.Go(func() {
-				u, ok, err := counters[i%len(counters)].Take(context.Background(), ws, n(q), now)
+				u, ok, err := counters[i%len(counters)].Take(context.Background(), ws, 1, n(q), now)
 				if err != nil {
 					t.Error(err)
 					return
@@ -244,6 +245,87 @@ func quotaExactAcrossServers(t *testing.T, e *servertest.Env) {
 		t.Errorf("without Redis, three unflushed counters admitted %d, want %d (each judges from its own count)", admitted, 3*q)
 	}
 	t.Logf("quota %d, %d concurrent requests over three counters: %d admitted through Redis, %d without it", q, 5*q, q, admitted)
+}
+
+// Quota.Take with a count (a batch of n items counts n), over this backend's database, in the database
+// mode and through Redis (where the first Take seeds the counter from the database): a limit of 10
+// admits 3+3+3, refuses 3 without counting it, admits 1; once flushed the database holds 10. Then 3N
+// concurrent Takes of 2 against a limit of 2N (over three counters sharing Redis, or one counter
+// judging alone, which is exact) admit exactly N, and the database holds 2N.
+func quotaTakeCounts(t *testing.T, e *servertest.Env, mode string) {
+	st := e.Server.Backend().Store
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	prefix := "records-test:" + randomHex(6) + ":"
+	var client *redis.Client
+	if mode == "redis" {
+		client = redisClient(t, sharedRedis(t))
+	}
+	counter := func() *limits.Quota {
+		if client == nil {
+			return limits.NewQuota(st)
+		}
+		q := limits.NewRedisQuota(st, client, prefix, log)
+		q.Timeout = 5 * time.Second
+		return q
+	}
+	ctx := context.Background()
+	now := time.Now()
+	period, _ := limits.Period(now)
+
+	q := counter()
+	limit := int64(10)
+	for i, step := range []struct {
+		n    int64
+		ok   bool
+		used int64
+	}{{3, true, 3}, {3, true, 6}, {3, true, 9}, {3, false, 9}, {1, true, 10}, {1, false, 10}} {
+		used, ok, err := q.Take(ctx, e.Workspace, step.n, &limit, now)
+		if err != nil || ok != step.ok || used != step.used {
+			t.Fatalf("step %d, Take(%d) = %d %v %v, want %d %v", i+1, step.n, used, ok, err, step.used, step.ok)
+		}
+	}
+	if err := q.Flush(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedUsage(t, st, e.Workspace, period); got != 10 {
+		t.Errorf("usage_counters holds %d, want 10", got)
+	}
+
+	const n = 40
+	counters := []*limits.Quota{counter()}
+	if client != nil {
+		counters = append(counters, counter(), counter())
+	}
+	ws, _, _ := e.NewWorkspace("growth", "admin", "read")
+	limit = 2 * n
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 3 * n {
+		wg.Go(func() {
+			_, ok, err := counters[i%len(counters)].Take(ctx, ws, 2, &limit, now)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	for _, c := range counters {
+		if err := c.Flush(ctx, now); err != nil {
+			t.Fatal(err)
+		}
+		if c.Fallbacks() != 0 {
+			t.Errorf("%d fallbacks", c.Fallbacks())
+		}
+	}
+	if admitted.Load() != n {
+		t.Errorf("%d concurrent Takes of 2 against %d over %d counters: %d admitted, want %d", 3*n, limit, len(counters), admitted.Load(), n)
+	}
+	if got := storedUsage(t, st, ws, period); got != 2*n {
+		t.Errorf("usage_counters holds %d, want %d", got, 2*n)
+	}
 }
 
 // R7 rollover, with the clock of admission set: a request at 23:59:59.5 on January 31 (UTC) counts in
