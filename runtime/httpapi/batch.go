@@ -128,8 +128,9 @@ func itemError(e *apierr.Error, requestID string) map[string]any {
 	return map[string]any{"status": e.Status(), "error": envelope(e, requestID)["error"]}
 }
 
-// batchRequest reads a batch body: its mode (default atomic) and items. The shape of the whole is
-// checked here (400); each item's own problems are that item's result.
+// batchRequest reads a batch body: its mode (default atomic) and items. The shape of the whole and of
+// every item is checked here (400, naming items[i].<member>); what the items' bodies hold is each
+// item's own result.
 func batchRequest(body map[string]any, modelID string) (string, []records.BatchItem, error) {
 	var errs field.ErrorList
 	for k := range body {
@@ -157,17 +158,25 @@ func batchRequest(body map[string]any, modelID string) (string, []records.BatchI
 	}
 	items := make([]records.BatchItem, len(list))
 	for i, x := range list {
-		items[i] = batchItem(x, modelID)
+		it, problems := batchItem(x, modelID)
+		for _, e := range problems {
+			e.Field = fmt.Sprintf("items[%d].%s", i, e.Field)
+		}
+		errs = append(errs, problems...)
+		items[i] = it
+	}
+	if len(errs) > 0 {
+		return "", nil, apierr.Invalid("", errs)
 	}
 	return mode, items, nil
 }
 
-// batchItem reads one item; a malformed item becomes one whose op names the problem, refused by the
-// service as that item's result.
-func batchItem(x any, modelID string) records.BatchItem {
+// batchItem reads one item: its members' problems (the item's shape, which the document describes) are
+// the whole batch's 400; a body naming another data model is the item's own refusal (Problem).
+func batchItem(x any, modelID string) (records.BatchItem, field.ErrorList) {
 	obj, ok := x.(map[string]any)
 	if !ok {
-		return records.BatchItem{Problem: apierr.InvalidField(field.CodeType, "item", "must be an object")}
+		return records.BatchItem{}, field.ErrorList{field.New(field.CodeType, field.NewPath("op"), "an item must be an object")}
 	}
 	it := records.BatchItem{}
 	var errs field.ErrorList
@@ -212,7 +221,7 @@ func batchItem(x any, modelID string) records.BatchItem {
 				err = apierr.InvalidField(field.CodeInvalid, "body.model_id", "a batch's data model is the model_id query parameter")
 			}
 			if err != nil {
-				return records.BatchItem{Op: it.Op, Problem: err}
+				it.Problem = err
 			}
 		}
 	case records.ItemUpdate:
@@ -248,8 +257,5 @@ func batchItem(x any, modelID string) records.BatchItem {
 	if it.IfMatch != nil && it.Op == records.ItemCreate {
 		errs = append(errs, field.New(field.CodeInvalid, field.NewPath("if_match"), "a create has no record to match"))
 	}
-	if len(errs) > 0 {
-		it.Problem = apierr.Invalid("", errs)
-	}
-	return it
+	return it, errs
 }

@@ -22,8 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"net/http"
+	"slices"
 
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/apierr"
@@ -206,7 +206,7 @@ func (s *Service) prepare(a Actor, c *Collection, it BatchItem) item {
 	r := c.Resource
 	allowed := map[string]bool{
 		ItemCreate: r.Ops.Has(model.OpCreate), ItemUpdate: r.Ops.Has(model.OpUpdate),
-		ItemUpsert: r.Ops.Has(model.OpCreate) && r.Ops.Has(model.OpUpdate) && !r.ModelScoped,
+		ItemUpsert:  r.Ops.Has(model.OpCreate) && r.Ops.Has(model.OpUpdate) && !r.ModelScoped,
 		ItemArchive: r.Ops.Has(model.OpArchive), ItemRestore: r.Ops.Has(model.OpRestore),
 	}
 	if !allowed[it.Op] {
