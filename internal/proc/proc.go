@@ -65,6 +65,23 @@ func FreeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// FreeAddrs returns n distinct loopback addresses with ports that were free a moment ago. The ports are
+// held until all n are chosen: FreeAddr called n times may hand out one port twice (the kernel reuses a
+// port as soon as it is released), and two servers told to listen on one address would look like one
+// server answering on both.
+func FreeAddrs(n int) ([]string, error) {
+	out := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("free address: %w", err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().String())
+	}
+	return out, nil
+}
+
 // Build compiles the module's commands (cmd/NAME) at repo into a new temporary directory and returns it;
 // the caller removes it.
 func Build(repo string, names ...string) (string, error) {

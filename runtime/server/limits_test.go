@@ -20,14 +20,16 @@ func setLimits(t *testing.T, e *servertest.Env, ws string, l auth.Limits) {
 
 func n(v int64) *int64 { return &v }
 
-// With a limit of N per minute, 4N concurrent requests get exactly N through; the rest are 429s.
+// With a limit of N per hour, 4N concurrent requests get exactly N through; the rest are 429s. (Per
+// hour, not per minute: a minute's window of 25 refills a request every 2.4 s, which 100 requests under
+// -race on a loaded machine can outlast.)
 func TestRateLimitExact(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			const limit = 25
-			setLimits(t, e, e.Workspace, auth.Limits{KeyPerMinute: n(limit), KeyPerHour: n(1000), WorkspacePerMinute: n(500)})
+			setLimits(t, e, e.Workspace, auth.Limits{KeyPerMinute: n(1000), KeyPerHour: n(limit), WorkspacePerMinute: n(500)})
 			var mu sync.Mutex
 			codes := map[int]int{}
 			var wg sync.WaitGroup

@@ -115,11 +115,11 @@ func startCluster(t *testing.T, n int) *cluster {
 	tr.MaxIdleConnsPerHost = 64
 	c.client = &http.Client{Timeout: 15 * time.Second, Transport: tr}
 	plugins := servertest.ShippedPlugins(t)
-	for i := range n {
-		addr, err := proc.FreeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
+	addrs, err := proc.FreeAddrs(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, addr := range addrs {
 		c.replicas = append(c.replicas, &replica{index: i, addr: addr, Process: &proc.Process{
 			Name: fmt.Sprintf("replica %d", i), Path: filepath.Join(binDir, "recordsd"), Probe: "http://" + addr + "/v1", Log: &proc.Buffer{},
 			Args: []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--log-level", "warn"}}})
