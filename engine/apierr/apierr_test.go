@@ -25,9 +25,11 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s has no meaning", e.Code)
 		}
 	}
-	// SPEC.md's 23, and precondition_failed (412) of the conditional writes (README, "Conditional requests").
-	if len(Table) != 24 {
-		t.Errorf("%d codes, SPEC.md has 23 and conditional writes add 1", len(Table))
+	// SPEC.md's 23, precondition_failed (412) of the conditional writes (README, "Conditional requests"),
+	// and batch_failed (422) and batch_aborted (424, an item's result only) of batch writes (README,
+	// "Batch writes").
+	if len(Table) != 26 {
+		t.Errorf("%d codes, SPEC.md has 23, conditional writes add 1 and batch writes 2", len(Table))
 	}
 	if got := Types(); len(got) != 8 {
 		t.Errorf("types %v, SPEC.md has 8", got)
