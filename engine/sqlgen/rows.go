@@ -137,6 +137,12 @@ func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
 	return Stmt{SQL: sql, Args: a.vals}
 }
 
+// Returning makes the INSERT or UPDATE s of one record of r answer the row it wrote, with the columns
+// of Get: the write and its read-back in one statement.
+func (d Dialect) Returning(r *model.Resource, s Stmt) Stmt {
+	return Stmt{SQL: s.SQL + " RETURNING " + d.selectList(r), Args: s.Args}
+}
+
 // ExistingIDs returns the statement selecting which of ids exist in r for workspace inside pol's record
 // rule (nil: any record of the workspace).
 func (d Dialect) ExistingIDs(r *model.Resource, workspace string, pol *access.Policy, ids []string) Stmt {

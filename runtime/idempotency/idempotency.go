@@ -204,15 +204,15 @@ WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND (locked_until 
 // fails with ErrLost if the claim was taken over, which must roll the write back.
 func (k *Keys) Complete(ctx context.Context, q store.Querier, c *Claim, r Response) error {
 	hdr, _ := json.Marshal(r.Header)
-	n, err := q.Exec(ctx, k.st.Dialect().Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
-WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), k.now().UTC(), c.APIKey, c.Key, c.token))
-	if err != nil {
+	// Queued (store.Later): on PostgreSQL it goes with the COMMIT, which it stops when it finds the claim
+	// taken over.
+	return store.Later(ctx, q, k.st.Dialect().Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
+WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), k.now().UTC(), c.APIKey, c.Key, c.token), true, func(err error) error {
+		if errors.Is(err, store.ErrNoRowsAffected) {
+			return ErrLost
+		}
 		return fmt.Errorf("complete idempotency key: %w", err)
-	}
-	if n == 0 {
-		return ErrLost
-	}
-	return nil
+	})
 }
 
 // Release frees the key of a request that failed, so that a retry runs anew. Call it only once the

@@ -22,6 +22,7 @@ import (
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/store"
@@ -98,7 +99,9 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		if err := s.checkAllReferences(ctx, q, a, c, values, ci); err != nil {
 			return nil, err
 		}
-		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
+		key := c.key(id, nil)
+		rec, err := s.written(ctx, q, r, key, s.d.Insert(r, key, cols))
+		if err != nil {
 			return nil, keyConflict(r, fmt.Errorf("insert %s: %w", r.Name, err))
 		}
 		// A new record has no side-table rows yet: insert, with nothing to delete first.
@@ -107,15 +110,35 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 			return nil, err
 		}
 		if len(rows) > 0 {
-			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, rows)); err != nil {
-				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
+			if err := store.Later(ctx, q, s.d.InsertCustomValues(c.Workspace, rows), false, func(err error) error {
+				return fmt.Errorf("custom values of %s: %w", r.Name, err)
+			}); err != nil {
+				return nil, err
 			}
 		}
 		if err := s.checkCustomKeys(ctx, q, c, id, custom, keysOf(custom)); err != nil {
 			return nil, err
 		}
-		return s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
+		return s.settleWritten(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values, rec)
 	}
+}
+
+// written runs w, the INSERT or UPDATE of the record of r at key, and returns the row it wrote as
+// stored (the columns of a read of it), from the same statement.
+func (s *Service) written(ctx context.Context, q store.Querier, r *model.Resource, key sqlgen.Key, w sqlgen.Stmt) (Record, error) {
+	var rec Record
+	found, err := store.QueryOne(ctx, q, s.d.Returning(r, w), func(row []any) error {
+		var err error
+		rec, err = s.toRecord(r, row, key.Workspace, key.ModelID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return rec, nil
 }
 
 // edit is what a change writes: columns to set, and the audit entry.
@@ -159,24 +182,34 @@ func (s *Service) change(a Actor, c *Collection, id string, decide func(ctx cont
 		now = nextVersion(cur, now) // the version strictly grows with every write
 		e.values["updated_at"] = now
 		setSearchText(r, cur, e.values)
-		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
+		rec, err := s.written(ctx, q, r, key, s.d.Update(r, key, e.values))
+		if err != nil {
 			return nil, keyConflict(r, fmt.Errorf("%s %s: %w", e.action, r.Name, err))
 		}
 		changes, previous := editValues(c, cur, e)
-		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes)
+		return s.settleWritten(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes, rec)
 	}
 }
 
 // settle is the shared tail of every record write, inside its transaction: the audit entry, then the
 // record read back as the caller sees it and, for the After hooks, as stored.
 func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any) (*outcome, error) {
+	return s.settleWritten(ctx, q, a, c, id, action, changes, previous, at, hookChanges, nil)
+}
+
+// settleWritten is settle with the record as the write's own statement returned it (written); nil reads
+// it back. The audit entry is queued (store.Later): it goes to the database with the transaction's next
+// statement or its COMMIT.
+func (s *Service) settleWritten(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any, rec Record) (*outcome, error) {
 	r := c.Resource
 	if err := s.audit(ctx, q, a, r, id, action, changes, previous, at); err != nil {
 		return nil, err
 	}
-	rec, err := s.get(ctx, q, r, c.key(id, nil), false)
-	if err != nil {
-		return nil, err
+	if rec == nil {
+		var err error
+		if rec, err = s.get(ctx, q, r, c.key(id, nil), false); err != nil {
+			return nil, err
+		}
 	}
 	out := &outcome{}
 	if s.hooks != nil && len(r.Hooks) > 0 {
