@@ -48,8 +48,9 @@ type write struct {
 }
 
 // write runs a record write. Without an Idempotency-Key it simply runs. With one, the key is claimed
-// first; a repeat of a completed request replays its response; the response of a new request is stored
-// in the same transaction as its write (records.Receipt); a failed request releases the key.
+// first (on PostgreSQL a new key in the write's first round trip, committed ahead of the write's
+// transaction); a repeat of a completed request replays its response; the response of a new request is
+// stored in the same transaction as its write (records.Receipt); a failed request releases the key.
 func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, wr write) error {
 	ctx := req.Context()
 	respond := func(rec records.Record) idempotency.Response {
@@ -76,6 +77,50 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 	}
 	p := principal(ctx)
 	fp := idempotency.Fingerprint(req.Method, req.URL.Path, req.URL.RawQuery, body)
+	// claimed runs the write under claim, stores its response with it, and answers; a failed write
+	// frees the key.
+	claimed := func(claim *idempotency.Claim) error {
+		var stored idempotency.Response
+		rc := &records.Receipt{Claim: claim, Respond: func(rec records.Record) idempotency.Response {
+			stored = respond(rec)
+			return stored
+		}}
+		if _, err := wr.run(rc); err != nil {
+			if errors.Is(err, idempotency.ErrTaken) || !claim.Held() {
+				// The key was there already, or the write failed before its claim was sent: nothing
+				// ran under it, nothing to free; the key is examined (Claim) before anything else.
+				return errNotClaimed{err}
+			}
+			// Nothing was written: free the key so that a corrected retry runs. The release must not
+			// be skipped because the request's context ended, nor hold the answer more than
+			// releaseGrace past the request's deadline when the database does not answer; a claim
+			// left behind then ends with its lease.
+			until := time.Now().Add(releaseGrace)
+			if d, ok := ctx.Deadline(); ok && d.After(until) {
+				until = d
+			}
+			rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
+			rerr := h.idem.Release(rctx, claim)
+			cancel()
+			if rerr != nil {
+				h.log.Warn("release idempotency key", "err", rerr)
+			}
+			if errors.Is(err, idempotency.ErrLost) {
+				return apierr.New(apierr.IdempotencyKeyInUse, "Another request took over this Idempotency-Key; retry to get its result.")
+			}
+			return err
+		}
+		writeResponse(w, stored)
+		return nil
+	}
+	// The usual case, a new key, is claimed in the write's own first round trip (PostgreSQL); a key
+	// that is there already is examined below.
+	if fresh := h.idem.Fresh(a.Workspace, p.Key.ID, vals[0], fp); fresh != nil {
+		var nc errNotClaimed
+		if err := claimed(fresh); !errors.As(err, &nc) {
+			return err
+		}
+	}
 	claim, replay, err := h.idem.Claim(ctx, a.Workspace, p.Key.ID, vals[0], fp)
 	switch {
 	case errors.Is(err, idempotency.ErrReused):
@@ -99,34 +144,19 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		}
 		return h.replay(w, c.Policy, replay)
 	}
-	var stored idempotency.Response
-	rc := &records.Receipt{Claim: claim, Respond: func(rec records.Record) idempotency.Response {
-		stored = respond(rec)
-		return stored
-	}}
-	if _, err := wr.run(rc); err != nil {
-		// Nothing was written: free the key so that a corrected retry runs. The release must not be
-		// skipped because the request's context ended, nor hold the answer more than releaseGrace past
-		// the request's deadline when the database does not answer; a claim left behind then ends
-		// with its lease.
-		until := time.Now().Add(releaseGrace)
-		if d, ok := ctx.Deadline(); ok && d.After(until) {
-			until = d
-		}
-		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), until)
-		rerr := h.idem.Release(rctx, claim)
-		cancel()
-		if rerr != nil {
-			h.log.Warn("release idempotency key", "err", rerr)
-		}
-		if errors.Is(err, idempotency.ErrLost) {
-			return apierr.New(apierr.IdempotencyKeyInUse, "Another request took over this Idempotency-Key; retry to get its result.")
-		}
-		return err
+	err = claimed(claim)
+	var nc errNotClaimed
+	if errors.As(err, &nc) {
+		return nc.err // a claim made by Claim is held: not reached
 	}
-	writeResponse(w, stored)
-	return nil
+	return err
 }
+
+// errNotClaimed is the failure of a write whose Fresh claim was not stored.
+type errNotClaimed struct{ err error }
+
+func (e errNotClaimed) Error() string { return e.err.Error() }
+func (e errNotClaimed) Unwrap() error { return e.err }
 
 func writeResponse(w http.ResponseWriter, r idempotency.Response) {
 	for k, v := range r.Header {

@@ -58,6 +58,18 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	var out *outcome
 	err := s.st.Tx(ctx, func(q store.Querier) error {
+		if rc != nil {
+			// A fresh claim goes ahead of the write, in its first round trip. Before hooks must not
+			// run for a request that turns out to be a replay: with hooks, the claim is settled first.
+			if err := s.idem.Start(ctx, q, rc.Claim); err != nil {
+				return err
+			}
+			if s.hooks != nil && len(c.Resource.Hooks) > 0 {
+				if err := store.Flush(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
 		var err error
 		if out, err = st(ctx, q); err != nil {
 			return err

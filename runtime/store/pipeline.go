@@ -37,6 +37,22 @@ func Later(ctx context.Context, q Querier, s sqlgen.Stmt, mustWrite bool, wrap f
 	return err
 }
 
+// First runs s on its own, committed before the transaction q begins: on PostgreSQL, queued ahead of
+// the transaction's BEGIN and sent with its first statement (s, COMMIT, BEGIN, …: one round trip, two
+// commits). mustWrite and wrap are as for Later; when s fails, nothing of the transaction runs. Call it
+// before any statement of q. Elsewhere, and on a transaction already under way, s runs at once in q.
+// done is told the outcome of s once known (nil: it ran and wrote) and returns the error to report.
+func First(ctx context.Context, q Querier, s sqlgen.Stmt, mustWrite bool, done func(error) error) error {
+	if t, ok := q.(*pgTx); ok && !t.sent {
+		t.pending = append([]queued{{s: s, must: mustWrite, wrap: done, ok: func() { _ = done(nil) }}, {s: sqlgen.Stmt{SQL: "COMMIT"}}}, t.pending...)
+		return nil
+	}
+	if err := Later(ctx, q, s, mustWrite, done); err != nil {
+		return err
+	}
+	return done(nil)
+}
+
 // Flush sends the statements queued on q with Later, if any, and returns the first one's error.
 func Flush(ctx context.Context, q Querier) error {
 	t, ok := q.(*pgTx)
@@ -54,6 +70,7 @@ type queued struct {
 	s    sqlgen.Stmt
 	must bool
 	wrap func(error) error
+	ok   func() // nil: nothing to tell when s succeeds
 }
 
 // divisionByZero is how a queued mustWrite statement that wrote nothing fails (see queued.sql).
@@ -106,6 +123,9 @@ func (t *pgTx) run(ctx context.Context, s sqlgen.Stmt, use func(br pgx.BatchResu
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return p.fail(err)
+		}
+		if p.ok != nil {
+			p.ok()
 		}
 	}
 	if err := use(br); err != nil {
