@@ -1,7 +1,8 @@
 // Package idempotency implements the Idempotency-Key rules of SPEC.md across servers sharing a database.
 //
 // A request first claims its key in a short transaction of its own: a new key is inserted as running with
-// a random token and a lease. The write then completes the key — status, headers and body of the response —
+// a random token and a lease (on PostgreSQL that insert goes ahead of the write's BEGIN in the write's
+// first round trip, still committed on its own: Fresh, Start). The write then completes the key — status, headers and body of the response —
 // inside the same transaction as the record write, on the condition that the token still holds the
 // claim; so a response is stored if and only if the write committed, and a server that lost its lease
 // rolls its write back. A request that fails releases its key. A claim names the server instance that made

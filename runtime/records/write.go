@@ -7,7 +7,10 @@ package records
 //     schema and the collection's custom fields, once. Nothing is locked yet, so a bad body costs no lock.
 //  2. commit opens one transaction and runs the write's step in it: read and lock the current state (none
 //     for a create), run the Before hooks, check references, compute formulas, write the row and its
-//     custom values, and settle — the audit entry, then the record read back as the caller sees it.
+//     custom values (the INSERT or UPDATE returns the row: no read-back), and settle — the audit entry,
+//     then the record as the caller sees it. On PostgreSQL, statements whose result is not needed at
+//     once go with the next one or the COMMIT (store.Later), and a new Idempotency-Key's claim with the
+//     first (idempotency.Keys.Start).
 //  3. In the same transaction, the Receipt (an Idempotency-Key's stored response) is written, so the
 //     write and its answer commit or roll back together.
 //  4. Once committed, the After hooks are told, in the background.
