@@ -120,13 +120,6 @@ func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows [
 	return Stmt{SQL: sql, Args: a.vals}
 }
 
-// InsertManyReturning is InsertMany returning the new rows as Get reads them (in no particular order).
-func (d Dialect) InsertManyReturning(r *model.Resource, workspace, modelID string, rows []map[string]any, ids []string) Stmt {
-	s := d.InsertMany(r, workspace, modelID, rows, ids)
-	s.SQL += " RETURNING " + d.selectList(r)
-	return s
-}
-
 // Update sets the given columns of one record. values is keyed by column; updated_at must be included.
 // An update that changes a search field must also set SearchColumn to the record's new SearchText.
 func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
@@ -142,6 +135,12 @@ func (d Dialect) Update(r *model.Resource, k Key, values map[string]any) Stmt {
 	}
 	sql := fmt.Sprintf("UPDATE %s SET %s WHERE %s", Quote(r.Table), strings.Join(sets, ", "), d.whereKey(r, k, a))
 	return Stmt{SQL: sql, Args: a.vals}
+}
+
+// Returning makes the INSERT or UPDATE s of one record of r answer the row it wrote, with the columns
+// of Get: the write and its read-back in one statement.
+func (d Dialect) Returning(r *model.Resource, s Stmt) Stmt {
+	return Stmt{SQL: s.SQL + " RETURNING " + d.selectList(r), Args: s.Args}
 }
 
 // ExistingIDs returns the statement selecting which of ids exist in r for workspace inside pol's record

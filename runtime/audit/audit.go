@@ -90,8 +90,12 @@ func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Author, a
 			}
 			args = append(args, who.Workspace, uuid.Must(uuid.NewV7()).String(), e.Resource, e.RecordID, e.Action, nullable(who.Member), nullable(who.Key), nullable(who.RequestID), string(changes), previous, at)
 		}
-		if _, err := q.Exec(ctx, d.Bind(sql.String(), args...)); err != nil {
-			return fmt.Errorf("audit %s: %w", chunk[0].Resource, err)
+		// Queued: the entry goes to the database with the transaction's next statement or its COMMIT.
+		resource := chunk[0].Resource
+		if err := store.Later(ctx, q, d.Bind(sql.String(), args...), false, func(err error) error {
+			return fmt.Errorf("audit %s: %w", resource, err)
+		}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -73,7 +73,7 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		}
 		return r
 	}
-	return h.idempotent(w, req, a, c, body, func(claim *idempotency.Claim) (idempotency.Response, error) {
+	return h.idempotent(w, req, a, c, body, true, func(claim *idempotency.Claim) (idempotency.Response, error) {
 		var rc *records.Receipt
 		var stored idempotency.Response
 		if claim != nil {
@@ -93,8 +93,10 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 // idempotent runs a write. Without an Idempotency-Key it simply runs (run(nil)). With one, the key is
 // claimed first; a repeat of a completed request replays its response; run is given the claim, and
 // stores the response of a new request in the same transaction as its write; a failed request releases
-// the key.
-func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, run func(claim *idempotency.Claim) (idempotency.Response, error)) error {
+// the key. With fresh, a key presumed new is claimed in the write's own first round trip (PostgreSQL:
+// idempotency.Keys.Fresh, committed ahead of the write's transaction, which must call Keys.Start); a key
+// that is there already is examined the usual way (Keys.Claim).
+func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, fresh bool, run func(claim *idempotency.Claim) (idempotency.Response, error)) error {
 	ctx := req.Context()
 	vals, present := req.Header["Idempotency-Key"]
 	if !present {
@@ -110,24 +112,22 @@ func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a rec
 	}
 	p := principal(ctx)
 	fp := idempotency.Fingerprint(req.Method, req.URL.Path, req.URL.RawQuery, body)
-	claim, replay, err := h.idem.Claim(ctx, a.Workspace, p.Key.ID, vals[0], fp)
-	switch {
-	case errors.Is(err, idempotency.ErrReused):
-		return apierr.New(apierr.IdempotencyKeyReused, "This Idempotency-Key was already used for a different request; use a new key.")
-	case errors.Is(err, idempotency.ErrInUse):
-		return apierr.New(apierr.IdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
-	case err != nil:
-		return err
-	case replay != nil:
-		h.metrics.Replay(c.Resource.Name)
-		return h.replay(w, req, a, c.Policy, replay)
-	}
-	resp, err := run(claim)
-	if err != nil {
+	// claimed runs the write under claim and answers; a failed write frees the key.
+	claimed := func(claim *idempotency.Claim) error {
+		resp, err := run(claim)
+		if err == nil {
+			writeResponse(w, resp)
+			return nil
+		}
+		if errors.Is(err, idempotency.ErrTaken) || !claim.Held() {
+			// The key was there already, or the write failed before its claim was sent: nothing ran
+			// under it, nothing to free; the key is examined (Claim) before anything else.
+			return errNotClaimed{err}
+		}
 		// Nothing was written: free the key so that a corrected retry runs. The release must not be
 		// skipped because the request's context ended, nor hold the answer more than releaseGrace past
-		// the request's deadline when the database does not answer; a claim left behind then ends
-		// with its lease.
+		// the request's deadline when the database does not answer; a claim left behind then ends with
+		// its lease.
 		until := time.Now().Add(releaseGrace)
 		if d, ok := ctx.Deadline(); ok && d.After(until) {
 			until = d
@@ -143,9 +143,38 @@ func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a rec
 		}
 		return err
 	}
-	writeResponse(w, resp)
-	return nil
+	var nc errNotClaimed
+	if fresh {
+		if fc := h.idem.Fresh(a.Workspace, p.Key.ID, vals[0], fp); fc != nil {
+			if err := claimed(fc); !errors.As(err, &nc) {
+				return err
+			}
+		}
+	}
+	claim, replay, err := h.idem.Claim(ctx, a.Workspace, p.Key.ID, vals[0], fp)
+	switch {
+	case errors.Is(err, idempotency.ErrReused):
+		return apierr.New(apierr.IdempotencyKeyReused, "This Idempotency-Key was already used for a different request; use a new key.")
+	case errors.Is(err, idempotency.ErrInUse):
+		return apierr.New(apierr.IdempotencyKeyInUse, "A request with this Idempotency-Key is still running; retry when it has finished.")
+	case err != nil:
+		return err
+	case replay != nil:
+		h.metrics.Replay(c.Resource.Name)
+		return h.replay(w, req, a, c.Policy, replay)
+	}
+	err = claimed(claim)
+	if errors.As(err, &nc) {
+		return nc.err // a claim made by Claim is held: not reached
+	}
+	return err
 }
+
+// errNotClaimed is the failure of a write whose Fresh claim was not stored.
+type errNotClaimed struct{ err error }
+
+func (e errNotClaimed) Error() string { return e.err.Error() }
+func (e errNotClaimed) Unwrap() error { return e.err }
 
 func writeResponse(w http.ResponseWriter, r idempotency.Response) {
 	for k, v := range r.Header {

@@ -1,7 +1,8 @@
 // Package idempotency implements the Idempotency-Key rules of SPEC.md across servers sharing a database.
 //
 // A request first claims its key in a short transaction of its own: a new key is inserted as running with
-// a random token and a lease. The write then completes the key — status, headers and body of the response —
+// a random token and a lease (on PostgreSQL that insert goes ahead of the write's BEGIN in the write's
+// first round trip, still committed on its own: Fresh, Start). The write then completes the key — status, headers and body of the response —
 // inside the same transaction as the record write, on the condition that the token still holds the
 // claim; so a response is stored if and only if the write committed, and a server that lost its lease
 // rolls its write back. A request that fails releases its key. A claim names the server instance that made
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -77,6 +79,66 @@ type Claim struct {
 	Key    string
 	token  string
 	until  time.Time // end of the lease: past it, a retry takes the claim over anyway
+	// insert claims a new key, sent by Start with the write's first statement; nil once the key is
+	// claimed (Claim).
+	insert *sqlgen.Stmt
+	held   bool
+}
+
+// ErrTaken is the error of a write whose key, claimed with its first statement (Fresh, Start), was
+// there already: nothing was written, and the request goes on with Claim, which replays, refuses or
+// takes the key over.
+var ErrTaken = errors.New("the Idempotency-Key is already stored")
+
+// Fresh is the claim of a key presumed new (the usual case), for a write that sends it with its own
+// first statement (Start): on PostgreSQL, one round trip for both. It returns nil where that does not
+// pay (SQLite: one writer, no round trips); use Claim then.
+func (k *Keys) Fresh(workspace, apiKey, key, fingerprint string) *Claim {
+	if k.st.Dialect().Kind() != sqlgen.Postgres {
+		return nil
+	}
+	c, insert := k.newClaim(workspace, apiKey, key, fingerprint)
+	c.insert = &insert
+	return c
+}
+
+// Start sends c's claim, if it is a Fresh one, ahead of the write's transaction q: it commits on its
+// own, before the write's BEGIN, in the round trip of the write's first statement (store.First); a key
+// that is there already fails that statement with ErrTaken and nothing of the write runs. Call it first
+// thing in the write's transaction.
+func (k *Keys) Start(ctx context.Context, q store.Querier, c *Claim) error {
+	if c == nil || c.insert == nil {
+		return nil
+	}
+	insert := *c.insert
+	c.insert = nil
+	return store.First(ctx, q, insert, true, func(err error) error {
+		switch {
+		case err == nil:
+			c.held = true
+			return nil
+		case errors.Is(err, store.ErrNoRowsAffected):
+			return ErrTaken
+		}
+		return fmt.Errorf("claim idempotency key: %w", err)
+	})
+}
+
+// Held reports whether c holds its key: always for a claim made by Claim; for a Fresh one, once its
+// insert went through (a write that failed before it was sent never stored it).
+func (c *Claim) Held() bool { return c.held }
+
+// newClaim is a claim of key for a request with fingerprint, and the statement storing it unless the
+// key is there already.
+func (k *Keys) newClaim(workspace, apiKey, key, fingerprint string) (*Claim, sqlgen.Stmt) {
+	now := k.now().UTC()
+	c := &Claim{APIKey: apiKey, Key: key, token: token(), until: now.Add(Lease)}
+	var owner any
+	if k.owner != "" {
+		owner = k.owner
+	}
+	return c, k.st.Dialect().Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner)
+VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now, owner)
 }
 
 // Keys stores idempotency keys.
@@ -111,20 +173,19 @@ func token() string {
 // completed it (replay), or ErrReused / ErrInUse.
 func (k *Keys) Claim(ctx context.Context, workspace, apiKey, key, fingerprint string) (*Claim, *Response, error) {
 	d := k.st.Dialect()
-	now := k.now().UTC()
-	c := &Claim{APIKey: apiKey, Key: key, token: token(), until: now.Add(Lease)}
+	c, insert := k.newClaim(workspace, apiKey, key, fingerprint)
+	now := c.until.Add(-Lease)
 	var replay *Response
 	var owner any
 	if k.owner != "" {
 		owner = k.owner
 	}
-	insert := d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner)
-VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now, owner)
 	// A new key, the usual case, is claimed by this one statement; a key already there is examined
 	// (and possibly taken over) in a transaction.
 	if n, err := k.st.Exec(ctx, insert); err != nil {
 		return nil, nil, err
 	} else if n == 1 {
+		c.held = true
 		return c, nil, nil
 	}
 	err := k.st.Tx(ctx, func(q store.Querier) error {
@@ -197,6 +258,7 @@ WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND (locked_until 
 	if replay != nil {
 		return nil, replay, nil
 	}
+	c.held = true
 	return c, nil, nil
 }
 
@@ -204,15 +266,15 @@ WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND (locked_until 
 // fails with ErrLost if the claim was taken over, which must roll the write back.
 func (k *Keys) Complete(ctx context.Context, q store.Querier, c *Claim, r Response) error {
 	hdr, _ := json.Marshal(r.Header)
-	n, err := q.Exec(ctx, k.st.Dialect().Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
-WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), k.now().UTC(), c.APIKey, c.Key, c.token))
-	if err != nil {
+	// Queued (store.Later): on PostgreSQL it goes with the COMMIT, which it stops when it finds the claim
+	// taken over.
+	return store.Later(ctx, q, k.st.Dialect().Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
+WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), k.now().UTC(), c.APIKey, c.Key, c.token), true, func(err error) error {
+		if errors.Is(err, store.ErrNoRowsAffected) {
+			return ErrLost
+		}
 		return fmt.Errorf("complete idempotency key: %w", err)
-	}
-	if n == 0 {
-		return ErrLost
-	}
-	return nil
+	})
 }
 
 // Release frees the key of a request that failed, so that a retry runs anew. Call it only once the

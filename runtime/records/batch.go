@@ -275,18 +275,24 @@ func (s *Service) runItem(ctx context.Context, q store.Querier, a Actor, c *Coll
 }
 
 // savepoint runs fn inside a savepoint of q's transaction: what fn wrote is rolled back when it fails.
+// The statements fn queued (store.Later) are sent before the savepoint is released, so that a failure of
+// one of them is fn's, and dropped when it is rolled back.
 func (s *Service) savepoint(ctx context.Context, q store.Querier, fn func() ([]*outcome, error)) ([]*outcome, error) {
 	if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "SAVEPOINT batch_item"}); err != nil {
 		return nil, fmt.Errorf("savepoint: %w", err)
 	}
 	outs, err := fn()
+	if err == nil {
+		err = store.Flush(ctx, q)
+	}
 	if err != nil {
+		store.Discard(q)
 		if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "ROLLBACK TO SAVEPOINT batch_item"}); rerr != nil {
-			return nil, errors.Join(err, fmt.Errorf("roll back to savepoint: %w", rerr))
+			return nil, brokenTx{fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)}
 		}
 	}
 	if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "RELEASE SAVEPOINT batch_item"}); rerr != nil {
-		return nil, errors.Join(err, fmt.Errorf("release savepoint: %w", rerr))
+		return nil, brokenTx{fmt.Errorf("release savepoint: %w", rerr)}
 	}
 	return outs, err
 }
@@ -333,7 +339,7 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		return nil, err
 	}
 	stored := make(map[string]Record, n)
-	err := q.Query(ctx, s.d.InsertManyReturning(r, c.Workspace, c.ModelID, rows, ids), func(row []any) error {
+	err := q.Query(ctx, s.d.Returning(r, s.d.InsertMany(r, c.Workspace, c.ModelID, rows, ids)), func(row []any) error {
 		rec, err := s.toRecord(r, row, c.Workspace, c.ModelID)
 		if err == nil {
 			stored[rec["id"].(string)] = rec
@@ -381,10 +387,17 @@ func appendAfter(afters []*afterCall, out *outcome) []*afterCall {
 	return afters
 }
 
-// fatal reports whether err is the service's own failure (5xx), which fails the whole batch.
+// brokenTx is a savepoint that could not be rolled back or released: the transaction cannot go on.
+type brokenTx struct{ error }
+
+func (b brokenTx) Unwrap() error { return b.error }
+
+// fatal reports whether err is the service's own failure (5xx, or a transaction that cannot go on),
+// which fails the whole batch.
 func fatal(err error) bool {
 	var bf *BatchFailedError
-	if errors.As(err, &bf) {
+	var bt brokenTx
+	if errors.As(err, &bf) || errors.As(err, &bt) {
 		return true
 	}
 	return Explain(err).Status() >= 500

@@ -17,15 +17,15 @@ func (s *Service) syncCustom(ctx context.Context, q store.Querier, workspace, re
 	if len(fieldIDs) == 0 {
 		return nil
 	}
-	if _, err := q.Exec(ctx, s.d.DeleteCustomValues(workspace, recordID, fieldIDs)); err != nil {
+	// Both go with the transaction's next statement (store.Later).
+	if err := store.Later(ctx, q, s.d.DeleteCustomValues(workspace, recordID, fieldIDs), false, nil); err != nil {
 		return err
 	}
 	rows, err := s.customRows(nil, recordID, fs, stored, fieldIDs)
 	if err != nil || len(rows) == 0 {
 		return err
 	}
-	_, err = q.Exec(ctx, s.d.InsertCustomValues(workspace, rows))
-	return err
+	return store.Later(ctx, q, s.d.InsertCustomValues(workspace, rows), false, nil)
 }
 
 // customRows appends to rows the custom_values rows of fieldIDs of record recordID.

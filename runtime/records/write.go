@@ -7,7 +7,10 @@ package records
 //     schema and the collection's custom fields, once. Nothing is locked yet, so a bad body costs no lock.
 //  2. commit opens one transaction and runs the write's step in it: read and lock the current state (none
 //     for a create), run the Before hooks, check references, compute formulas, write the row and its
-//     custom values, and settle — the audit entry, then the record read back as the caller sees it.
+//     custom values (the INSERT or UPDATE returns the row: no read-back), and settle — the audit entry,
+//     then the record as the caller sees it. On PostgreSQL, statements whose result is not needed at
+//     once go with the next one or the COMMIT (store.Later), and a new Idempotency-Key's claim with the
+//     first (idempotency.Keys.Start).
 //  3. In the same transaction, the Receipt (an Idempotency-Key's stored response) is written, so the
 //     write and its answer commit or roll back together.
 //  4. Once committed, the After hooks are told, in the background.
@@ -22,6 +25,7 @@ import (
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/store"
@@ -59,6 +63,18 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	var out *outcome
 	err := s.st.Tx(ctx, func(q store.Querier) error {
+		if rc != nil {
+			// A fresh claim goes ahead of the write, in its first round trip. Before hooks must not
+			// run for a request that turns out to be a replay: with hooks, the claim is settled first.
+			if err := s.idem.Start(ctx, q, rc.Claim); err != nil {
+				return err
+			}
+			if s.hooks != nil && len(c.Resource.Hooks) > 0 {
+				if err := store.Flush(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
 		var err error
 		if out, err = st(ctx, q); err != nil {
 			return err
@@ -101,7 +117,9 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		if err := s.checkAllReferences(ctx, q, a, c, values, ci); err != nil {
 			return nil, err
 		}
-		if _, err := q.Exec(ctx, s.d.Insert(r, c.key(id, nil), cols)); err != nil {
+		key := c.key(id, nil)
+		rec, err := s.written(ctx, q, r, key, s.d.Insert(r, key, cols))
+		if err != nil {
 			return nil, keyConflict(r, fmt.Errorf("insert %s: %w", r.Name, err))
 		}
 		// A new record has no side-table rows yet: insert, with nothing to delete first.
@@ -110,19 +128,39 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 			return nil, err
 		}
 		if len(rows) > 0 {
-			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, rows)); err != nil {
-				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
+			if err := store.Later(ctx, q, s.d.InsertCustomValues(c.Workspace, rows), false, func(err error) error {
+				return fmt.Errorf("custom values of %s: %w", r.Name, err)
+			}); err != nil {
+				return nil, err
 			}
 		}
 		if err := s.checkCustomKeys(ctx, q, c, id, custom, keysOf(custom)); err != nil {
 			return nil, err
 		}
-		out, err := s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values)
+		out, err := s.settleWritten(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values, rec)
 		if out != nil {
 			out.created = true
 		}
 		return out, err
 	}
+}
+
+// written runs w, the INSERT or UPDATE of the record of r at key, and returns the row it wrote as
+// stored (the columns of a read of it), from the same statement.
+func (s *Service) written(ctx context.Context, q store.Querier, r *model.Resource, key sqlgen.Key, w sqlgen.Stmt) (Record, error) {
+	var rec Record
+	found, err := store.QueryOne(ctx, q, s.d.Returning(r, w), func(row []any) error {
+		var err error
+		rec, err = s.toRecord(r, row, key.Workspace, key.ModelID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return rec, nil
 }
 
 // edit is what a change writes: columns to set, and the audit entry.
@@ -166,24 +204,34 @@ func (s *Service) change(a Actor, c *Collection, id string, m *IfMatch, decide f
 		now = nextVersion(cur, now) // the version strictly grows with every write
 		e.values["updated_at"] = now
 		setSearchText(r, cur, e.values)
-		if _, err := q.Exec(ctx, s.d.Update(r, key, e.values)); err != nil {
+		rec, err := s.written(ctx, q, r, key, s.d.Update(r, key, e.values))
+		if err != nil {
 			return nil, keyConflict(r, fmt.Errorf("%s %s: %w", e.action, r.Name, err))
 		}
 		changes, previous := editValues(c, cur, e)
-		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes)
+		return s.settleWritten(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes, rec)
 	}
 }
 
 // settle is the shared tail of every record write, inside its transaction: the audit entry, then the
 // record read back as the caller sees it and, for the After hooks, as stored.
 func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any) (*outcome, error) {
+	return s.settleWritten(ctx, q, a, c, id, action, changes, previous, at, hookChanges, nil)
+}
+
+// settleWritten is settle with the record as the write's own statement returned it (written); nil reads
+// it back. The audit entry is queued (store.Later): it goes to the database with the transaction's next
+// statement or its COMMIT.
+func (s *Service) settleWritten(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any, rec Record) (*outcome, error) {
 	r := c.Resource
 	if err := s.audit(ctx, q, a, r, id, action, changes, previous, at); err != nil {
 		return nil, err
 	}
-	rec, err := s.get(ctx, q, r, c.key(id, nil), false)
-	if err != nil {
-		return nil, err
+	if rec == nil {
+		var err error
+		if rec, err = s.get(ctx, q, r, c.key(id, nil), false); err != nil {
+			return nil, err
+		}
 	}
 	out := &outcome{}
 	if s.hooks != nil && len(r.Hooks) > 0 {

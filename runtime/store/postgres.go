@@ -239,21 +239,6 @@ func scope(ctx context.Context, conn *pgx.Conn, ws string, s sqlgen.Stmt) pgx.Ba
 	return conn.SendBatch(ctx, b)
 }
 
-// Tx implements Store. The transaction is scoped to the workspace of ctx (none: no record rows) for
-// its own duration; the connection's session scope is left as it was.
-func (p *Postgres) Tx(ctx context.Context, fn func(q Querier) error) error {
-	ws := workspaceOf(ctx)
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if !scopedTo(tx.Conn(), ws) {
-			if _, err := tx.Exec(ctx, setWorkspace, ws); err != nil {
-				return err
-			}
-		}
-		return fn(pgq{tx})
-	})
-	return mapPG(err)
-}
-
 // Lock implements Store with a transaction-scoped advisory lock.
 func (p *Postgres) Lock(ctx context.Context, fn func(q Querier) error) error {
 	return p.Tx(ctx, func(q Querier) error {

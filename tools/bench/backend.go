@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -516,10 +517,17 @@ func (b *bench) rawOp(want int, q func() string, args func(rnd *mrand.Rand) []an
 	}
 }
 
+// domainSeq numbers the domains of created companies: domain is a unique key, and random numbers (the
+// same seeds for every target) repeated one within a run, failing the floor's and raw SQL's inserts.
+var (
+	domainRun = strconv.FormatInt(time.Now().UnixNano(), 36)
+	domainSeq atomic.Int64
+)
+
 func companyBody(rnd *mrand.Rand, custom bool) []byte {
 	n := rnd.IntN(1_000_000_000)
 	body := map[string]any{"name": "Bench company " + strconv.Itoa(n), "industry": "software", "employee_count": n % 50000,
-		"domain": "b" + strconv.Itoa(n) + ".example.com", "billing_city": "Berlin", "billing_country": "DE"}
+		"domain": "b" + domainRun + "-" + strconv.FormatInt(domainSeq.Add(1), 36) + ".example.com", "billing_city": "Berlin", "billing_country": "DE"}
 	if custom {
 		body["cf__employee_target"] = n % 50000
 	}
@@ -640,7 +648,7 @@ func (b *bench) rawWrite(table string, update bool) func(c int) worker {
 				args = []any{b.workspace, newID(), now, now, "Bench deal " + strconv.Itoa(n), n % 100000, "EUR"}
 			default:
 				args = []any{b.workspace, newID(), now, now, "Bench company " + strconv.Itoa(n), "software", n % 50000,
-					"b" + strconv.Itoa(n) + ".example.com", "Berlin", "DE"}
+					"b" + domainRun + "-" + strconv.FormatInt(domainSeq.Add(1), 36) + ".example.com", "Berlin", "DE"}
 			}
 			rows := 0
 			if err := d.query(ctx, stmt, args, func([]string, []any) error { rows++; return nil }); err != nil {
