@@ -275,26 +275,30 @@ func (s *Service) runItem(ctx context.Context, q store.Querier, a Actor, c *Coll
 }
 
 // savepoint runs fn inside a savepoint of q's transaction: what fn wrote is rolled back when it fails.
-// The statements fn queued (store.Later) are sent before the savepoint is released, so that a failure of
-// one of them is fn's, and dropped when it is rolled back.
+// The savepoint goes with fn's first statement, and its release with the statements fn queued
+// (store.Later), which are sent before fn counts as done, so that a failure of one of them is fn's; when
+// fn fails, what it queued is dropped with the rest of its writes.
 func (s *Service) savepoint(ctx context.Context, q store.Querier, fn func() ([]*outcome, error)) ([]*outcome, error) {
-	if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "SAVEPOINT batch_item"}); err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
+	if err := store.Later(ctx, q, sqlgen.Stmt{SQL: "SAVEPOINT batch_item"}, false, nil); err != nil {
+		return nil, brokenTx{fmt.Errorf("savepoint: %w", err)}
 	}
 	outs, err := fn()
 	if err == nil {
-		err = store.Flush(ctx, q)
-	}
-	if err != nil {
-		store.Discard(q)
-		if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "ROLLBACK TO SAVEPOINT batch_item"}); rerr != nil {
-			return nil, brokenTx{fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)}
+		if err = store.Later(ctx, q, sqlgen.Stmt{SQL: "RELEASE SAVEPOINT batch_item"}, false, nil); err == nil {
+			err = store.Flush(ctx, q)
 		}
+		if err == nil {
+			return outs, nil
+		}
+	}
+	store.Discard(q)
+	if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "ROLLBACK TO SAVEPOINT batch_item"}); rerr != nil {
+		return nil, brokenTx{fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)}
 	}
 	if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "RELEASE SAVEPOINT batch_item"}); rerr != nil {
 		return nil, brokenTx{fmt.Errorf("release savepoint: %w", rerr)}
 	}
-	return outs, err
+	return nil, err
 }
 
 // insertMany is the step of a run of creates of c in multi-row statements: the Before hooks of each,
@@ -350,8 +354,11 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		return nil, keyConflict(r, fmt.Errorf("insert %s: %w", r.Name, err))
 	}
 	if len(cvs) > 0 {
-		if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, cvs)); err != nil {
-			return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
+		// Sent with the next statement, or with the audit entries when the savepoint is released.
+		if err := store.Later(ctx, q, s.d.InsertCustomValues(c.Workspace, cvs), false, func(err error) error {
+			return fmt.Errorf("custom values of %s: %w", r.Name, err)
+		}); err != nil {
+			return nil, err
 		}
 	}
 	for i, custom := range customs {

@@ -95,8 +95,12 @@ func TestBatch(t *testing.T) {
 			if got := e.Do("GET", "/v1/companies/"+heldID, nil).Data()["description"]; got != "changed" {
 				t.Errorf("held description %v", got)
 			}
-			// One audit entry per written item, with the batch's request id.
+			// One audit entry per written item, with the batch's request id; an item's etag is the one a
+			// get of its record answers.
 			id0 := res[0]["data"].(map[string]any)["id"].(string)
+			if got := e.Do("GET", "/v1/companies/"+id0, nil).Header.Get("ETag"); got != res[0]["etag"] {
+				t.Errorf("item 0 etag %v, get's ETag %s", res[0]["etag"], got)
+			}
 			rows := auditOf(t, e, audit.Query{RecordID: id0})
 			if len(rows) != 1 || rows[0].Action != "create" || rows[0].RequestID == nil || *rows[0].RequestID != r.Header.Get("X-Request-Id") {
 				t.Errorf("audit of item 0: %+v", rows)

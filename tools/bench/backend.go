@@ -615,12 +615,52 @@ func (b *bench) operations() []operation {
 				return b.floorReq("PATCH", "/companies/"+b.pick(rnd), []byte(`{"employee_count":`+strconv.Itoa(rnd.IntN(50000))+`}`))
 			}),
 			raw: b.rawWrite("rec_companies", true)},
+		{name: "batch_create",
+			api: b.httpOp(200, func(rnd *mrand.Rand) (*http.Request, error) {
+				items := make([]json.RawMessage, batchRows)
+				for i := range items {
+					items[i] = json.RawMessage(`{"op":"create","body":` + string(companyBody(rnd, true)) + `}`)
+				}
+				body, _ := json.Marshal(map[string]any{"mode": "atomic", "items": items})
+				return b.apiReq("POST", "/v1/companies/batch", body, true)
+			}),
+			raw: b.rawBatch("rec_companies")},
 		{name: "create_hooked",
 			api: b.httpOp(201, func(rnd *mrand.Rand) (*http.Request, error) {
 				return b.apiReq("POST", "/v1/deals", dealBody(rnd), true)
 			}),
 			floor: b.httpOp(201, func(rnd *mrand.Rand) (*http.Request, error) { return b.floorReq("POST", "/deals", dealBody(rnd)) }),
 			raw:   b.rawWrite("rec_deals", false)},
+	}
+}
+
+// batchRows is how many records one batch_create operation writes: the API's largest batch.
+const batchRows = 100
+
+// rawBatch inserts batchRows rows of table with one multi-row statement returning them, as the batch
+// create writes them.
+func (b *bench) rawBatch(table string) func(c int) worker {
+	return func(int) worker {
+		d := b.raw
+		cols := []string{"name", "industry", "employee_count", "domain", "billing_city", "billing_country"}
+		stmt := d.insertManySQL(table, cols, batchRows)
+		return func(ctx context.Context, rnd *mrand.Rand) error {
+			now := d.now()
+			args := make([]any, 0, batchRows*(len(cols)+4))
+			for range batchRows {
+				n := rnd.IntN(1_000_000_000)
+				args = append(args, b.workspace, newID(), now, now, "Bench company "+strconv.Itoa(n), "software", n%50000,
+					"b"+domainRun+"-"+strconv.FormatInt(domainSeq.Add(1), 36)+".example.com", "Berlin", "DE")
+			}
+			rows := 0
+			if err := d.query(ctx, stmt, args, func([]string, []any) error { rows++; return nil }); err != nil {
+				return err
+			}
+			if rows != batchRows {
+				return fmt.Errorf("raw batch: %d rows", rows)
+			}
+			return nil
+		}
 	}
 }
 

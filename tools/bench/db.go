@@ -223,6 +223,27 @@ func (d *db) insertSQL(table string, cols []string) string {
 	return `INSERT INTO "` + table + `" (` + strings.Join(all, ", ") + ") VALUES (" + strings.Join(ph, ", ") + ") RETURNING " + d.selectList(table)
 }
 
+// insertManySQL inserts n rows of table with the given columns (each with a new id and timestamps) in one
+// statement and returns them.
+func (d *db) insertManySQL(table string, cols []string, n int) string {
+	all := append([]string{"workspace_id", "id", "created_at", "updated_at"}, cols...)
+	tuples := make([]string, n)
+	k := 0
+	for r := range tuples {
+		ph := make([]string, len(all))
+		for i := range all {
+			k++
+			ph[i] = fmt.Sprintf("$%d", k)
+		}
+		tuples[r] = "(" + strings.Join(ph, ", ") + ")"
+	}
+	quoted := make([]string, len(all))
+	for i, c := range all {
+		quoted[i] = sqlgen.Quote(c)
+	}
+	return `INSERT INTO "` + table + `" (` + strings.Join(quoted, ", ") + ") VALUES " + strings.Join(tuples, ", ") + " RETURNING " + d.selectList(table)
+}
+
 // updateSQL sets cols (and updated_at) of one row and returns it.
 func (d *db) updateSQL(table string, cols []string) string {
 	sets := []string{`"updated_at" = $3`}

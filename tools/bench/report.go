@@ -110,6 +110,14 @@ func targets(reps []*report) []verdict {
 			x := p.api.Rate() / p.raw.Rate()
 			out = append(out, verdict{tag + "create with validation and Idempotency-Key ≥ 0.5× raw insert at c=8", fmt.Sprintf("%.2f×", x), x >= 0.5})
 		}
+		if p, ok := r.phase("update", 8); ok && p.hasFloor {
+			x := p.api.Rate() / p.floor.Rate()
+			out = append(out, verdict{tag + "update with Idempotency-Key ≥ 0.8× the floor's update at c=8", fmt.Sprintf("%.2f×", x), x >= 0.8})
+		}
+		if p, ok := r.phase("batch_create", 8); ok {
+			x := p.api.Rate() / p.raw.Rate()
+			out = append(out, verdict{tag + fmt.Sprintf("%d-item batch create ≥ 0.7× a raw multi-row INSERT of the same rows at c=8 (records/s)", batchRows), fmt.Sprintf("%.2f× (%.0f vs %.0f records/s)", x, p.api.Rate()*batchRows, p.raw.Rate()*batchRows), x >= 0.7})
+		}
 		var peak float64
 		for _, p := range r.phases {
 			if p.c == 32 {
