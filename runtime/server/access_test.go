@@ -342,6 +342,47 @@ func TestRecordRules(t *testing.T) {
 			if l := e.DoKey(carol, "GET", "/v1/projects", nil).List(); len(l) != 0 {
 				t.Errorf("carol lists %d projects of another department", len(l))
 			}
+			// Batches keep the record rules item by item: a record outside them is that item's 404 (the
+			// admin's deal for alice's owned rule, bob's project for carol's department rule), the caller's
+			// own items are written; atomically nothing is.
+			aliceDeal2 := e.DoKey(alice, "POST", "/v1/deals", map[string]any{"name": "Alice deal 2"}).Data()["id"].(string)
+			br := e.DoKey(alice, "POST", "/v1/deals/batch", map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "update", "id": adminDeal, "body": map[string]any{"name": "taken"}},
+				map[string]any{"op": "archive", "id": adminDeal},
+				map[string]any{"op": "restore", "id": adminDeal},
+				map[string]any{"op": "update", "id": aliceDealID, "body": map[string]any{"name": "Alice deal, batched"}},
+				map[string]any{"op": "archive", "id": aliceDeal2},
+			}})
+			e.Expect(br, 200, "")
+			if got := statuses(t, br); got != "404,404,404,200,200" || strings.Contains(string(br.Raw), "Admin deal") {
+				t.Errorf("alice's batch of deals: %s: %s", got, br.Raw)
+			}
+			br = e.DoKey(alice, "POST", "/v1/deals/batch", map[string]any{"mode": "atomic", "items": []any{
+				map[string]any{"op": "update", "id": aliceDealID, "body": map[string]any{"name": "Alice deal, atomic"}},
+				map[string]any{"op": "archive", "id": adminDeal},
+			}})
+			e.Expect(br, 422, "batch_failed")
+			if got := statuses(t, br); got != "424,404" {
+				t.Errorf("alice's atomic batch of deals: %s: %s", got, br.Raw)
+			}
+			if d := e.Do("GET", "/v1/deals/"+adminDeal, nil).Data(); d["name"] != "Admin deal" || d["archived"] != false {
+				t.Errorf("alice's batches changed the admin's deal: %v", d)
+			}
+			if d := e.Do("GET", "/v1/deals/"+aliceDealID, nil).Data(); d["name"] != "Alice deal, batched" {
+				t.Errorf("alice's deal after her batches: %v", d["name"])
+			}
+			if d := e.Do("GET", "/v1/deals/"+aliceDeal2, nil).Data(); d["archived"] != true {
+				t.Errorf("alice's second deal not archived by her batch: %v", d["archived"])
+			}
+			for key, want := range map[string]string{carol: "404", alice: "200"} {
+				br := e.DoKey(key, "POST", "/v1/projects/batch", map[string]any{"mode": "per_item", "items": []any{
+					map[string]any{"op": "update", "id": bobProject, "body": map[string]any{"description": "batched"}},
+				}})
+				if got := statuses(t, br); got != want {
+					t.Errorf("batch update of bob's project: %s, want %s: %s", got, want, br.Raw)
+				}
+			}
+
 			// Companies have no record rule for members, but annual_revenue is masked: writing it is refused.
 			res := e.DoKey(alice, "POST", "/v1/companies", map[string]any{"name": "X", "annual_revenue": 5})
 			e.Expect(res, 422, "validation_failed")
