@@ -37,6 +37,7 @@ func (d *doc) upsertOperation(r *model.Resource) map[string]any {
 		"description": "Creates the record whose unique key `key` holds `value` (201, with `Location`), or changes the one active record that holds it (200). " +
 			"The body is a create's body when no record holds the value (required fields then; the key's member may be left out, or must hold the path's value), an update's otherwise: the same validation, field rules, record rules, plugin hooks and audit entry as create and update. " +
 			"Archived records hold no key: an upsert never matches one. A value held by a record outside the key's record rule is 409 `conflict`, as a create of it would be. " +
+			"A key the caller's field rules mask or hide is 422 `validation_failed` (`not_permitted`, naming the key), whether or not a record holds the value: no record is found by a value the caller may not see. " +
 			"Concurrent upserts of one value make exactly one record. `If-Match` needs an existing record at that version (412 otherwise, also when no record holds the value); `If-None-Match: *` creates only (412 when a record holds the value).",
 		"parameters": []any{
 			map[string]any{"name": "key", "in": "path", "required": true, "description": "A unique key of the resource: a field the catalog lists in `unique_keys`. An unknown key is 404.", "schema": uniqueKeySchema(r)},

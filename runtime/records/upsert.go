@@ -187,6 +187,11 @@ func (s *Service) planUpsert(a Actor, c *Collection, keyName, raw string, body m
 	if err != nil {
 		return nil, err
 	}
+	if k.custom == nil && !c.Policy.Readable(k.name) {
+		// A key the caller's role masks or hides finds records by a value the caller may not see (and
+		// may not write): refused whether or not a record holds the value, as a write of the field is.
+		return nil, apierr.Refused(field.ErrorList{field.New(field.CodeNotPermitted, field.NewPath(k.name), "your role may not see or write this field, so it cannot upsert by it")})
+	}
 	value, err := s.canonical(c, k, pathValue(k.field, raw))
 	if err != nil {
 		return nil, err

@@ -4,12 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
+	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/records"
@@ -60,7 +66,9 @@ func TestMasksMatrix(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			cat := e.Server.Backend().Catalog
 			viewer, _ := cat.Role("viewer")
-			vkey := e.NewKey(e.NewMember("viewer@x.example", "viewer", ""), auth.KeyOptions{Access: "read"})
+			viewerID := e.NewMember("viewer@x.example", "viewer", "")
+			vkey := e.NewKey(viewerID, auth.KeyOptions{Access: "read"})
+			vwkey := e.NewKey(viewerID, auth.KeyOptions{Access: "write"})
 			names := make([]string, 0, len(viewer.FieldRules))
 			for n := range viewer.FieldRules {
 				names = append(names, n)
@@ -175,6 +183,38 @@ func TestMasksMatrix(t *testing.T) {
 						check("search", res)
 						if res.Status == 200 && len(res.List()) > 0 {
 							t.Errorf("search over a restricted field found records")
+						}
+					}
+					// Writes: the viewer's read key and a write key of the viewer role are refused every batch
+					// item (403) and the upsert (403), and no answer shows a restricted value or the record.
+					for _, key := range []string{vkey, vwkey} {
+						if route.Batches(r) {
+							items := []any{
+								map[string]any{"op": "create", "body": body},
+								map[string]any{"op": "update", "id": id, "body": map[string]any{}},
+								map[string]any{"op": "archive", "id": id},
+							}
+							for _, mode := range []string{"per_item", "atomic"} {
+								res := e.DoKey(key, "POST", "/v1/"+name+"/batch", map[string]any{"mode": mode, "items": items})
+								if got := statuses(t, res); got != "403,403,403" || (mode == "per_item") != (res.Status == 200) {
+									t.Errorf("the viewer's %s batch of %s: %d %s", mode, name, res.Status, got)
+								}
+								check("batch", res)
+							}
+						}
+						if route.Upserts(r) {
+							for _, k := range catalog.UniqueKeys(r) {
+								v := rawText(body[k])
+								if v == "" {
+									v = "viewer-upsert.example"
+								}
+								res := e.DoKey(key, "PUT", "/v1/"+name+"/by/"+k+"/"+url.PathEscape(v), map[string]any{})
+								e.Expect(res, 403, "")
+								if strings.Contains(string(res.Raw), id) {
+									t.Errorf("the viewer's upsert of %s by %s names the record: %s", name, k, res.Raw)
+								}
+								check("upsert", res)
+							}
 						}
 					}
 					// A cursor walk never carries a restricted value.
@@ -302,6 +342,47 @@ func TestRecordRules(t *testing.T) {
 			if l := e.DoKey(carol, "GET", "/v1/projects", nil).List(); len(l) != 0 {
 				t.Errorf("carol lists %d projects of another department", len(l))
 			}
+			// Batches keep the record rules item by item: a record outside them is that item's 404 (the
+			// admin's deal for alice's owned rule, bob's project for carol's department rule), the caller's
+			// own items are written; atomically nothing is.
+			aliceDeal2 := e.DoKey(alice, "POST", "/v1/deals", map[string]any{"name": "Alice deal 2"}).Data()["id"].(string)
+			br := e.DoKey(alice, "POST", "/v1/deals/batch", map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "update", "id": adminDeal, "body": map[string]any{"name": "taken"}},
+				map[string]any{"op": "archive", "id": adminDeal},
+				map[string]any{"op": "restore", "id": adminDeal},
+				map[string]any{"op": "update", "id": aliceDealID, "body": map[string]any{"name": "Alice deal, batched"}},
+				map[string]any{"op": "archive", "id": aliceDeal2},
+			}})
+			e.Expect(br, 200, "")
+			if got := statuses(t, br); got != "404,404,404,200,200" || strings.Contains(string(br.Raw), "Admin deal") {
+				t.Errorf("alice's batch of deals: %s: %s", got, br.Raw)
+			}
+			br = e.DoKey(alice, "POST", "/v1/deals/batch", map[string]any{"mode": "atomic", "items": []any{
+				map[string]any{"op": "update", "id": aliceDealID, "body": map[string]any{"name": "Alice deal, atomic"}},
+				map[string]any{"op": "archive", "id": adminDeal},
+			}})
+			e.Expect(br, 422, "batch_failed")
+			if got := statuses(t, br); got != "424,404" {
+				t.Errorf("alice's atomic batch of deals: %s: %s", got, br.Raw)
+			}
+			if d := e.Do("GET", "/v1/deals/"+adminDeal, nil).Data(); d["name"] != "Admin deal" || d["archived"] != false {
+				t.Errorf("alice's batches changed the admin's deal: %v", d)
+			}
+			if d := e.Do("GET", "/v1/deals/"+aliceDealID, nil).Data(); d["name"] != "Alice deal, batched" {
+				t.Errorf("alice's deal after her batches: %v", d["name"])
+			}
+			if d := e.Do("GET", "/v1/deals/"+aliceDeal2, nil).Data(); d["archived"] != true {
+				t.Errorf("alice's second deal not archived by her batch: %v", d["archived"])
+			}
+			for key, want := range map[string]string{carol: "404", alice: "200"} {
+				br := e.DoKey(key, "POST", "/v1/projects/batch", map[string]any{"mode": "per_item", "items": []any{
+					map[string]any{"op": "update", "id": bobProject, "body": map[string]any{"description": "batched"}},
+				}})
+				if got := statuses(t, br); got != want {
+					t.Errorf("batch update of bob's project: %s, want %s: %s", got, want, br.Raw)
+				}
+			}
+
 			// Companies have no record rule for members, but annual_revenue is masked: writing it is refused.
 			res := e.DoKey(alice, "POST", "/v1/companies", map[string]any{"name": "X", "annual_revenue": 5})
 			e.Expect(res, 422, "validation_failed")
@@ -324,4 +405,334 @@ func TestRecordRules(t *testing.T) {
 
 func adminActor(e *servertest.Env) records.Actor {
 	return records.Actor{Workspace: e.Workspace, Member: e.Member}
+}
+
+// writerRole is a role of TestMasksMatrixWrites: it writes every resource under field rules.
+type writerRole struct {
+	name    string
+	records map[string]string            // record rules, as roles.yaml gives them
+	fields  map[string]map[string]string // field rules
+}
+
+// writerRoles derives from the catalog the roles that write under field rules: every built-in role with
+// field rules, made a writer of every resource (its record and field rules kept), and two roles that
+// mask and hide every declared unique key of the resources that take upserts.
+func writerRoles(cat *model.Catalog) []writerRole {
+	var out []writerRole
+	for _, role := range cat.Roles {
+		if len(role.FieldRules) > 0 {
+			out = append(out, writerRole{name: role.Name + "_writer", records: role.RecordRules, fields: role.FieldRules})
+		}
+	}
+	for _, vis := range []string{"masked", "hidden"} {
+		wr := writerRole{name: "unique_" + vis, records: map[string]string{"*": "all"}, fields: map[string]map[string]string{}}
+		for _, r := range cat.Resources {
+			for _, k := range catalog.UniqueKeys(r) {
+				if route.Upserts(r) {
+					if wr.fields[r.Name] == nil {
+						wr.fields[r.Name] = map[string]string{}
+					}
+					wr.fields[r.Name][k] = vis
+				}
+			}
+		}
+		out = append(out, wr)
+	}
+	return out
+}
+
+// restrictedFields returns the fields of r that rules mask or hide, with the formulas that read them (a
+// formula is as restricted as its most restricted input).
+func restrictedFields(r *model.Resource, rules map[string]string) map[string]string {
+	out := maps.Clone(rules)
+	for _, f := range r.Computed {
+		for _, in := range f.Formula.Inputs {
+			if v := out[in.Key]; v == "hidden" || (v == "masked" && out[f.Key] == "") {
+				out[f.Key] = v
+			}
+		}
+	}
+	return out
+}
+
+// TestMasksMatrixWrites is the write side of the masks matrix: for every role of writerRoles and every
+// resource it writes under field rules, the batch (per_item), the upsert (on the unique keys) and the
+// replays of Idempotency-Key batches answer records as the role reads them (hidden fields absent,
+// masked ones masked) and never show a value the admin set in a restricted field; an item writing a
+// restricted field is that item's 422 not_permitted and the other items are written; an upsert by a
+// restricted unique key is refused whether or not a record holds the value (no lookup by a value the
+// caller may not see); a record outside the role's record rule is the item's 404.
+func TestMasksMatrixWrites(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			cat := e.Server.Backend().Catalog
+			gen := sample.New(5)
+			roles := writerRoles(cat)
+			doc := map[string]any{}
+			for _, wr := range roles {
+				doc[wr.name] = map[string]any{"label": wr.name, "permissions": []string{"api.access"}, "resources": map[string]string{"*": "write"}, "record_rules": wr.records, "field_rules": wr.fields}
+			}
+			yaml, _ := json.Marshal(map[string]any{"version": 1, "roles": doc})
+			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", yaml, true); err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			n := 0 // numbers the values of unique fields apart
+			for _, wr := range roles {
+				wkey := e.NewKey(e.NewMember(wr.name+"@x.example", wr.name, ""), auth.KeyOptions{Access: "write"})
+				names := slices.Sorted(maps.Keys(wr.fields))
+				for _, name := range names {
+					r, _ := cat.Resource(name)
+					if r.ReadOnly() || !r.Ops.Has(model.OpCreate) || !route.Batches(r) {
+						continue
+					}
+					t.Run(wr.name+"/"+name, func(t *testing.T) {
+						checked++
+						restricted := restrictedFields(r, wr.fields[name])
+						rule := wr.records[name]
+						if rule == "" {
+							rule = wr.records["*"]
+						}
+						secretOf := func(f *model.Field) any {
+							v := secretValue(f)
+							if f.Unique {
+								n++
+								if s, ok := v.(string); ok {
+									v = strings.Replace(s, "zq", fmt.Sprintf("zq%d", n), 1)
+								}
+							}
+							return v
+						}
+						var secrets []string
+						// secretBody is the admin's write of every restricted writable field, each a new value.
+						secretBody := func() map[string]any {
+							body := map[string]any{}
+							for key := range restricted {
+								if f, _ := r.Field(key); f.Writable() {
+									body[key] = secretOf(f)
+									secrets = append(secrets, rawText(body[key]))
+								}
+							}
+							return body
+						}
+						// plain is a create body without restricted fields (required references left out: no
+						// resource with field rules requires one); creatable says whether the role can create.
+						creatable := true
+						for _, f := range r.Declared() {
+							if restricted[f.Key] != "" && f.Required {
+								creatable = false
+							}
+						}
+						plain := func() map[string]any {
+							body := gen.Body(r, func(string) []string { return nil }, time.Now())
+							for key := range restricted {
+								delete(body, key)
+							}
+							return body
+						}
+						// edit is an update body of one plain field the role writes.
+						var editKey string
+						for _, f := range r.Declared() {
+							if f.Writable() && restricted[f.Key] == "" && !f.Unique && f.Type == model.String && len(f.Options) == 0 {
+								editKey = f.Key
+								break
+							}
+						}
+						edit := func(s string) map[string]any { return map[string]any{editKey: "Edited " + s} }
+						// writerValue is a value of a restricted field the writer sends (and is refused).
+						var restrictedKey string
+						for _, key := range slices.Sorted(maps.Keys(restricted)) {
+							if f, _ := r.Field(key); f.Writable() && !f.Unique {
+								restrictedKey = key
+								break
+							}
+						}
+						if restrictedKey == "" {
+							restrictedKey = slices.Sorted(maps.Keys(restricted))[0]
+						}
+						rf, _ := r.Field(restrictedKey)
+						writerValue := map[model.Type]any{model.Email: "own@writer.example", model.Phone: "+1 555 0142", model.Decimal: json.Number("12.5"), model.Integer: json.Number("7")}[rf.Type]
+						if writerValue == nil {
+							writerValue = "writer-own-value.example"
+						}
+
+						// check fails when an answer shows a secret or a restricted field as the admin sees it.
+						check := func(what string, res *servertest.Response) {
+							t.Helper()
+							for _, s := range secrets {
+								if strings.Contains(string(res.Raw), s) {
+									t.Errorf("%s leaks %q: %.600s", what, s, res.Raw)
+								}
+							}
+							recs := []map[string]any{}
+							if d := res.Data(); d != nil {
+								recs = append(recs, d)
+							}
+							for _, it := range results(t, res) {
+								if d, ok := it["data"].(map[string]any); ok {
+									recs = append(recs, d)
+								}
+							}
+							for _, rec := range recs {
+								for key, vis := range restricted {
+									v, present := rec[key]
+									switch {
+									case vis == "hidden" && present:
+										t.Errorf("%s: hidden %s present: %v", what, key, v)
+									case vis == "masked" && v != nil && v != "" && !strings.Contains(fmt.Sprint(v), "•"):
+										t.Errorf("%s: masked %s shows %v", what, key, v)
+									}
+								}
+							}
+						}
+						expect := func(what string, res *servertest.Response, status int, want string) {
+							t.Helper()
+							if res.Status != status {
+								t.Errorf("%s: %d, want %d: %.600s", what, res.Status, status, res.Raw)
+							}
+							if got := statuses(t, res); want != "" && got != want {
+								t.Errorf("%s: statuses %s, want %s: %.600s", what, got, want, res.Raw)
+							}
+							check(what, res)
+						}
+						notPermitted := func(what string, it map[string]any, key string) {
+							t.Helper()
+							env, _ := it["error"].(map[string]any)
+							data, _ := json.Marshal(env)
+							if fmt.Sprint(it["status"]) != "422" || !strings.Contains(string(data), `"code":"not_permitted","field":"`+key+`"`) {
+								t.Errorf("%s: want 422 not_permitted naming %s: %s", what, key, data)
+							}
+						}
+						batch := func(items ...any) map[string]any { return map[string]any{"mode": "per_item", "items": items} }
+
+						// The admin's record, every restricted field set.
+						adminBody := plain()
+						maps.Copy(adminBody, secretBody())
+						made := e.Do("POST", "/v1/"+name, adminBody)
+						if made.Status != 201 {
+							t.Fatalf("the admin's create: %d %s", made.Status, made.Raw)
+						}
+						adminID := made.Data()["id"].(string)
+						seen, create := "200", "201"
+						if rule != "all" {
+							seen = "404"
+						}
+						if !creatable {
+							create = "422"
+						}
+
+						// One per_item batch: the admin's record changed (or not found), creates, and items
+						// writing a restricted field, which alone are refused.
+						res := e.DoKey(wkey, "POST", "/v1/"+name+"/batch", batch(
+							map[string]any{"op": "update", "id": adminID, "body": edit("by batch")},
+							map[string]any{"op": "create", "body": plain()},
+							map[string]any{"op": "create", "body": func() map[string]any { b := plain(); b[restrictedKey] = writerValue; return b }()},
+							map[string]any{"op": "update", "id": adminID, "body": map[string]any{restrictedKey: writerValue}},
+							map[string]any{"op": "create", "body": plain()},
+						))
+						expect("batch", res, 200, strings.Join([]string{seen, create, "422", "422", create}, ","))
+						items := results(t, res)
+						if len(items) == 5 {
+							notPermitted("batch create writing "+restrictedKey, items[2], restrictedKey)
+							notPermitted("batch update writing "+restrictedKey, items[3], restrictedKey)
+						}
+						if got := e.Do("GET", "/v1/"+name+"/"+adminID, nil).Data(); rawText(got[restrictedKey]) != rawText(adminBody[restrictedKey]) {
+							t.Errorf("the refused item wrote %s: %v", restrictedKey, got[restrictedKey])
+						}
+
+						if creatable && len(items) == 5 {
+							own, _ := items[1]["data"].(map[string]any)["id"].(string)
+							// The admin sets the restricted fields of the writer's record; the writer's
+							// batch update answers it as the role reads it.
+							e.Expect(e.Do("PATCH", "/v1/"+name+"/"+own, secretBody()), 200, "")
+							expect("batch update of own", e.DoKey(wkey, "POST", "/v1/"+name+"/batch", batch(map[string]any{"op": "update", "id": own, "body": edit("own")})), 200, "200")
+							check("get own", e.DoKey(wkey, "GET", "/v1/"+name+"/"+own, nil))
+
+							// Replays: of a batch that answered the record with its secrets, after the admin
+							// changed them; of a batch that created a record, after the admin set them.
+							body := batch(map[string]any{"op": "update", "id": own, "body": edit("idem")})
+							first := e.DoKey(wkey, "POST", "/v1/"+name+"/batch", body, "Idempotency-Key", "mw-upd-"+wr.name+"-"+name)
+							expect("idempotent batch", first, 200, "200")
+							e.Expect(e.Do("PATCH", "/v1/"+name+"/"+own, secretBody()), 200, "")
+							again := e.DoKey(wkey, "POST", "/v1/"+name+"/batch", body, "Idempotency-Key", "mw-upd-"+wr.name+"-"+name)
+							expect("replayed batch", again, 200, "200")
+							if again.Header.Get("Idempotent-Replayed") != "true" {
+								t.Errorf("not replayed: %v", again.Header)
+							}
+							body = batch(map[string]any{"op": "create", "body": plain()})
+							first = e.DoKey(wkey, "POST", "/v1/"+name+"/batch", body, "Idempotency-Key", "mw-new-"+wr.name+"-"+name)
+							expect("idempotent batch create", first, 200, "201")
+							if l := results(t, first); len(l) == 1 && l[0]["data"] != nil {
+								d := l[0]["data"].(map[string]any)
+								e.Expect(e.Do("PATCH", "/v1/"+name+"/"+d["id"].(string), secretBody()), 200, "")
+							}
+							again = e.DoKey(wkey, "POST", "/v1/"+name+"/batch", body, "Idempotency-Key", "mw-new-"+wr.name+"-"+name)
+							expect("replayed batch create", again, 200, "201")
+						}
+
+						// Upserts, by every declared unique key.
+						if !route.Upserts(r) {
+							return
+						}
+						for _, k := range catalog.UniqueKeys(r) {
+							kf, _ := r.Field(k)
+							path := func(v any) string { return "/v1/" + name + "/by/" + k + "/" + url.PathEscape(rawText(v)) }
+							if restricted[k] != "" {
+								// By the value the admin's record holds and by a value none holds: the same
+								// refusal, naming the key, never the record.
+								var answers []string
+								for _, v := range []any{adminBody[k], secretOf(kf)} {
+									for _, res := range []*servertest.Response{
+										e.DoKey(wkey, "PUT", path(v), plain()),
+										e.DoKey(wkey, "POST", "/v1/"+name+"/batch", batch(map[string]any{"op": "upsert", "key": k, "value": rawText(v), "body": plain()})),
+									} {
+										if strings.Contains(string(res.Raw), adminID) {
+											t.Errorf("the upsert by restricted %s names the admin's record: %s", k, res.Raw)
+										}
+										it := res.Body
+										if l := results(t, res); len(l) == 1 {
+											it = l[0]
+										} else {
+											it = map[string]any{"status": res.Status, "error": res.Body["error"]}
+										}
+										notPermitted("upsert by restricted "+k, it, k)
+										env, _ := it["error"].(map[string]any)
+										answers = append(answers, fmt.Sprint(it["status"], env["code"], env["message"], env["details"]))
+									}
+								}
+								if answers[0] != answers[2] || answers[1] != answers[3] {
+									t.Errorf("upserts by restricted %s tell a held value from a free one:\n%s", k, strings.Join(answers, "\n"))
+								}
+								if got := e.Do("GET", "/v1/"+name+"/"+adminID, nil).Data(); got[editKey] == "Edited upsert" {
+									t.Errorf("the upsert by restricted %s changed the admin's record", k)
+								}
+								continue
+							}
+							v := secretOf(kf) // a value the writer chooses: not a secret
+							body := plain()
+							delete(body, k)
+							made := e.DoKey(wkey, "PUT", path(v), body)
+							expect("upsert create", made, 201, "")
+							id, _ := made.Data()["id"].(string)
+							e.Expect(e.Do("PATCH", "/v1/"+name+"/"+id, secretBody()), 200, "")
+							expect("upsert update", e.DoKey(wkey, "PUT", path(v), edit("upsert")), 200, "")
+							expect("batch upsert", e.DoKey(wkey, "POST", "/v1/"+name+"/batch", batch(
+								map[string]any{"op": "upsert", "key": k, "value": rawText(v), "body": edit("batch upsert")},
+								map[string]any{"op": "upsert", "key": k, "value": rawText(v), "body": map[string]any{restrictedKey: writerValue}},
+							)), 200, "200,422")
+							res := e.DoKey(wkey, "PUT", path(v), map[string]any{restrictedKey: writerValue})
+							notPermitted("upsert writing "+restrictedKey, map[string]any{"status": res.Status, "error": res.Body["error"]}, restrictedKey)
+						}
+					})
+				}
+			}
+			if checked == 0 {
+				t.Fatal("no role writes a resource under field rules")
+			}
+			t.Logf("%d roles, %d role × resource pairs", len(roles), checked)
+		})
+	}
 }

@@ -172,6 +172,62 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		t.Fatal("A's association list has no second page")
 	}
 
+	// Unique keys for upserts and custom references for batch items, on every resource that takes them
+	// (route.Upserts, route.Batches): A's first record holds a value of each declared unique key (read
+	// through A's key, set where it has none) and of a unique custom field ext_id that both workspaces
+	// define; B has a custom reference field b_partner to companies. A alone has a unique custom field
+	// a_only_key on companies.
+	type heldKey struct{ name, value string }
+	aHeld := map[string][]heldKey{}
+	aTags := map[string]string{} // the ETag of A's first record, once its keys are set
+	var aCustomIDs []string
+	for _, r := range cat.Resources {
+		if route.Batches(r) && !r.ModelScoped && r.Name != "companies" {
+			if _, err := be.Custom.Create(ctx, B.ws, customfields.Def{Resource: r.Name, Key: "b_partner", Type: "reference", Target: "companies"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !route.Upserts(r) {
+			continue
+		}
+		path := "/v1/" + r.Name + "/" + A.ids[r.Name][0]
+		cur := e.DoKey(A.key, "GET", path, nil)
+		e.Expect(cur, 200, "")
+		for _, f := range r.Declared() {
+			if !f.Unique || f.Custom {
+				continue
+			}
+			v, _ := cur.Data()[f.Key].(string)
+			if v == "" {
+				v = "a-held-" + strings.ReplaceAll(r.Name, "_", "-") + ".example"
+				if f.Type == model.Email {
+					v = "held@" + v
+				}
+				e.Expect(e.DoKey(A.key, "PATCH", path, map[string]any{f.Key: v}), 200, "")
+			}
+			aHeld[r.Name] = append(aHeld[r.Name], heldKey{f.Key, v})
+		}
+		for _, ws := range []string{A.ws, B.ws} {
+			def, err := be.Custom.Create(ctx, ws, customfields.Def{Resource: r.Name, Key: "ext_id", Type: "text", Unique: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws == A.ws {
+				aCustomIDs = append(aCustomIDs, def.ID)
+			}
+		}
+		v := "EXT-A-" + r.Name
+		e.Expect(e.DoKey(A.key, "PATCH", path, map[string]any{"cf__ext_id": v}), 200, "")
+		aHeld[r.Name] = append(aHeld[r.Name], heldKey{"cf__ext_id", v})
+		aTags[r.Name] = e.DoKey(A.key, "GET", path, nil).Header.Get("ETag")
+	}
+	aOnly, err := be.Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_only_key", Type: "text", Unique: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aCustomIDs = append(aCustomIDs, aOnly.ID)
+	e.Expect(e.DoKey(A.key, "PATCH", "/v1/companies/"+A.ids["companies"][0], map[string]any{"cf__a_only_key": marker}), 200, "")
+
 	// A's list cursors, one per resource where A has two records.
 	aQuery := func(r *model.Resource) string {
 		if r.ModelScoped {
@@ -189,6 +245,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 
 	// Everything of A's that must never reach B (unless B sent it itself).
 	secrets := []string{A.ws, A.member, A.model, aField.ID, marker, strings.TrimPrefix(aModelFilterKey, "cfv:")}
+	secrets = append(secrets, aCustomIDs...)
 	for _, ids := range A.ids {
 		secrets = append(secrets, ids...)
 	}
@@ -217,10 +274,10 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 
 	counts := matrixCounts{ByStatus: map[int]int{}, Snapshot: snapN}
 	// do sends one request with B's key and checks the answer.
-	do := func(t *testing.T, method, path string, body any, status int, code string) *servertest.Response {
+	do := func(t *testing.T, method, path string, body any, status int, code string, header ...string) *servertest.Response {
 		t.Helper()
 		counts.Requests++
-		res := e.DoKey(B.key, method, path, body)
+		res := e.DoKey(B.key, method, path, body, header...)
 		counts.ByStatus[res.Status]++
 		if res.Status != status || (code != "" && res.Code() != code) {
 			t.Errorf("B %s %s: got %d %s, want %d %s: %.300s", method, path, res.Status, res.Code(), status, code, res.Raw)
@@ -258,6 +315,163 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	}
 	inA := func(field string, ids []string) map[string]any {
 		return map[string]any{"field": field, "op": "in", "value": ids}
+	}
+
+	// batchIsolation: B's batches on r (route.Batches). A's ids as update, archive and restore items are
+	// each item's 404, per item and atomic (where every item is refused, none aborted); create and update
+	// items whose bodies refer to A's records (declared reference fields, B's custom reference field) are
+	// the item's 422 naming the field, beside B's own create, which is written per item and aborted
+	// atomically; A's model is the batch's 404.
+	batchIsolation := func(t *testing.T, r *model.Resource, bq, aq string, now time.Time) {
+		t.Helper()
+		path := route.Pattern(r.Name, route.Batch)
+		var byID []any
+		for _, id := range A.ids[r.Name] {
+			if r.Ops.Has(model.OpUpdate) {
+				byID = append(byID, map[string]any{"op": "update", "id": id, "body": B.gen.Body(r, B.refs, now)})
+			}
+			if r.Ops.Has(model.OpArchive) {
+				byID = append(byID, map[string]any{"op": "archive", "id": id, "body": map[string]any{"reason": "B was here"}})
+			}
+			if r.Ops.Has(model.OpRestore) {
+				byID = append(byID, map[string]any{"op": "restore", "id": id})
+			}
+		}
+		itemWant := func(t *testing.T, what string, res *servertest.Response, want []string) {
+			t.Helper()
+			got := results(t, res)
+			if len(got) != len(want) {
+				t.Errorf("B's %s batch of %s: %d results for %d items: %.300s", what, r.Name, len(got), len(want), res.Raw)
+				return
+			}
+			for i, w := range want {
+				status, name, _ := strings.Cut(w, " ")
+				env, _ := got[i]["error"].(map[string]any)
+				d, _ := env["details"].(map[string]any)
+				named, _ := json.Marshal(d["errors"])
+				switch {
+				case fmt.Sprint(got[i]["status"]) != status:
+					t.Errorf("B's %s batch of %s, item %d: status %v, want %s: %.300v", what, r.Name, i, got[i]["status"], status, got[i])
+				case status == "404" && env["code"] != "not_found", status == "424" && env["code"] != "batch_aborted":
+					t.Errorf("B's %s batch of %s, item %d: %v", what, r.Name, i, got[i])
+				case name != "" && (env["code"] != "validation_failed" || !strings.Contains(string(named), `"`+name+`"`)):
+					t.Errorf("B's %s batch of %s, item %d: does not name %s: %v", what, r.Name, i, name, got[i])
+				}
+			}
+		}
+		if len(byID) > 0 {
+			want := make([]string, len(byID))
+			for i := range want {
+				want[i] = "404"
+			}
+			itemWant(t, "per_item", do(t, "POST", path+bq, map[string]any{"mode": "per_item", "items": byID}, 200, ""), want)
+			itemWant(t, "atomic", do(t, "POST", path+bq, map[string]any{"mode": "atomic", "items": byID}, 422, "batch_failed"), want)
+		}
+		// refs makes the items afresh (bodies holding unique keys are written once) and what each answers.
+		refs := func() (items []any, want []string) {
+			if r.Ops.Has(model.OpCreate) {
+				items, want = append(items, map[string]any{"op": "create", "body": B.gen.Body(r, B.refs, now)}), append(want, "201")
+			}
+			refer := func(key, bodyKey string, target string) {
+				if r.Ops.Has(model.OpCreate) {
+					body := B.gen.Body(r, B.refs, now)
+					body[key] = target
+					items, want = append(items, map[string]any{"op": "create", "body": body}), append(want, "422 "+key)
+				}
+				if r.Ops.Has(model.OpUpdate) {
+					body := map[string]any{key: target}
+					if bodyKey != key {
+						body = map[string]any{"custom_fields": map[string]any{strings.TrimPrefix(key, "cf__"): target}}
+					}
+					items, want = append(items, map[string]any{"op": "update", "id": B.ids[r.Name][0], "body": body}), append(want, "422 "+bodyKey)
+				}
+			}
+			for _, f := range r.Declared() {
+				if f.Type == model.Reference && f.Writable() && len(A.ids[f.Target]) > 0 {
+					refer(f.Key, f.Key, A.ids[f.Target][0])
+				}
+			}
+			if r.ModelScoped {
+				refer("cf__partner", "custom_fields.partner", A.ids["companies"][0])
+			} else {
+				refer("cf__b_partner", "custom_fields.b_partner", A.ids["companies"][0])
+			}
+			return items, want
+		}
+		if items, want := refs(); len(want) > 0 && want[len(want)-1] != "201" {
+			itemWant(t, "per_item", do(t, "POST", path+bq, map[string]any{"mode": "per_item", "items": items}, 200, ""), want)
+			items, want = refs()
+			for i, w := range want {
+				if w == "201" {
+					want[i] = "424"
+				}
+			}
+			itemWant(t, "atomic", do(t, "POST", path+bq, map[string]any{"mode": "atomic", "items": items}, 422, "batch_failed"), want)
+		}
+		if r.ModelScoped {
+			items := append([]any{map[string]any{"op": "create", "body": map[string]any{"name": "B in A's model"}}}, byID...)
+			do(t, "POST", path+aq, map[string]any{"mode": "per_item", "items": items}, 404, "not_found")
+			itemWant(t, "model_id", do(t, "POST", path+bq, map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "B in A's model", "model_id": A.model}},
+			}}, 200, ""), []string{"400"})
+		}
+	}
+
+	// upsertIsolation: B's upserts on r (route.Upserts) by the values A's first record holds. No record of
+	// B's holds them: If-Match (A's record's ETag, or "*") is 412, as a single upsert and as a batch item;
+	// the upsert creates B's own record (201), which the next upsert changes (200) and If-None-Match: *
+	// refuses; A's record is never touched (the snapshot) nor named (do's secrets). A key only A has is
+	// B's 404.
+	upsertIsolation := func(t *testing.T, r *model.Resource, now time.Time) {
+		t.Helper()
+		for _, k := range aHeld[r.Name] {
+			path := strings.NewReplacer(":key", k.name, ":value", url.PathEscape(k.value)).Replace(route.Pattern(r.Name, route.Upsert))
+			body := B.gen.Body(r, B.refs, now)
+			delete(body, k.name)
+			bpath := route.Pattern(r.Name, route.Batch)
+			item := func(extra ...string) map[string]any {
+				it := map[string]any{"op": "upsert", "key": k.name, "value": k.value, "body": body}
+				for i := 0; i+1 < len(extra); i += 2 {
+					it[extra[i]] = extra[i+1]
+				}
+				return it
+			}
+			for _, im := range []string{aTags[r.Name], "*"} {
+				do(t, "PUT", path, body, 412, "precondition_failed", "If-Match", im)
+				res := do(t, "POST", bpath, map[string]any{"mode": "per_item", "items": []any{item("if_match", im)}}, 200, "")
+				if got := statuses(t, res); got != "412" {
+					t.Errorf("B's upsert item of %s by %s with If-Match %s: %s", r.Name, k.name, im, res.Raw)
+				}
+			}
+			made := do(t, "PUT", path, body, 201, "")
+			id, _ := made.Data()["id"].(string)
+			if id == "" || contains(A.ids[r.Name], id) {
+				t.Fatalf("B's upsert of %s by %s made %q", r.Name, k.name, id)
+			}
+			if again := do(t, "PUT", path, map[string]any{}, 200, ""); again.Data()["id"] != id {
+				t.Errorf("B's second upsert of %s by %s: %.300s", r.Name, k.name, again.Raw)
+			}
+			do(t, "PUT", path, body, 412, "precondition_failed", "If-None-Match", "*")
+			res := do(t, "POST", bpath, map[string]any{"mode": "atomic", "items": []any{item(), item("if_none_match", "*")}}, 422, "batch_failed")
+			if got := statuses(t, res); got != "424,412" {
+				t.Errorf("B's atomic upsert items of %s by %s: %s", r.Name, k.name, res.Raw)
+			}
+			res = do(t, "POST", bpath, map[string]any{"mode": "per_item", "items": []any{item()}}, 200, "")
+			if got := results(t, res); len(got) != 1 || fmt.Sprint(got[0]["status"]) != "200" {
+				t.Errorf("B's upsert item of %s by %s: %s", r.Name, k.name, res.Raw)
+			} else if d, _ := got[0]["data"].(map[string]any); d["id"] != id {
+				t.Errorf("B's upsert item of %s by %s changed %v, not B's %s", r.Name, k.name, d["id"], id)
+			}
+		}
+		if r.Name == "companies" {
+			do(t, "PUT", route.Pattern(r.Name, route.Upsert)[:len("/v1/companies/by/")]+"cf__a_only_key/x", map[string]any{"name": "B"}, 404, "not_found")
+			res := do(t, "POST", route.Pattern(r.Name, route.Batch), map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "upsert", "key": "cf__a_only_key", "value": "x", "body": map[string]any{"name": "B"}},
+			}}, 200, "")
+			if got := statuses(t, res); got != "404" {
+				t.Errorf("B's upsert item by A's key: %s", res.Raw)
+			}
+		}
 	}
 
 	for _, r := range cat.Resources {
@@ -402,6 +616,13 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 						refused(t, "PUT", base+"/"+B.ids[r.Name][0]+"/"+as.Name+"/"+B.ids[as.Target][0], body, f.Key)
 					}
 				}
+			}
+
+			if route.Batches(r) {
+				batchIsolation(t, r, join(bq), join(aq), now)
+			}
+			if route.Upserts(r) {
+				upsertIsolation(t, r, now)
 			}
 		})
 	}
