@@ -109,8 +109,9 @@ func TestHead(t *testing.T) {
 				}
 			}
 
-			// HEAD counts against the limits as GET does.
-			setLimits(t, e, e.Workspace, auth.Limits{KeyPerMinute: n(1000), KeyPerHour: n(10000), WorkspacePerMinute: n(5000)})
+			// HEAD counts against the limits as GET does. The hour's window of 1,000 is the tightest (it refills
+			// a request every 3.6 s; a minute's of 1,000 refilled one between two requests under load).
+			setLimits(t, e, e.Workspace, auth.Limits{KeyPerMinute: n(1_000_000), KeyPerHour: n(1000), WorkspacePerMinute: n(1_000_000)})
 			remaining := func(method string) int {
 				n, err := strconv.Atoi(send(t, method, e.URL+"/v1/companies/"+company, bearer...).header.Get("X-RateLimit-Remaining"))
 				if err != nil {
