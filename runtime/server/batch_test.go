@@ -269,3 +269,45 @@ func TestBatchAccess(t *testing.T) {
 		})
 	}
 }
+
+// Plugins see each item: on deals (the deal-rules plugin), a run of creates in multi-row statements
+// runs the Before hook per item, and an item the plugin vetoes is that item's 422 while the others are
+// written; the hook's set values reach the written records.
+func TestBatchHooks(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			e.Contract()
+			pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"]
+			stage := func(name, kind string, probability int) any {
+				return e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": name, "stage_type": kind, "probability": probability}).Data()["id"]
+			}
+			open, won := stage("Qualified", "open", 30), stage("Won", "won", 100)
+			r := e.Do("POST", "/v1/deals/batch", map[string]any{"mode": "per_item", "items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "Open deal", "pipeline_id": pipeline, "stage_id": open}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "Won, no close date", "pipeline_id": pipeline, "stage_id": won}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "Won deal", "pipeline_id": pipeline, "stage_id": won, "close_date": "2026-11-01"}},
+			}})
+			e.Expect(r, 200, "")
+			if got := statuses(t, r); got != "201,422,201" {
+				t.Fatalf("statuses %s: %s", got, r.Raw)
+			}
+			res := results(t, r)
+			if err, _ := res[1]["error"].(map[string]any); !strings.Contains(fmt.Sprint(err["details"]), "close_date") {
+				t.Errorf("the veto does not name close_date: %v", res[1])
+			}
+			// The atomic form of the same batch writes nothing.
+			before := len(e.Do("GET", "/v1/deals?page_size=100", nil).List())
+			r = e.Do("POST", "/v1/deals/batch", map[string]any{"items": []any{
+				map[string]any{"op": "create", "body": map[string]any{"name": "Open deal 2", "pipeline_id": pipeline, "stage_id": open}},
+				map[string]any{"op": "create", "body": map[string]any{"name": "Won, no close date 2", "pipeline_id": pipeline, "stage_id": won}},
+			}})
+			e.Expect(r, 422, "batch_failed")
+			if after := len(e.Do("GET", "/v1/deals?page_size=100", nil).List()); after != before {
+				t.Errorf("a failed atomic batch on deals wrote %d records", after-before)
+			}
+		})
+	}
+}
