@@ -17,15 +17,6 @@ import (
 )
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	addr, err := proc.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return addr
-}
-
 func writeConfig(t *testing.T, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "records.yaml")
@@ -64,7 +55,13 @@ func TestServeFromConfigFile(t *testing.T) {
 				// The test server trusts local connections: the password is carried, not checked.
 				db = strings.Replace(db, servertest.AppRole+"@", servertest.AppRole+":"+pgPassword+"@", 1)
 			}
-			addr, metricsAddr, debugAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+			// Three distinct ports: one port handed out twice made the metrics listener fail after the
+			// API's was open, and the test's GET waited on a listener nobody served.
+			addrs, err := proc.FreeAddrs(3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr, metricsAddr, debugAddr := addrs[0], addrs[1], addrs[2]
 			file := writeConfig(t, fmt.Sprintf(`version: 1
 addr: %s
 metrics_addr: %s

@@ -410,6 +410,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if s.cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", s.cfg.MetricsAddr)
 		if err != nil {
+			ln.Close() // never served: connections must be refused, not left waiting
 			return fmt.Errorf("listen %s (metrics): %w", s.cfg.MetricsAddr, err)
 		}
 		mux := http.NewServeMux()
