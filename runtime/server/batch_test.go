@@ -228,10 +228,7 @@ func TestBatchAccess(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			e.Contract()
-			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
-				t.Fatal(err)
-			}
-			pen := e.NewKey(e.NewMember("pen@x.example", "pen", ""), auth.KeyOptions{Access: "write"})
+			pen := penKey(t, e)
 			admins := e.Do("POST", "/v1/companies", map[string]any{"name": "Admin's"})
 			e.Expect(admins, 201, "")
 			adminID := admins.Data()["id"].(string)

@@ -28,6 +28,15 @@ roles:
       companies: {phone: masked}
 `
 
+// penKey installs penRoles in e's workspace and returns a write key of a new member with the pen role.
+func penKey(t *testing.T, e *servertest.Env) string {
+	t.Helper()
+	if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
+		t.Fatal(err)
+	}
+	return e.NewKey(e.NewMember("pen@x.example", "pen", ""), auth.KeyOptions{Access: "write"})
+}
+
 var etagForm = regexp.MustCompile(`^"([0-9]+)-[0-9a-f]{16}"$`)
 
 // tagOf returns r's ETag and its version, failing the test when it has none of the documented form.
@@ -177,10 +186,7 @@ func TestConditionalRequestsAccess(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
-				t.Fatal(err)
-			}
-			pen := e.NewKey(e.NewMember("pen@x.example", "pen", ""), auth.KeyOptions{Access: "write"})
+			pen := penKey(t, e)
 
 			// The admin's record is outside pen's record rule: 404 with any If-Match, a stale one
 			// included, and with If-None-Match; nothing is written.

@@ -132,10 +132,7 @@ func TestUpsertAccess(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			e.Contract()
-			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
-				t.Fatal(err)
-			}
-			pen := e.NewKey(e.NewMember("pen@x.example", "pen", ""), auth.KeyOptions{Access: "write"})
+			pen := penKey(t, e)
 			held := e.Do("POST", "/v1/companies", map[string]any{"name": "Admin's", "domain": "held.example", "phone": "+1 555 0199"})
 			e.Expect(held, 201, "")
 			expectKeyConflict(t, e, e.DoKey(pen, "PUT", "/v1/companies/by/domain/held.example", map[string]any{"name": "Pen's"}), "domain", held.Data()["id"].(string))
