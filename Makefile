@@ -32,7 +32,7 @@ run: build plugins
 # and TEST_PARALLEL parallel tests of a package run at once (go test's default is the number of
 # processors for both).
 TEST_P        ?= 4
-TEST_PARALLEL ?= 4
+TEST_PARALLEL ?= 6
 TEST_FLAGS    ?=
 test:
 	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/records-test-bin.XXXXXX") || exit 1; \
