@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -83,11 +84,28 @@ func (h *Handler) batch(res *model.Resource) bunrouter.HandlerFunc {
 	}
 }
 
-// batchResponse is the 200 answer of a batch.
+// batchResponse is the 200 answer of a batch: {"data": [results], "meta": {...}}, written from the
+// results' own bytes (each record is encoded once, in batchResults).
 func batchResponse(mode string, results []records.BatchResult, requestID string) idempotency.Response {
-	data, ok := batchResults(results, requestID)
-	body := encode(map[string]any{"data": data, "meta": map[string]any{"mode": mode, "succeeded": ok, "failed": len(results) - ok}})
+	items, ok := batchResults(results, requestID)
+	meta := encode(map[string]any{"mode": mode, "succeeded": ok, "failed": len(results) - ok})
+	body := append(make([]byte, 0, 64+len(meta)+sizeOf(items)), `{"data":[`...)
+	for i, it := range items {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, it...)
+	}
+	body = append(append(append(body, `],"meta":`...), bytes.TrimSuffix(meta, []byte("\n"))...), "}\n"...)
 	return idempotency.Response{Status: http.StatusOK, Header: http.Header{}, Body: body}
+}
+
+func sizeOf(items []json.RawMessage) int {
+	n := 0
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	return n
 }
 
 // batchFailed is the 422 of an atomic batch that wrote nothing.
@@ -106,30 +124,40 @@ func batchFailed(results []records.BatchResult, requestID string) *apierr.Error 
 	return &apierr.Error{Code: apierr.BatchFailed, Message: msg, Details: map[string]any{"results": data}}
 }
 
-// batchResults renders results as the answer lists them, and counts those that succeeded.
-func batchResults(results []records.BatchResult, requestID string) ([]any, int) {
-	out := make([]any, len(results))
+// batchResults encodes results as the answer lists them, and counts those that succeeded. A written
+// item is {"data": record, "etag": …, "status": …}: the record is encoded once, and its bytes, wrapped
+// as a get's body ({"data": …} and a newline, what encode makes of it), are what its ETag hashes.
+func batchResults(results []records.BatchResult, requestID string) ([]json.RawMessage, int) {
+	out := make([]json.RawMessage, len(results))
 	ok := 0
 	for i, r := range results {
-		if r.Err != nil {
-			out[i] = itemError(r.Err, requestID)
-			continue
+		if r.Err == nil {
+			if item, err := writtenItem(r); err == nil {
+				out[i] = item
+				ok++
+				continue
+			} else {
+				r.Err = records.Explain(err)
+			}
 		}
-		ok++
-		// The record is encoded once: its bytes are the item's data and, wrapped as a get's body
-		// ({"data": …} and a newline, what encode makes of it), what its ETag hashes.
-		data, err := json.Marshal(r.Record)
-		if err != nil {
-			out[i] = itemError(records.Explain(fmt.Errorf("encode batch result: %w", err)), requestID)
-			continue
-		}
-		item := map[string]any{"status": r.Status, "data": json.RawMessage(data)}
-		if v, has := records.VersionOf(r.Record); has {
-			item["etag"] = records.ETag(v, slices.Concat([]byte(`{"data":`), data, []byte("}\n")))
-		}
+		item, _ := json.Marshal(itemError(r.Err, requestID))
 		out[i] = item
 	}
 	return out, ok
+}
+
+// writtenItem encodes the result of a written item.
+func writtenItem(r records.BatchResult) (json.RawMessage, error) {
+	data, err := json.Marshal(r.Record)
+	if err != nil {
+		return nil, fmt.Errorf("encode batch result: %w", err)
+	}
+	item := append(append(make([]byte, 0, len(data)+80), `{"data":`...), data...)
+	if v, has := records.VersionOf(r.Record); has {
+		tag, _ := json.Marshal(records.ETag(v, slices.Concat([]byte(`{"data":`), data, []byte("}\n"))))
+		item = append(append(item, `,"etag":`...), tag...)
+	}
+	return append(item, fmt.Sprintf(`,"status":%d}`, r.Status)...), nil
 }
 
 // itemError is the result of a refused item: its status and the error envelope's error member.

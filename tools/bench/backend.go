@@ -619,7 +619,7 @@ func (b *bench) operations() []operation {
 			api: b.httpOp(200, func(rnd *mrand.Rand) (*http.Request, error) {
 				items := make([]json.RawMessage, batchRows)
 				for i := range items {
-					items[i] = json.RawMessage(`{"op":"create","body":` + string(companyBody(rnd, true)) + `}`)
+					items[i] = json.RawMessage(`{"op":"create","body":` + string(companyBody(rnd, false)) + `}`)
 				}
 				body, _ := json.Marshal(map[string]any{"mode": "atomic", "items": items})
 				return b.apiReq("POST", "/v1/companies/batch", body, true)
