@@ -4,13 +4,11 @@ import (
 	"fmt"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/schema"
 )
 
 // The sync operations of a resource: upsert by a unique key and batch writes.
-
-// maxBatchItems is records.MaxBatchItems (the engine cannot import the runtime; a test keeps them equal).
-const maxBatchItems = 100
 
 // uniqueKeySchema is the schema of an upsert's key: a declared unique field, or a unique custom field
 // as cf__<key> (the workspace's field catalog lists them in `unique_keys`).
@@ -61,7 +59,7 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 		ok   bool
 	}{
 		{"create", r.Ops.Has(model.OpCreate)}, {"update", r.Ops.Has(model.OpUpdate)},
-		{"upsert", r.Ops.Has(model.OpCreate) && r.Ops.Has(model.OpUpdate) && !r.ModelScoped},
+		{"upsert", route.Upserts(r)},
 		{"archive", r.Ops.Has(model.OpArchive)}, {"restore", r.Ops.Has(model.OpRestore)},
 	} {
 		if o.ok {
@@ -88,7 +86,7 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 		"type": "object", "required": []string{"items"}, "additionalProperties": false,
 		"properties": map[string]any{
 			"mode":  map[string]any{"type": "string", "enum": []string{"atomic", "per_item"}, "default": "atomic", "description": "`atomic`: all or nothing, in one transaction; `per_item`: each item stands alone."},
-			"items": map[string]any{"type": "array", "minItems": 1, "maxItems": maxBatchItems, "items": item},
+			"items": map[string]any{"type": "array", "minItems": 1, "maxItems": route.MaxBatchItems, "items": item},
 		},
 	}
 	result := map[string]any{
@@ -103,7 +101,7 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 	}
 	op := map[string]any{
 		"operationId": "batch" + name, "tags": []string{r.Name},
-		"summary": "Write up to " + fmt.Sprint(maxBatchItems) + " " + lowerFirst(r.LabelPlural) + " in one request",
+		"summary": "Write up to " + fmt.Sprint(route.MaxBatchItems) + " " + lowerFirst(r.LabelPlural) + " in one request",
 		"description": "Runs the items in order, each exactly as its own request would run (validation, field and record rules, plugin hooks, one audit entry per item), and answers one result per item, in order. " +
 			"`atomic` (the default) writes all or nothing: when an item is refused, nothing is written and the answer is 422 `batch_failed` with every item's result in `details.results` (the refused ones with their errors, the others 424 `batch_aborted`). " +
 			"`per_item` commits the items that succeed; the answer is 200 whatever the items' outcomes, `meta` counting them. " +

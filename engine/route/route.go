@@ -191,6 +191,11 @@ func Upserts(r *model.Resource) bool {
 	return r.Ops.Has(model.OpCreate) && r.Ops.Has(model.OpUpdate) && !r.ModelScoped
 }
 
+// MaxBatchItems is the most items one batch write takes. A batch counts one request per item against the
+// rate limits and the quota, and the smallest paid plan allows 120 requests a minute per key: a larger
+// batch could never be admitted there.
+const MaxBatchItems = 100
+
 // Batches reports whether r serves batch writes: it takes creates, updates or archives.
 func Batches(r *model.Resource) bool {
 	return r.Ops.Has(model.OpCreate) || r.Ops.Has(model.OpUpdate) || r.Ops.Has(model.OpArchive)

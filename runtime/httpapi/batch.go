@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -73,7 +74,8 @@ func (h *Handler) batch(res *model.Resource) bunrouter.HandlerFunc {
 				}}
 			}
 			results, err := h.svc.Batch(ctx, a, c, mode, items, rc)
-			if bf, ok := err.(*records.BatchFailedError); ok {
+			var bf *records.BatchFailedError
+			if errors.As(err, &bf) {
 				return idempotency.Response{}, batchFailed(bf.Results, id)
 			}
 			if err != nil {

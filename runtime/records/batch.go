@@ -29,6 +29,7 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/audit"
@@ -36,10 +37,8 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// MaxBatchItems is the most items one batch takes. A batch counts one request per item against the rate
-// limits and the quota, and the smallest paid plan allows 120 requests a minute per key: a larger batch
-// could never be admitted there.
-const MaxBatchItems = 100
+// MaxBatchItems is the most items one batch takes (route.MaxBatchItems, which the document states).
+const MaxBatchItems = route.MaxBatchItems
 
 // The batch modes.
 const (
