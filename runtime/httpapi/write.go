@@ -93,9 +93,9 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 // idempotent runs a write. Without an Idempotency-Key it simply runs (run(nil)). With one, the key is
 // claimed first; a repeat of a completed request replays its response; run is given the claim, and
 // stores the response of a new request in the same transaction as its write; a failed request releases
-// the key. With fresh, a key presumed new is claimed in the write's own first round trip (PostgreSQL:
-// idempotency.Keys.Fresh, committed ahead of the write's transaction, which must call Keys.Start); a key
-// that is there already is examined the usual way (Keys.Claim).
+// the key. With fresh, a key presumed new is claimed inside the write's own transaction (PostgreSQL:
+// idempotency.Keys.Fresh; the write must call Keys.Start first thing and Keys.Complete last); a key
+// that is there already or held by a write under way is examined the usual way (Keys.Claim).
 func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, fresh bool, run func(claim *idempotency.Claim) (idempotency.Response, error)) error {
 	ctx := req.Context()
 	vals, present := req.Header["Idempotency-Key"]
@@ -123,6 +123,9 @@ func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a rec
 			// The key was there already, or the write failed before its claim was sent: nothing ran
 			// under it, nothing to free; the key is examined (Claim) before anything else.
 			return errNotClaimed{err}
+		}
+		if !claim.Stored() {
+			return err // a fresh claim ended with its transaction: nothing to free
 		}
 		// Nothing was written: free the key so that a corrected retry runs. The release must not be
 		// skipped because the request's context ended, nor hold the answer more than releaseGrace past

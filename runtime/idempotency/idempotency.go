@@ -1,14 +1,21 @@
 // Package idempotency implements the Idempotency-Key rules of SPEC.md across servers sharing a database.
 //
-// A request first claims its key in a short transaction of its own: a new key is inserted as running with
-// a random token and a lease (on PostgreSQL that insert goes ahead of the write's BEGIN in the write's
-// first round trip, still committed on its own: Fresh, Start). The write then completes the key — status, headers and body of the response —
-// inside the same transaction as the record write, on the condition that the token still holds the
-// claim; so a response is stored if and only if the write committed, and a server that lost its lease
-// rolls its write back. A request that fails releases its key. A claim names the server instance that made
-// it (Instance): a server that dies mid-request leaves a running key that a retry takes over as soon as
-// that instance's heartbeat is DeadAfter old, or at the latest when the claim's lease expires. Keys are
-// scoped to the API key and kept for 24 hours.
+// On PostgreSQL a write whose key is presumed new (the usual case: Fresh, Start) claims the key inside
+// its own transaction: its first statement takes a transaction-scoped advisory lock on the key and
+// checks that no row holds it, and its last, sent with the COMMIT, inserts the key completed with the
+// response — one row written, one commit. A concurrent request with the same key finds the lock taken
+// (409 in use); a write that rolls back leaves nothing to release, and a server that dies mid-request
+// leaves nothing behind, its transaction and lock ending with its connection.
+//
+// Otherwise (SQLite, or a key that is there already) a request claims its key in a short transaction
+// of its own (Claim): a new key is inserted as running with a random token and a lease, or the stored
+// key is replayed, refused or taken over. The write then completes the key — status, headers and body of
+// the response — inside the same transaction as the record write, on the condition that the token still
+// holds the claim; so a response is stored if and only if the write committed, and a server that lost
+// its lease rolls its write back. A request that fails releases its key. A claim names the server
+// instance that made it (Instance): a server that dies mid-request leaves a running key that a retry
+// takes over as soon as that instance's heartbeat is DeadAfter old, or at the latest when the claim's
+// lease expires. Keys are scoped to the API key and kept for 24 hours.
 package idempotency
 
 import (
@@ -79,40 +86,46 @@ type Claim struct {
 	Key    string
 	token  string
 	until  time.Time // end of the lease: past it, a retry takes the claim over anyway
-	// insert claims a new key, sent by Start with the write's first statement; nil once the key is
-	// claimed (Claim).
-	insert *sqlgen.Stmt
-	held   bool
+	// fresh: the key is claimed inside the write's transaction (Fresh, Start) and stored only with
+	// its response (Complete); otherwise it is a running row made by Claim.
+	fresh       bool
+	workspace   string
+	fingerprint string
+	started     bool // Start queued the fresh claim's check
+	held        bool
 }
 
-// ErrTaken is the error of a write whose key, claimed with its first statement (Fresh, Start), was
-// there already: nothing was written, and the request goes on with Claim, which replays, refuses or
-// takes the key over.
+// ErrTaken is the error of a write whose fresh key (Fresh, Start) is there already, or held by a write
+// under way: nothing was written, and the request goes on with Claim, which replays, refuses or takes
+// the key over.
 var ErrTaken = errors.New("the Idempotency-Key is already stored")
 
-// Fresh is the claim of a key presumed new (the usual case), for a write that sends it with its own
-// first statement (Start): on PostgreSQL, one round trip for both. It returns nil where that does not
-// pay (SQLite: one writer, no round trips); use Claim then.
+// Fresh is the claim of a key presumed new (the usual case), made inside the write's own transaction
+// (Start) and stored with the response only (Complete): on PostgreSQL, no statement and no commit of its
+// own. It returns nil where that does not pay (SQLite: one writer, no round trips); use Claim then.
 func (k *Keys) Fresh(workspace, apiKey, key, fingerprint string) *Claim {
 	if k.st.Dialect().Kind() != sqlgen.Postgres {
 		return nil
 	}
-	c, insert := k.newClaim(workspace, apiKey, key, fingerprint)
-	c.insert = &insert
-	return c
+	now := k.now().UTC()
+	return &Claim{APIKey: apiKey, Key: key, token: token(), until: now.Add(Lease), fresh: true, workspace: workspace, fingerprint: fingerprint}
 }
 
-// Start sends c's claim, if it is a Fresh one, ahead of the write's transaction q: it commits on its
-// own, before the write's BEGIN, in the round trip of the write's first statement (store.First); a key
-// that is there already fails that statement with ErrTaken and nothing of the write runs. Call it first
-// thing in the write's transaction.
+// lockName is the name of the advisory lock a write holds on its key while it runs.
+func lockName(apiKey, key string) string { return "idempotency:" + apiKey + ":" + key }
+
+// Start claims c, if it is a Fresh one, in the write's transaction q: a transaction-scoped advisory
+// lock on the key, taken only if no other write holds it, and the check that no row stores the key; it
+// goes with the write's first statement (store.Check). A key that is held or stored fails that statement
+// with ErrTaken, and nothing of the write runs. Call it first thing in the write's transaction.
 func (k *Keys) Start(ctx context.Context, q store.Querier, c *Claim) error {
-	if c == nil || c.insert == nil {
+	if c == nil || !c.fresh || c.started {
 		return nil
 	}
-	insert := *c.insert
-	c.insert = nil
-	return store.First(ctx, q, insert, true, func(err error) error {
+	c.started = true
+	check := k.st.Dialect().Bind(`SELECT 1 WHERE pg_try_advisory_xact_lock(hashtextextended(?, 0))
+  AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ?)`, lockName(c.APIKey, c.Key), c.APIKey, c.Key)
+	return store.Check(ctx, q, check, func(err error) error {
 		switch {
 		case err == nil:
 			c.held = true
@@ -125,11 +138,14 @@ func (k *Keys) Start(ctx context.Context, q store.Querier, c *Claim) error {
 }
 
 // Held reports whether c holds its key: always for a claim made by Claim; for a Fresh one, once its
-// insert went through (a write that failed before it was sent never stored it).
+// check went through (a write that failed before it was sent has not examined the key).
 func (c *Claim) Held() bool { return c.held }
 
-// newClaim is a claim of key for a request with fingerprint, and the statement storing it unless the
-// key is there already.
+// Stored reports whether c left a row to release when its write fails: only a claim made by Claim.
+func (c *Claim) Stored() bool { return !c.fresh }
+
+// newClaim is a claim of key for a request with fingerprint, and the statement storing it as running
+// unless the key is there already or (PostgreSQL) a fresh write holds it.
 func (k *Keys) newClaim(workspace, apiKey, key, fingerprint string) (*Claim, sqlgen.Stmt) {
 	now := k.now().UTC()
 	c := &Claim{APIKey: apiKey, Key: key, token: token(), until: now.Add(Lease)}
@@ -137,7 +153,13 @@ func (k *Keys) newClaim(workspace, apiKey, key, fingerprint string) (*Claim, sql
 	if k.owner != "" {
 		owner = k.owner
 	}
-	return c, k.st.Dialect().Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner)
+	d := k.st.Dialect()
+	if d.Kind() == sqlgen.Postgres {
+		return c, d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner)
+SELECT ?, ?, ?, ?, 'running', ?, ?, ?, ? WHERE pg_try_advisory_xact_lock(hashtextextended(?, 0)) ON CONFLICT (api_key_id, idem_key) DO NOTHING`,
+			apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now, owner, lockName(apiKey, key))
+	}
+	return c, d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner)
 VALUES (?, ?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`, apiKey, key, workspace, fingerprint, c.token, now.Add(Lease), now, owner)
 }
 
@@ -189,6 +211,19 @@ func (k *Keys) Claim(ctx context.Context, workspace, apiKey, key, fingerprint st
 		return c, nil, nil
 	}
 	err := k.st.Tx(ctx, func(q store.Querier) error {
+		if d.Kind() == sqlgen.Postgres {
+			// A fresh write holding the key (Start) keeps its lock until it ends.
+			free := false
+			if err := q.Query(ctx, d.Bind("SELECT pg_try_advisory_xact_lock(hashtextextended(?, 0))", lockName(apiKey, key)), func(row []any) error {
+				free = store.Bool(row[0])
+				return nil
+			}); err != nil {
+				return err
+			}
+			if !free {
+				return ErrInUse
+			}
+		}
 		n, err := q.Exec(ctx, insert)
 		if err != nil || n == 1 {
 			return err
@@ -263,13 +298,27 @@ WHERE api_key_id = ? AND idem_key = ? AND (status = 'running' AND (locked_until 
 }
 
 // Complete stores the response of a claimed request. Call it inside the transaction of the write; it
-// fails with ErrLost if the claim was taken over, which must roll the write back.
+// fails with ErrLost if the claim was taken over, which must roll the write back. A fresh claim is
+// stored here, completed, for the first time; a row that got there meanwhile (a server of an older
+// version, which does not take the lock) fails it with ErrTaken.
 func (k *Keys) Complete(ctx context.Context, q store.Querier, c *Claim, r Response) error {
 	hdr, _ := json.Marshal(r.Header)
-	// Queued (store.Later): on PostgreSQL it goes with the COMMIT, which it stops when it finds the claim
-	// taken over.
-	return store.Later(ctx, q, k.st.Dialect().Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
-WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), k.now().UTC(), c.APIKey, c.Key, c.token), true, func(err error) error {
+	d := k.st.Dialect()
+	now := k.now().UTC()
+	// Queued (store.Later): on PostgreSQL it goes with the COMMIT, which it stops when it fails.
+	if c.fresh {
+		return store.Later(ctx, q, d.Bind(`INSERT INTO idempotency_keys (api_key_id, idem_key, workspace_id, fingerprint, status, token, locked_until, created_at, owner,
+  response_status, response_headers, response_body, completed_at)
+VALUES (?, ?, ?, ?, 'completed', ?, ?, ?, NULL, ?, ?, ?, ?) ON CONFLICT (api_key_id, idem_key) DO NOTHING`,
+			c.APIKey, c.Key, c.workspace, c.fingerprint, c.token, c.until, c.until.Add(-Lease), int64(r.Status), string(hdr), string(r.Body), now), true, func(err error) error {
+			if errors.Is(err, store.ErrNoRowsAffected) {
+				return ErrTaken
+			}
+			return fmt.Errorf("complete idempotency key: %w", err)
+		})
+	}
+	return store.Later(ctx, q, d.Bind(`UPDATE idempotency_keys SET status = 'completed', response_status = ?, response_headers = ?, response_body = ?, completed_at = ?
+WHERE api_key_id = ? AND idem_key = ? AND token = ?`, int64(r.Status), string(hdr), string(r.Body), now, c.APIKey, c.Key, c.token), true, func(err error) error {
 		if errors.Is(err, store.ErrNoRowsAffected) {
 			return ErrLost
 		}

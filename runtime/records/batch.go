@@ -137,6 +137,16 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 	var results []BatchResult
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		afters, results = afters[:0], slices.Clone(checked)
+		if rc != nil {
+			if err := s.idem.Start(ctx, q, rc.Claim); err != nil {
+				return err
+			}
+			if s.hooks != nil && len(c.Resource.Hooks) > 0 {
+				if err := store.Flush(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
 		refused := invalid
 		for i := 0; i < len(prepared); {
 			// A run of creates goes in multi-row statements; on any refusal its items run alone.
@@ -281,6 +291,7 @@ func (s *Service) savepoint(ctx context.Context, q store.Querier, fn func() ([]*
 	if err := store.Later(ctx, q, sqlgen.Stmt{SQL: "SAVEPOINT batch_item"}, false, nil); err != nil {
 		return nil, brokenTx{fmt.Errorf("savepoint: %w", err)}
 	}
+	mark := store.MarkOf(q)
 	outs, err := fn()
 	if err == nil {
 		if err = store.Later(ctx, q, sqlgen.Stmt{SQL: "RELEASE SAVEPOINT batch_item"}, false, nil); err == nil {
@@ -290,7 +301,7 @@ func (s *Service) savepoint(ctx context.Context, q store.Querier, fn func() ([]*
 			return outs, nil
 		}
 	}
-	store.Discard(q)
+	store.DiscardSince(q, mark)
 	if _, rerr := q.Exec(ctx, sqlgen.Stmt{SQL: "ROLLBACK TO SAVEPOINT batch_item"}); rerr != nil {
 		return nil, brokenTx{fmt.Errorf("roll back to savepoint after %v: %w", err, rerr)}
 	}

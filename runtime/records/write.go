@@ -64,8 +64,8 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 	var out *outcome
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		if rc != nil {
-			// A fresh claim goes ahead of the write, in its first round trip. Before hooks must not
-			// run for a request that turns out to be a replay: with hooks, the claim is settled first.
+			// A fresh claim is checked with the write's first statement. Before hooks must not run
+			// for a request that turns out to be a replay: with hooks, the claim is settled first.
 			if err := s.idem.Start(ctx, q, rc.Claim); err != nil {
 				return err
 			}

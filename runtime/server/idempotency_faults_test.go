@@ -49,7 +49,8 @@ END $$`, sleep.Seconds()),
 // I6: a write that fails after its record was written (the audit insert fails inside the same
 // transaction) rolls back and only then frees its key: nothing of it is stored, a retry with the same
 // key runs it once. While the doomed write still runs (PostgreSQL: the fault sleeps first), the key is
-// held: a concurrent retry is told 409 idempotency_key_in_use, never run alongside. A Before hook's
+// held — by the write's transaction-scoped lock, no row is stored until it commits — and a concurrent
+// retry is told 409 idempotency_key_in_use, never run alongside. A Before hook's
 // refusal (deal-rules: a won deal needs a close date) releases the key the same way, and the corrected
 // request then runs under it.
 func idemReleaseAfterRollback(t *testing.T, e *servertest.Env, b servertest.Backend) {
@@ -72,17 +73,19 @@ func idemReleaseAfterRollback(t *testing.T, e *servertest.Env, b servertest.Back
 		failed = e.Do("POST", "/v1/companies", body, "Idempotency-Key", "i6-key")
 	}()
 	if b == servertest.Postgres {
-		// The doomed write has claimed its key and goes on to its trigger's 1.5 s sleep: the key is
-		// claimed, not yet released.
-		if _, ok := servertest.WaitFor(10*time.Second, func() bool { return idemKeyRows(t, e, kid, "i6-key") == 1 }); !ok {
-			t.Fatal("the doomed write did not claim its key within 10 s")
+		// The doomed write has claimed its key and sleeps in its trigger for 1.5 s: the key is
+		// claimed (an advisory lock held by the write's transaction), not yet released.
+		if _, ok := servertest.WaitFor(10*time.Second, func() bool {
+			return idemCount(t, e, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()") > 0
+		}); !ok {
+			t.Fatal("the doomed write did not reach its fault within 10 s")
 		}
 		r := e.Do("POST", "/v1/companies", body, "Idempotency-Key", "i6-key")
 		if r.Status != 409 || r.Code() != "idempotency_key_in_use" {
 			t.Errorf("retry while the failing write runs: %d %s, want 409 idempotency_key_in_use", r.Status, r.Raw)
 		}
-		if n := idemKeyRows(t, e, kid, "i6-key"); n != 1 {
-			t.Errorf("%d claims while the write runs, want 1", n)
+		if n := idemKeyRows(t, e, kid, "i6-key"); n != 0 {
+			t.Errorf("%d rows of the key while its write runs, want 0: a claim is stored only with its response", n)
 		}
 	}
 	<-done

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,18 +38,21 @@ func Later(ctx context.Context, q Querier, s sqlgen.Stmt, mustWrite bool, wrap f
 	return err
 }
 
-// First runs s on its own, committed before the transaction q begins: on PostgreSQL, queued ahead of
-// the transaction's BEGIN and sent with its first statement (s, COMMIT, BEGIN, …: one round trip, two
-// commits). mustWrite and wrap are as for Later; when s fails, nothing of the transaction runs. Call it
-// before any statement of q. Elsewhere, and on a transaction already under way, s runs at once in q.
-// done is told the outcome of s once known (nil: it ran and wrote) and returns the error to report.
-func First(ctx context.Context, q Querier, s sqlgen.Stmt, mustWrite bool, done func(error) error) error {
-	if t, ok := q.(*pgTx); ok && !t.sent {
-		t.pending = append([]queued{{s: s, must: mustWrite, wrap: done, ok: func() { _ = done(nil) }}, {s: sqlgen.Stmt{SQL: "COMMIT"}}}, t.pending...)
+// Check runs s, a SELECT, in the transaction q, which must go no further unless s returns a row: on
+// PostgreSQL it is queued like a Later statement, and one that returns no row fails with
+// ErrNoRowsAffected, so that nothing after it in the pipeline runs; elsewhere it runs at once. done is
+// told the outcome of s once known (nil: it returned a row) and returns the error to report.
+func Check(ctx context.Context, q Querier, s sqlgen.Stmt, done func(error) error) error {
+	if t, ok := q.(*pgTx); ok {
+		t.pending = append(t.pending, queued{s: s, must: true, wrap: done, ok: func() { _ = done(nil) }})
 		return nil
 	}
-	if err := Later(ctx, q, s, mustWrite, done); err != nil {
-		return err
+	found := false
+	if err := q.Query(ctx, s, func([]any) error { found = true; return nil }); err != nil {
+		return done(err)
+	}
+	if !found {
+		return done(ErrNoRowsAffected)
 	}
 	return done(nil)
 }
@@ -65,12 +69,30 @@ func Flush(ctx context.Context, q Querier) error {
 	})
 }
 
-// Discard drops the statements queued on q with Later and not sent yet: for a write rolled back to a
-// savepoint, whose queued statements belong to what is undone.
-func Discard(q Querier) {
+// Mark is a point in a transaction's queue of statements (MarkOf).
+type Mark struct{ rounds, n int }
+
+// MarkOf marks the statements queued on q so far, for DiscardSince.
+func MarkOf(q Querier) Mark {
 	if t, ok := q.(*pgTx); ok {
-		t.pending = nil
+		return Mark{rounds: t.rounds, n: len(t.pending)}
 	}
+	return Mark{}
+}
+
+// DiscardSince drops the statements queued on q with Later since m and not sent yet: for a write rolled
+// back to a savepoint, whose queued statements belong to what is undone. What was queued before m (the
+// transaction's BEGIN, a claim's check) stays.
+func DiscardSince(q Querier, m Mark) {
+	t, ok := q.(*pgTx)
+	if !ok {
+		return
+	}
+	if t.rounds == m.rounds && m.n <= len(t.pending) {
+		t.pending = t.pending[:m.n]
+		return
+	}
+	t.pending = nil // sent since m: everything still queued came after it
 }
 
 // queued is a statement waiting for the next round trip of a pgTx.
@@ -88,8 +110,11 @@ func (p queued) sql() string {
 	if !p.must {
 		return p.s.SQL
 	}
-	// The statement fails when it wrote no row, so that nothing after it in the pipeline — a COMMIT
-	// above all — runs.
+	// The statement fails when it wrote (or, a SELECT, returned) no row, so that nothing after it in
+	// the pipeline — a COMMIT above all — runs.
+	if strings.HasPrefix(p.s.SQL, "SELECT") {
+		return "WITH w AS (" + p.s.SQL + ") SELECT 1 / count(*) FROM w"
+	}
 	return "WITH w AS (" + p.s.SQL + " RETURNING 1) SELECT 1 / count(*) FROM w"
 }
 
@@ -113,6 +138,7 @@ func (p queued) fail(err error) error {
 type pgTx struct {
 	conn    *pgx.Conn
 	sent    bool // something went to the server: BEGIN at least
+	rounds  int  // round trips made (run)
 	pending []queued
 }
 
@@ -126,6 +152,7 @@ func (t *pgTx) run(ctx context.Context, s sqlgen.Stmt, use func(br pgx.BatchResu
 	b.Queue(s.SQL, s.Args...)
 	pend := t.pending
 	t.pending, t.sent = nil, true
+	t.rounds++
 	br := t.conn.SendBatch(ctx, b)
 	for _, p := range pend {
 		if _, err := br.Exec(); err != nil {
