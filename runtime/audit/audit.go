@@ -27,6 +27,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -76,13 +77,13 @@ func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Author, a
 			if e.Changes == nil {
 				e.Changes = map[string]any{}
 			}
-			changes, err := json.Marshal(e.Changes)
+			changes, err := jsonenc.Marshal(e.Changes)
 			if err != nil {
 				return fmt.Errorf("audit %s: %w", e.Resource, err)
 			}
 			var previous any
 			if e.Previous != nil {
-				data, err := json.Marshal(e.Previous)
+				data, err := jsonenc.Marshal(e.Previous)
 				if err != nil {
 					return fmt.Errorf("audit %s: %w", e.Resource, err)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -142,7 +143,7 @@ func batchResults(results []records.BatchResult, requestID string) ([]json.RawMe
 				r.Err = records.Explain(err)
 			}
 		}
-		item, _ := json.Marshal(itemError(r.Err, requestID))
+		item, _ := jsonenc.Marshal(itemError(r.Err, requestID))
 		out[i] = item
 	}
 	return out, ok
@@ -150,7 +151,7 @@ func batchResults(results []records.BatchResult, requestID string) ([]json.RawMe
 
 // writtenItem encodes the result of a written item.
 func writtenItem(r records.BatchResult) (json.RawMessage, error) {
-	data, err := json.Marshal(r.Record)
+	data, err := jsonenc.Marshal(r.Record)
 	if err != nil {
 		return nil, fmt.Errorf("encode batch result: %w", err)
 	}

@@ -15,12 +15,13 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/records"
 )
 
 // encode renders a response body exactly as writeJSON does.
 func encode(v any) []byte {
-	data, err := json.Marshal(v)
+	data, err := jsonenc.Marshal(v)
 	if err != nil {
 		return []byte(`{"error":{"type":"api_error","code":"internal_error","message":"response encoding failed"}}` + "\n")
 	}

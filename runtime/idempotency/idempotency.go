@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -68,7 +69,7 @@ func ValidKey(k string) bool {
 // Fingerprint identifies a request's meaning: method, path, query and the body as a canonical JSON value
 // (member order and whitespace do not matter).
 func Fingerprint(method, path, rawQuery string, body map[string]any) string {
-	canon, _ := json.Marshal(body) // maps marshal with sorted keys
+	canon, _ := jsonenc.Marshal(body) // maps marshal with sorted keys
 	sum := sha256.Sum256([]byte(method + "\n" + path + "\n" + rawQuery + "\n" + string(canon)))
 	return hex.EncodeToString(sum[:])
 }

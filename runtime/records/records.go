@@ -4,7 +4,6 @@
 package records
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +15,7 @@ import (
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -109,7 +109,7 @@ func nullable(s string) any {
 }
 
 func jsonText(v map[string]any) string {
-	data, _ := json.Marshal(v)
+	data, _ := jsonenc.Marshal(v)
 	return string(data)
 }
 
