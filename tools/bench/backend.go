@@ -15,14 +15,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/runtime/migrate"
 )
 
 // report is what one backend's run measured.
@@ -37,15 +40,20 @@ type report struct {
 	custom      int // records matching the custom-field filter
 	phases      []phase
 	rounds      []sample
+	pool        int    // connection pool of recordsd, the floor and raw SQL
+	tls         string // what the database connections negotiated
+	redisKeys   int    // keys of the Redis configuration (0: not run)
 }
 
-// phase is one operation at one concurrency on the three targets, and recordsd's state after it.
+// phase is one operation at one concurrency on its targets, and recordsd's state after it.
 type phase struct {
-	op               string
-	c                int
-	api, floor, raw  result
-	hasFloor, hasRaw bool
-	after            sample
+	op                      string
+	c                       int
+	config                  string // "" for the default configuration, else its label
+	api, floor, raw, su     result // su: the API connected as the superuser (list reads on PostgreSQL)
+	hasFloor, hasRaw, hasSU bool
+	vsFloor, vsRaw, vsSU    []float64 // the API's rate over the other target's, one per round
+	after                   sample
 }
 
 type sample struct {
@@ -57,12 +65,15 @@ type sample struct {
 type bench struct {
 	o         options
 	backend   string
-	dsn       string
+	dsn       string // recordsd's and recordsctl's: the owner role on PostgreSQL
+	suDSN     string // the superuser's (PostgreSQL; SQLite: dsn): the floor, raw SQL, the superuser run
 	workspace string
 	key       string
+	member    string // the member holding the bench's keys
 	field     string // custom field id
 	secret    string
 	api       *proc
+	apiSU     *proc // PostgreSQL: the same server connected as the superuser (no row-level security)
 	floor     *proc
 	raw       *db
 	ids       []string
@@ -74,12 +85,13 @@ type bench struct {
 	clients   []*http.Client // of the current phase, closed after it
 }
 
-// profile records recordsd's CPU profile from now until the returned function is called (-profile).
-func (b *bench) profile(name string) func() {
+// profile records recordsd's CPU profile for about d from now; the returned function waits for it
+// (-profile).
+func (b *bench) profile(name string, d time.Duration) func() {
 	if b.o.profile == "" {
 		return func() {}
 	}
-	secs := int((b.o.warmup + b.o.duration).Seconds())
+	secs := int(d.Seconds())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -112,7 +124,7 @@ func (b *bench) closeClients() {
 }
 
 func runBackend(ctx context.Context, o options, backend string) (*report, error) {
-	b := &bench{o: o, backend: backend, rep: &report{backend: backend, rows: o.rows}}
+	b := &bench{o: o, backend: backend, rep: &report{backend: backend, rows: o.rows, pool: poolSize()}}
 	drop, err := b.createDatabase(ctx)
 	if err != nil {
 		return nil, err
@@ -121,14 +133,11 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 	if err := b.setup(ctx); err != nil {
 		return nil, err
 	}
-	maxC := 1
-	for _, c := range o.conc {
-		maxC = max(maxC, c)
-	}
-	if b.raw, err = openDB(ctx, b.dsn, maxC); err != nil {
+	if b.raw, err = openDB(ctx, b.suDSN, poolSize()); err != nil {
 		return nil, err
 	}
 	defer b.raw.close()
+	b.rep.tls = b.tlsInUse(ctx)
 	// Fresh statistics after a bulk load, as an operator would take (autovacuum would, later).
 	if _, err := b.raw.exec(ctx, "ANALYZE"); err != nil {
 		return nil, fmt.Errorf("analyze: %w", err)
@@ -149,7 +158,14 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 		return nil, err
 	}
 	defer b.api.stop()
-	if b.floor, err = startFloor(ctx, b.dsn, b.workspace); err != nil {
+	if backend == "postgres" {
+		// The same server as the superuser, which row-level security does not apply to: what RLS costs.
+		if b.apiSU, err = startRecordsd(ctx, o, b.suDSN, b.secret); err != nil {
+			return nil, err
+		}
+		defer b.apiSU.stop()
+	}
+	if b.floor, err = startFloor(ctx, b.suDSN, b.workspace); err != nil {
 		return nil, err
 	}
 	defer b.floor.stop()
@@ -161,29 +177,14 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 			continue
 		}
 		for _, c := range o.conc {
-			ph := phase{op: op.name, c: c}
-			fmt.Fprintf(os.Stderr, "%s %-16s c=%-3d", backend, op.name, c)
-			if op.raw != nil {
-				ph.raw, ph.hasRaw = drive(ctx, c, o.warmup, o.duration, op.raw(c)), true
+			if err := b.runPhase(ctx, op, c, ""); err != nil {
+				return nil, err
 			}
-			if op.floor != nil {
-				ph.floor, ph.hasFloor = drive(ctx, c, o.warmup, o.duration, op.floor(c)), true
-			}
-			stopProfile := b.profile(fmt.Sprintf("%s-%s-c%d", backend, op.name, c))
-			ph.api = drive(ctx, c, o.warmup, o.duration, op.api(c))
-			stopProfile()
-			b.closeClients()
-			ph.after = sample{b.api.rssMB(), b.api.goroutines()}
-			fmt.Fprintf(os.Stderr, " api %8.0f/s  floor %8.0f/s  raw %8.0f/s  rss %5.1f MB\n", ph.api.Rate(), ph.floor.Rate(), ph.raw.Rate(), ph.after.rssMB)
-			for _, r := range []result{ph.api, ph.floor, ph.raw} {
-				if r.Errors > 0 {
-					return nil, fmt.Errorf("%s c=%d: %d errors, first: %s\nrecordsd log:\n%s", op.name, c, r.Errors, r.FirstErr, b.api.Log.Tail())
-				}
-			}
-			b.rep.phases = append(b.rep.phases, ph)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
+		}
+	}
+	if backend == "postgres" && o.redis != "" && (len(o.only) == 0 || o.only["get"]) {
+		if err := b.runRedisKeys(ctx); err != nil {
+			return nil, err
 		}
 	}
 	// Closing rounds of the heaviest traffic: memory and goroutines must come back to the same level.
@@ -204,7 +205,202 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 	return b.rep, nil
 }
 
-// createDatabase makes the run's own database and returns how to drop it.
+// listOps are the reads whose cost under row-level security is compared with the superuser's.
+var listOps = map[string]bool{"first_page": true, "deep_page": true, "filter_declared": true, "filter_custom": true, "query": true}
+
+// runPhase measures op at concurrency c on every target it has — the API, the floor, raw SQL and, for
+// the lists on PostgreSQL, the API as the superuser — interleaved: o.repeats rounds, each running every
+// target for one slice of o.duration/o.repeats in an order that rotates from round to round, so that a
+// disturbance of the shared machine falls on all targets alike. The ratios are taken per round and
+// reported as their median and spread. label names a configuration other than the default.
+func (b *bench) runPhase(ctx context.Context, op operation, c int, label string) error {
+	ph := phase{op: op.name, c: c, config: label}
+	fmt.Fprintf(os.Stderr, "%s %-16s c=%-3d", b.backend, op.name+label, c)
+	type target struct {
+		w      worker
+		slices *[]result
+	}
+	var apiS, floorS, rawS, suS []result
+	ts := []target{{op.api(c), &apiS}}
+	if op.floor != nil {
+		ts = append(ts, target{op.floor(c), &floorS})
+		ph.hasFloor = true
+	}
+	if op.raw != nil {
+		ts = append(ts, target{op.raw(c), &rawS})
+		ph.hasRaw = true
+	}
+	if b.apiSU != nil && listOps[op.name] && label == "" {
+		ts = append(ts, target{b.onServer(b.apiSU, op.api)(c), &suS})
+		ph.hasSU = true
+	}
+	slice := b.o.duration / time.Duration(b.o.repeats)
+	stopProfile := b.profile(fmt.Sprintf("%s-%s%s-c%d", b.backend, op.name, label, c), time.Duration(b.o.repeats)*(slice+settle)+b.o.warmup)
+	for round := range b.o.repeats {
+		for j := range ts {
+			t := ts[(round+j)%len(ts)]
+			warm := settle
+			if round == 0 {
+				warm = b.o.warmup
+			}
+			*t.slices = append(*t.slices, drive(ctx, c, warm, slice, t.w))
+			if ctx.Err() != nil {
+				stopProfile()
+				return ctx.Err()
+			}
+		}
+	}
+	stopProfile()
+	b.closeClients()
+	ph.api, ph.floor, ph.raw, ph.su = combine(apiS), combine(floorS), combine(rawS), combine(suS)
+	ph.vsFloor, ph.vsRaw, ph.vsSU = ratios(apiS, floorS), ratios(apiS, rawS), ratios(apiS, suS)
+	ph.after = sample{b.api.rssMB(), b.api.goroutines()}
+	fmt.Fprintf(os.Stderr, " api %8.0f/s  floor %8.0f/s  raw %8.0f/s", ph.api.Rate(), ph.floor.Rate(), ph.raw.Rate())
+	if ph.hasSU {
+		fmt.Fprintf(os.Stderr, "  superuser %8.0f/s", ph.su.Rate())
+	}
+	fmt.Fprintf(os.Stderr, "  rss %5.1f MB\n", ph.after.rssMB)
+	for _, r := range []result{ph.api, ph.floor, ph.raw, ph.su} {
+		if r.Errors > 0 {
+			return fmt.Errorf("%s%s c=%d: %d errors, first: %s\nrecordsd log:\n%s", op.name, label, c, r.Errors, r.FirstErr, b.api.Log.Tail())
+		}
+	}
+	b.rep.phases = append(b.rep.phases, ph)
+	return nil
+}
+
+// settle is the unmeasured start of every slice after a target's first: the closed loop refills.
+const settle = 100 * time.Millisecond
+
+// combine sums the slices of one target: operations, errors and time; the latency percentiles are the
+// medians of the slices'.
+func combine(slices []result) result {
+	var r result
+	var p50, p99 []time.Duration
+	for _, s := range slices {
+		r.N += s.N
+		r.Errors += s.Errors
+		r.Elapsed += s.Elapsed
+		if r.FirstErr == "" {
+			r.FirstErr = s.FirstErr
+		}
+		p50, p99 = append(p50, s.P50), append(p99, s.P99)
+	}
+	if len(slices) > 0 {
+		r.P50, r.P99 = median(p50), median(p99)
+	}
+	return r
+}
+
+// ratios are a's rates over b's, round by round (none when b was not measured).
+func ratios(a, b []result) []float64 {
+	if len(b) != len(a) {
+		return nil
+	}
+	out := make([]float64, 0, len(a))
+	for i := range a {
+		if b[i].Rate() > 0 {
+			out = append(out, a[i].Rate()/b[i].Rate())
+		}
+	}
+	return out
+}
+
+// onServer makes an API worker factory send its requests to p instead of b.api.
+func (b *bench) onServer(p *proc, mk func(c int) worker) func(c int) worker {
+	return func(c int) worker {
+		w := mk(c)
+		from, to := b.api.addr, p.addr
+		return func(ctx context.Context, rnd *mrand.Rand) error {
+			return w(withTarget(ctx, from, to), rnd)
+		}
+	}
+}
+
+// runRedisKeys is the multi-replica configuration: a recordsd keeping its limits and quota in Redis
+// (-redis), and o.keys keys of the workspace used round-robin, so that the key cache rarely holds the
+// key of the next request. GET by id is measured against the floor as in the default configuration.
+func (b *bench) runRedisKeys(ctx context.Context) error {
+	api, err := startRecordsd(ctx, b.o, b.dsn, b.secret, "--redis", b.o.redis)
+	if err != nil {
+		return err
+	}
+	defer api.stop()
+	keys, err := b.makeKeys(ctx, b.o.keys)
+	if err != nil {
+		return err
+	}
+	var next atomic.Uint64
+	get := b.operations()[0]
+	base := b.onServer(api, get.api)
+	get.api = func(c int) worker {
+		w := base(c)
+		return func(ctx context.Context, rnd *mrand.Rand) error {
+			return w(withKey(ctx, keys[next.Add(1)%uint64(len(keys))]), rnd)
+		}
+	}
+	get.raw = nil
+	label := fmt.Sprintf(" (Redis, %d keys)", len(keys))
+	b.rep.redisKeys = len(keys)
+	for _, c := range b.o.conc {
+		if err := b.runPhase(ctx, get, c, label); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeKeys creates n write keys of the bench member (the first is b.key), with recordsctl, four at a time.
+func (b *bench) makeKeys(ctx context.Context, n int) ([]string, error) {
+	keys := make([]string, n)
+	keys[0] = b.key
+	sem := make(chan struct{}, 4)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			k, err := ctl(ctx, b.o, b.dsn, "key", "create", "--member", b.member, "--access", "write")
+			if err != nil {
+				errs <- err
+				return
+			}
+			keys[i] = k["secret"].(string)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, fmt.Errorf("create keys: %w", err)
+	}
+	return keys, nil
+}
+
+// benchRole is the PostgreSQL role recordsd and recordsctl connect as: the production configuration
+// (README, Tenancy) — it owns the run's database and is neither a superuser nor BYPASSRLS, so row-level
+// security applies to every statement. The floor and raw SQL connect as the superuser of -postgres: they
+// are the least a server must do, with no tenancy at all.
+const benchRole = "records_bench_owner"
+
+// poolSize is the connection pool of recordsd, the floor server and raw SQL alike: recordsd's default
+// on this machine (runtime/store: max(8, 4 × cores)), passed to all three as pool_max_conns.
+func poolSize() int { return max(8, 4*runtime.NumCPU()) }
+
+// withPool returns dsn with pool_max_conns set to poolSize().
+func withPool(u url.URL) string {
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(poolSize()))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// createDatabase makes the run's own database and returns how to drop it. On PostgreSQL the database is
+// owned by benchRole (b.dsn, for recordsd and recordsctl), the numeric comparisons are marked LEAKPROOF
+// as the deployment guide asks a superuser to do once, and b.suDSN is the superuser's URL of the same
+// database (the floor, raw SQL and the superuser comparison run).
 func (b *bench) createDatabase(ctx context.Context) (func(), error) {
 	if b.backend == "sqlite" {
 		dir, err := os.MkdirTemp("", "records-bench-")
@@ -212,6 +408,7 @@ func (b *bench) createDatabase(ctx context.Context) (func(), error) {
 			return nil, err
 		}
 		b.dsn = "sqlite:" + filepath.Join(dir, "records.db")
+		b.suDSN = b.dsn
 		return func() {
 			if b.o.keep {
 				fmt.Fprintln(os.Stderr, "kept", b.dsn)
@@ -230,14 +427,25 @@ func (b *bench) createDatabase(ctx context.Context) (func(), error) {
 	}
 	defer conn.Close(ctx)
 	name := fmt.Sprintf("records_bench_%d_%d", os.Getpid(), time.Now().Unix())
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, fmt.Errorf("create database: %w", err)
+	for _, stmt := range []string{
+		"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '" + benchRole + "') THEN CREATE ROLE " + benchRole + " LOGIN NOSUPERUSER NOBYPASSRLS; END IF; END $$",
+		"CREATE DATABASE " + name + " OWNER " + benchRole,
+	} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			return nil, fmt.Errorf("create database: %s: %w", stmt, err)
+		}
 	}
-	u.Path = "/" + name
-	b.dsn = u.String()
+	su := *u
+	su.Path = "/" + name
+	if err := leakproof(ctx, su.String()); err != nil {
+		return nil, err
+	}
+	owner := su
+	owner.User = url.User(benchRole)
+	b.dsn, b.suDSN = withPool(owner), withPool(su)
 	return func() {
 		if b.o.keep {
-			fmt.Fprintln(os.Stderr, "kept", u.Redacted())
+			fmt.Fprintln(os.Stderr, "kept", su.Redacted())
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -252,6 +460,45 @@ func (b *bench) createDatabase(ctx context.Context) (func(), error) {
 			fmt.Fprintln(os.Stderr, "drop database:", err)
 		}
 	}, nil
+}
+
+// leakproof runs, as the superuser in the run's database, the one-time step of the deployment guide.
+func leakproof(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connect for LEAKPROOF: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, migrate.LeakproofSQL()); err != nil {
+		return fmt.Errorf("LEAKPROOF step: %w", err)
+	}
+	return nil
+}
+
+// tlsInUse reports what the raw connection negotiated: the connection strings' sslmode decides, and
+// recordsd, the floor and raw SQL share it.
+func (b *bench) tlsInUse(ctx context.Context) string {
+	if b.raw.pg == nil {
+		return "none (SQLite file)"
+	}
+	var on bool
+	var version string
+	err := b.raw.query(ctx, "SELECT ssl, coalesce(version, '') FROM pg_stat_ssl WHERE pid = pg_backend_pid()", nil, func(_ []string, v []any) error {
+		on, _ = v[0].(bool)
+		version = fmt.Sprint(v[1])
+		return nil
+	})
+	mode := "prefer (the driver's default)"
+	if u, perr := url.Parse(b.suDSN); perr == nil && u.Query().Get("sslmode") != "" {
+		mode = u.Query().Get("sslmode")
+	}
+	switch {
+	case err != nil:
+		return "unknown (" + err.Error() + "), sslmode " + mode
+	case on:
+		return "on, " + version + " (sslmode " + mode + ")"
+	}
+	return "off (sslmode " + mode + ")"
 }
 
 // setup creates the database's tables (and its SQLite file), the workspace, member, key and custom
@@ -279,7 +526,7 @@ func (b *bench) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.key = k["secret"].(string)
+	b.key, b.member = k["secret"].(string), m["id"].(string)
 	// An integer custom field whose values follow employee_count's distribution (the sample generator
 	// chooses by key), so that both filters select about as many records.
 	f, err := ctl(ctx, b.o, b.dsn, "field", "create", "--workspace", b.workspace, "--resource", "companies",
@@ -464,9 +711,31 @@ func (b *bench) httpOp(want int, mk func(rnd *mrand.Rand) (*http.Request, error)
 			if err != nil {
 				return err
 			}
+			if t, ok := ctx.Value(retargetKey{}).(retarget); ok && req.URL.Host == t.from {
+				req.URL.Host = t.to
+			}
+			if k, ok := ctx.Value(apiKeyKey{}).(string); ok {
+				req.Header.Set("Authorization", "Bearer "+k)
+			}
 			return call(client, req.WithContext(ctx), want)
 		}
 	}
+}
+
+type (
+	retargetKey struct{}
+	apiKeyKey   struct{}
+	retarget    struct{ from, to string }
+)
+
+// withTarget makes the requests of an API worker called with ctx go to the server at to instead of from.
+func withTarget(ctx context.Context, from, to string) context.Context {
+	return context.WithValue(ctx, retargetKey{}, retarget{from, to})
+}
+
+// withKey makes the request of an API worker called with ctx authenticate with key.
+func withKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, apiKeyKey{}, key)
 }
 
 func (b *bench) apiReq(method, path string, body []byte, idempotent bool) (*http.Request, error) {

@@ -41,6 +41,9 @@ type options struct {
 	keep     bool
 	only     map[string]bool
 	profile  string
+	repeats  int    // rounds of interleaved slices per phase
+	redis    string // Redis of the multi-replica configuration ("" : not run)
+	keys     int    // keys used round-robin in that configuration
 }
 
 func main() {
@@ -99,11 +102,22 @@ func parseFlags(args []string) (options, error) {
 	keep := fs.Bool("keep", false, "keep the database after the run")
 	only := fs.String("only", "", "comma-separated operations to run (default: all)")
 	profile := fs.String("profile", "", "write a CPU profile of recordsd during each API phase into this directory")
+	repeats := fs.Int("repeats", 4, "rounds per phase: each target runs duration/repeats per round, interleaved with the others")
+	redis := os.Getenv("RECORDS_TEST_REDIS")
+	if redis == "" {
+		redis = "redis://127.0.0.1:6379/0"
+	}
+	redisURL := fs.String("redis", redis, "Redis of the multi-replica configuration (limits and quota in Redis, many keys); empty: not run")
+	keys := fs.Int("keys", 1000, "keys used round-robin in the Redis configuration")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	o := options{rows: *rows, warmup: *warmup, duration: *duration, rounds: *rounds, postgres: *pg, bin: *bin,
-		plugins: *plugins, defs: *defs, out: *out, keep: *keep, only: map[string]bool{}, profile: *profile}
+		plugins: *plugins, defs: *defs, out: *out, keep: *keep, only: map[string]bool{}, profile: *profile,
+		repeats: *repeats, redis: *redisURL, keys: *keys}
+	if o.repeats < 1 || o.keys < 1 {
+		return o, errors.New("-repeats and -keys must be at least 1")
+	}
 	switch *backend {
 	case "postgres", "sqlite":
 		o.backends = []string{*backend}

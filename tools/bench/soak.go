@@ -130,7 +130,7 @@ func runSoak(ctx context.Context, o soakOptions) error {
 	end := s.sample(api)
 	fmt.Fprintf(os.Stderr, "soak: end sample %.1f MB, %d goroutines\n", end.rssMB, end.goroutines)
 
-	raw, err := openDB(ctx, b.dsn, 2)
+	raw, err := openDB(ctx, b.suDSN, 2) // the superuser: row-level security would hide every row
 	if err != nil {
 		return err
 	}
