@@ -119,7 +119,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	log := newLogger(cfg, stderr)
+	// The log (an access-log line per request) is written by a goroutine of its own, coalescing lines.
+	logOut := newLogWriter(stderr)
+	defer logOut.Close()
+	log := newLogger(cfg, logOut)
 	file := cfg.File()
 	if abs, err := filepath.Abs(file); file != "" && err == nil {
 		file = abs

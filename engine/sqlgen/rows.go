@@ -3,6 +3,7 @@ package sqlgen
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
@@ -16,6 +17,19 @@ func SelectColumns(r *model.Resource) []*model.Field {
 }
 
 func (d Dialect) selectList(r *model.Resource) string {
+	if s, ok := selectLists.Load(r); ok {
+		return s.(string)
+	}
+	s := buildSelectList(r)
+	selectLists.Store(r, s)
+	return s
+}
+
+// selectLists holds each resource's select list (the same on both backends), built once: a definition
+// is never changed once loaded, and a reload makes new *model.Resource values.
+var selectLists sync.Map
+
+func buildSelectList(r *model.Resource) string {
 	cols := SelectColumns(r)
 	parts := make([]string, len(cols)+1)
 	parts[0] = Quote("workspace_id")
