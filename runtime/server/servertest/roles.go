@@ -49,3 +49,19 @@ func DatabaseAs(t testing.TB, role, attrs string) string {
 }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// SuperuserURL is the URL of the database of dbURL (a PostgreSQL URL of DatabaseURL or DatabaseAs) as the
+// superuser the tests create databases with: row-level security does not apply to it.
+func SuperuserURL(t testing.TB, dbURL string) string {
+	t.Helper()
+	db, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := url.Parse(adminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.User = admin.User
+	return db.String()
+}
