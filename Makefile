@@ -142,7 +142,7 @@ bench: build plugins
 
 # The same on 100,000 records with shorter phases: under 3 minutes.
 bench-quick: build plugins
-	$(GO) run ./tools/bench -backend $(BENCH_BACKEND) -rows 100000 -duration 1500ms -warmup 300ms -rounds 2 $(BENCH_ARGS)
+	$(GO) run ./tools/bench -backend $(BENCH_BACKEND) -rows 100000 -duration 1500ms -warmup 300ms -repeats 3 -rounds 2 $(BENCH_ARGS)
 
 # Three recordsd replicas over one PostgreSQL and one Redis (tests/cluster, docs/deployment.md), long
 # form: limits of 100/min, a quota of 300, 100 concurrent idempotent POSTs, five rounds of every
