@@ -32,20 +32,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 		}
 		return appendObject(dst, x)
 	case []any:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = Append(dst, e); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, x, Append)
 	case bool:
 		if x {
 			return append(dst, "true"...), nil
@@ -66,17 +53,7 @@ func Append(dst []byte, v any) ([]byte, error) {
 	case uint64:
 		return strconv.AppendUint(dst, x, 10), nil
 	case []string:
-		if x == nil {
-			return append(dst, "null"...), nil
-		}
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, e)
-		}
-		return append(dst, ']'), nil
+		return appendArray(dst, x, func(dst []byte, s string) ([]byte, error) { return appendString(dst, s), nil })
 	case map[string]string:
 		if x == nil {
 			return append(dst, "null"...), nil
@@ -97,6 +74,24 @@ func Append(dst []byte, v any) ([]byte, error) {
 		return dst, err
 	}
 	return append(dst, b...), nil
+}
+
+// appendArray writes xs as an array of the encodings elem makes (a nil slice as null).
+func appendArray[T any](dst []byte, xs []T, elem func([]byte, T) ([]byte, error)) ([]byte, error) {
+	if xs == nil {
+		return append(dst, "null"...), nil
+	}
+	dst = append(dst, '[')
+	for i, e := range xs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		if dst, err = elem(dst, e); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -138,13 +138,8 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		afters, results = afters[:0], slices.Clone(checked)
 		if rc != nil {
-			if err := s.idem.Start(ctx, q, rc.Claim); err != nil {
+			if err := s.startClaim(ctx, q, c, rc.Claim); err != nil {
 				return err
-			}
-			if s.hooks != nil && len(c.Resource.Hooks) > 0 {
-				if err := store.Flush(ctx, q); err != nil {
-					return err
-				}
 			}
 		}
 		refused := invalid

@@ -64,15 +64,8 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 	var out *outcome
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		if rc != nil {
-			// A fresh claim is checked with the write's first statement. Before hooks must not run
-			// for a request that turns out to be a replay: with hooks, the claim is settled first.
-			if err := s.idem.Start(ctx, q, rc.Claim); err != nil {
+			if err := s.startClaim(ctx, q, c, rc.Claim); err != nil {
 				return err
-			}
-			if s.hooks != nil && len(c.Resource.Hooks) > 0 {
-				if err := store.Flush(ctx, q); err != nil {
-					return err
-				}
 			}
 		}
 		var err error
@@ -91,6 +84,19 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 		s.afterHooks(a, out.after)
 	}
 	return out.rec, nil
+}
+
+// startClaim claims a fresh Idempotency-Key with the write's first statement, first thing in its
+// transaction q. Before hooks must not run for a request that turns out to be a replay: on a resource
+// with hooks, the claim is settled (sent) before they run.
+func (s *Service) startClaim(ctx context.Context, q store.Querier, c *Collection, claim *idempotency.Claim) error {
+	if err := s.idem.Start(ctx, q, claim); err != nil {
+		return err
+	}
+	if s.hooks != nil && len(c.Resource.Hooks) > 0 {
+		return store.Flush(ctx, q)
+	}
+	return nil
 }
 
 // insert is the step of a create of c with the validated declared values (canonical, by key) and
