@@ -213,3 +213,63 @@ func TestExpiryNotificationOutbox(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordsctlChangesApplyOnNextRequest: on SQLite, recordsd remembers an authenticated key (the key
+// cache, checked against the database's change count on every request: migrate.AuthChangesTable),
+// and what `recordsctl` changes in the same file while it runs — a key revoked, a member deactivated,
+// given a role without api.access or a new MFA factor, a workspace moved to a plan without API access —
+// applies to the very next request after recordsctl exits, with no wait. Each key is used twice just
+// before its change, so that the server remembers it.
+func TestRecordsctlChangesApplyOnNextRequest(t *testing.T) {
+	t.Parallel()
+	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
+	c.run("migrate")
+	ws := c.run("workspace", "create", "--name", "Cached", "--plan", "growth")["id"].(string)
+	type change struct {
+		name   string
+		args   func(member, key string) []string
+		status int
+		code   string
+		ws     string
+	}
+	changes := []change{
+		{name: "key revoke", args: func(_, key string) []string { return []string{"key", "revoke", key} }, status: 401, code: "invalid_api_key"},
+		{name: "member deactivate", args: func(m, _ string) []string { return []string{"member", "deactivate", m} }, status: 401, code: "invalid_api_key"},
+		{name: "member set-role", args: func(m, _ string) []string { return []string{"member", "set-role", m, "--role", "no_api"} }, status: 403, code: "permission_denied"},
+		{name: "member mfa-verified", args: func(m, _ string) []string { return []string{"member", "mfa-verified", m} }, status: 401, code: "key_assurance_stale"},
+		{name: "workspace set-plan", args: func(string, string) []string { return []string{"workspace", "set-plan", ws, "--plan", "free"} }, status: 403, code: "plan_upgrade_required", ws: ws},
+	}
+	type holder struct{ member, key, secret string }
+	holders := make([]holder, len(changes))
+	for i := range changes {
+		w := ws
+		if changes[i].ws == "" {
+			// Every other change in a workspace of its own, so that the plan change affects its key alone.
+			w = c.run("workspace", "create", "--name", "Cached "+changes[i].name, "--plan", "growth")["id"].(string)
+		}
+		m := c.run("member", "create", "--workspace", w, "--email", fmt.Sprintf("m%d@cached.example", i), "--role", "admin")["id"].(string)
+		k := c.run("key", "create", "--member", m, "--access", "read")
+		holders[i] = holder{m, k["id"].(string), k["secret"].(string)}
+	}
+	other := c.run("workspace", "create", "--name", "Untouched", "--plan", "growth")["id"].(string)
+	om := c.run("member", "create", "--workspace", other, "--email", "o@cached.example", "--role", "admin")["id"].(string)
+	untouched := c.run("key", "create", "--member", om, "--access", "read")["secret"].(string)
+	p := serve(t, c, nil)
+	for i, ch := range changes {
+		h := holders[i]
+		for range 2 {
+			if code, _, body := request(t, p.url, h.secret, "GET", "/v1/companies", ""); code != 200 {
+				t.Fatalf("%s: before the change: %d %s", ch.name, code, body)
+			}
+		}
+		c.run(ch.args(h.member, h.key)...)
+		code, _, body := request(t, p.url, h.secret, "GET", "/v1/companies", "")
+		if code != ch.status || !strings.Contains(body, `"`+ch.code+`"`) {
+			t.Errorf("%s: the next request got %d %s, want %d %s", ch.name, code, body, ch.status, ch.code)
+		}
+	}
+	// A key none of the changes touched is still served.
+	if code, _, body := request(t, p.url, untouched, "GET", "/v1/companies", ""); code != 200 {
+		t.Errorf("an untouched key after the changes: %d %s", code, body)
+	}
+}

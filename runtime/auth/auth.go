@@ -103,6 +103,10 @@ type Directory struct {
 	cache    map[string]cachedPrincipal // by secret hash
 	epoch    uint64                     // bumped by every change seen
 	watching atomic.Bool                // listening for other processes' changes: the cache may be used
+	// counted: the database counts changes (SQLite, migrate.AuthChangesTable), read on every request;
+	// seen is the highest count read.
+	counted bool
+	seen    int64
 
 	useMu sync.Mutex
 	uses  map[string]keyUse // by key id: uses not yet written (Touch, FlushUsage)
@@ -118,10 +122,17 @@ type notifier interface {
 const changesChannel = "records_auth"
 
 // PrincipalMaxAge is how long a server may use what it read about a key (its member, role, workspace,
-// plan and limits) without reading it again. The cache is only used while the server listens for
-// changes (Watch, PostgreSQL): every change made through a Directory, in any process, is announced
-// and empties the cache of every server at once, so revocations and changes of role, plan or limits
-// apply immediately everywhere. The age bound covers changes made to the tables by hand.
+// plan and limits) without reading it again. The cache is only used while the server learns of
+// changes other processes make, so revocations and changes of role, plan or limits apply on the next
+// request everywhere:
+//
+//   - PostgreSQL: while it listens for them (Watch). Every change made through a Directory, in any
+//     process, is announced and empties the cache of every server at once; the age bound covers changes
+//     made to the tables by hand.
+//   - SQLite: always. Triggers count every change to workspaces, members, roles and keys in the
+//     database (migrate.AuthChangesTable), by hand included; each request reads the count (one row, a
+//     prepared statement) and a remembered key serves only while the count is what it was when the key
+//     was read.
 const PrincipalMaxAge = time.Second
 
 // maxCachedPrincipals bounds the cache; past it, stale entries are swept on insert.
@@ -130,6 +141,7 @@ const maxCachedPrincipals = 10000
 type cachedPrincipal struct {
 	p      *Principal
 	loaded time.Time
+	n      int64 // the change count read before p (SQLite; 0 on PostgreSQL)
 }
 
 // forget drops every cached principal here and, through the database, in every other server: each
@@ -144,8 +156,9 @@ func (d *Directory) forget() {
 	}
 }
 
-// Watching reports whether the Directory is listening for other processes' changes, and so remembers keys.
-func (d *Directory) Watching() bool { return d.watching.Load() }
+// Watching reports whether the Directory learns of other processes' changes, and so remembers keys:
+// always on SQLite (the change count), while listening on PostgreSQL.
+func (d *Directory) Watching() bool { return d.counted || d.watching.Load() }
 
 func (d *Directory) forgetLocal() {
 	d.mu.Lock()
@@ -172,7 +185,8 @@ func NewDirectory(st store.Store, cat *model.Catalog, now func() time.Time) *Dir
 	if now == nil {
 		now = time.Now
 	}
-	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{}}
+	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{},
+		counted: st.Dialect().Kind() == sqlgen.SQLite}
 }
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
@@ -435,22 +449,37 @@ func hashSecret(secret string) string {
 
 // Authenticate resolves a bearer secret to its principal, checking the key, its owner and the plan.
 //
-// While the Directory watches for changes, a key that authenticated is remembered for PrincipalMaxAge,
-// so that a request costs no query here; its expiry is checked on every use. Unknown, revoked or
-// refused keys are never remembered.
+// While the Directory learns of changes (Watching), a key that authenticated is remembered for
+// PrincipalMaxAge, so that a request costs no query here on PostgreSQL and one read of the change
+// count on SQLite; its expiry is checked on every use. Unknown, revoked or refused keys are never
+// remembered.
 func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal, error) {
 	if !keyRE.MatchString(secret) {
 		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is malformed: expected wsk_ followed by 64 lowercase hex characters."}
 	}
 	hash := hashSecret(secret)
-	if !d.watching.Load() {
+	var n int64
+	switch {
+	case d.counted:
+		// Read before the key, so that a change committing in between leaves the key remembered
+		// under the older count: the next request reads the newer one and reads the key again.
+		var err error
+		if n, err = d.changes(ctx); err != nil {
+			return d.authenticate(ctx, hash) // fails the same way when the database is unavailable
+		}
+	case !d.watching.Load():
 		return d.authenticate(ctx, hash)
 	}
 	d.mu.Lock()
+	if n > d.seen { // every remembered key was read under an older count
+		clear(d.cache)
+		d.seen = n
+		d.epoch++
+	}
 	c, ok := d.cache[hash]
 	epoch := d.epoch
 	d.mu.Unlock()
-	if ok && time.Since(c.loaded) < PrincipalMaxAge && d.now().Before(c.p.Key.ExpiresAt) {
+	if ok && c.n == n && time.Since(c.loaded) < PrincipalMaxAge && d.now().Before(c.p.Key.ExpiresAt) {
 		return c.p, nil
 	}
 	p, err := d.authenticate(ctx, hash)
@@ -467,11 +496,36 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 			}
 		}
 		if len(d.cache) < maxCachedPrincipals {
-			d.cache[hash] = cachedPrincipal{p: p, loaded: time.Now()}
+			d.cache[hash] = cachedPrincipal{p: p, loaded: time.Now(), n: n}
 		}
 	}
 	d.mu.Unlock()
 	return p, nil
+}
+
+// changesSQL reads the change count of migrate.AuthChangesTable (SQLite).
+var changesSQL = sqlgen.Stmt{SQL: "SELECT n FROM auth_changes WHERE id = 1"}
+
+// changes reads how many changes to workspaces, members, roles and keys the database has seen.
+func (d *Directory) changes(ctx context.Context) (int64, error) {
+	var n int64
+	// One row by its key: nothing to interrupt, so the query goes without the request's cancellation,
+	// which would cost the driver and database/sql a goroutine each to watch.
+	found, err := store.QueryOne(context.WithoutCancel(ctx), d.st, changesSQL, func(row []any) error {
+		v, ok := row[0].(int64)
+		if !ok {
+			return fmt.Errorf("change count: unexpected %T", row[0])
+		}
+		n = v
+		return nil
+	})
+	if err == nil && !found {
+		err = errors.New("change count: no row")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the change count: %w", err)
+	}
+	return n, nil
 }
 
 // authenticate reads and checks the key with secret hash hash.

@@ -19,7 +19,8 @@ import (
 )
 
 // counting is a real store that records every statement run through it. It hides the store's
-// optional interfaces (LISTEN/NOTIFY), so a Directory over it never remembers keys: every
+// optional interfaces (LISTEN/NOTIFY), so a Directory over it on PostgreSQL never remembers keys; on
+// SQLite it does (the change count is plain SQL), and each key below is authenticated once, so every
 // authentication is the uncached worst case.
 type counting struct {
 	store.Store
@@ -75,7 +76,9 @@ func (c *counting) take() []sqlgen.Stmt {
 // length, non-hex, upper case, whitespace); any well-formed key — unknown, revoked, expired,
 // assurance-stale, of a deactivated member, of a workspace without API access, of an owner without
 // api.access, or valid — runs exactly one, the lookup by the secret's hash (unique index
-// api_keys_secret_idx). Only after that lookup matched does the answer say why a key is refused.
+// api_keys_secret_idx); on SQLite it is preceded by the read of the change count (the key cache's
+// check, migrate.AuthChangesTable), which carries nothing of the key. Only after that lookup matched
+// does the answer say why a key is refused.
 func TestAuthenticateQueries(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
@@ -184,6 +187,13 @@ func TestAuthenticateQueries(t *testing.T) {
 					t.Errorf("%s: %v, want %d %s", c.name, err, c.status, c.code)
 				}
 				got := cs.take()
+				if b == servertest.SQLite {
+					if len(got) == 0 || !strings.Contains(got[0].SQL, "FROM auth_changes") || len(got[0].Args) != 0 {
+						t.Errorf("%s: statements %v, want the change count first", c.name, got)
+					} else {
+						got = got[1:]
+					}
+				}
 				if len(got) != 1 || !strings.Contains(got[0].SQL, "secret_hash = ") || strings.Contains(fmt.Sprint(got[0].Args), c.secret) {
 					t.Errorf("%s: statements %v, want one lookup by the secret's hash (never by the secret)", c.name, got)
 				}

@@ -24,7 +24,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 		}
 		return s
 	}
-	return []systemTable{
+	tables := []systemTable{
 		{"records_schema", []string{r(`CREATE TABLE records_schema (resource TEXT PRIMARY KEY, search TEXT NOT NULL){strict}`)}},
 		{"formula_state", []string{r(`CREATE TABLE formula_state (resource TEXT NOT NULL, field TEXT NOT NULL, expr TEXT NOT NULL, PRIMARY KEY (resource, field)){strict}`)}},
 		{"settings", []string{r(`CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL){strict}`)}},
@@ -214,6 +214,37 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 			`CREATE INDEX audit_log_record_idx ON audit_log (workspace_id, resource, record_id, created_at)`,
 			auditTimeIndex, auditResourceIndex}},
 	}
+	if d.Kind() == sqlgen.SQLite {
+		tables = append(tables, systemTable{AuthChangesTable, authChangesDDL()})
+	}
+	return tables
+}
+
+// AuthChangesTable (SQLite) holds one row whose n grows with every change to what authenticating a
+// key reads: triggers on workspaces, members, workspace_roles and api_keys bump it in the changing
+// transaction, whichever process or tool makes the change, by hand included. A key's creation and the
+// columns of its last use (written by the usage flush) do not count: no remembered key depends on
+// them. runtime/auth reads n on every request and serves a remembered key only while n is what it was
+// when the key was read. PostgreSQL announces changes with NOTIFY instead (runtime/auth Watch).
+const AuthChangesTable = "auth_changes"
+
+func authChangesDDL() []string {
+	ddl := []string{
+		`CREATE TABLE auth_changes (id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL) STRICT`,
+		`INSERT INTO auth_changes (id, n) VALUES (1, 0)`,
+	}
+	const bump = ` BEGIN UPDATE auth_changes SET n = n + 1 WHERE id = 1; END`
+	for _, t := range []string{"workspaces", "members", "workspace_roles", "api_keys"} {
+		events := []string{"INSERT", "UPDATE", "DELETE"}
+		if t == "api_keys" {
+			events = []string{"UPDATE OF workspace_id, id, member_id, secret_hash, hint, access, resources, allow_ips, created_at, expires_at, revoked_at", "DELETE"}
+		}
+		for _, ev := range events {
+			name := "auth_changes_" + t + "_" + strings.ToLower(strings.Fields(ev)[0])
+			ddl = append(ddl, "CREATE TRIGGER "+name+" AFTER "+ev+" ON "+t+" FOR EACH ROW"+bump)
+		}
+	}
+	return ddl
 }
 
 // The audit trail is read newest first in (created_at, id) order, across a workspace or one resource.

@@ -5,17 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// TestKeyCache shows what remembering authenticated keys may and may not change. On PostgreSQL a
-// server that listens for changes answers a known key without reading it again for up to
-// auth.PrincipalMaxAge; a revocation, deactivation or plan change made through any process's Directory
-// (here a second backend on the same database, as recordsctl or another replica would be) still applies
-// on the very next request. A change made to the tables by hand, which announces nothing, applies
-// within PrincipalMaxAge. On SQLite nothing is remembered: even the change by hand applies at once.
+// TestKeyCache shows what remembering authenticated keys may and may not change. A server answers a
+// known key without reading it again for up to auth.PrincipalMaxAge; a revocation, deactivation or plan
+// change made through any process's Directory (here a second backend on the same database, as
+// recordsctl or another replica would be) still applies on the very next request. On PostgreSQL a
+// change made to the tables by hand, which announces nothing, applies within PrincipalMaxAge; on SQLite
+// the database counts every change, by hand included (triggers, migrate.AuthChangesTable), and the
+// server reads the count on every request: the change by hand applies at once too.
 func TestKeyCache(t *testing.T) {
 	for _, backend := range servertest.Backends {
 		t.Run(string(backend), func(t *testing.T) {
@@ -91,12 +93,58 @@ func TestKeyCache(t *testing.T) {
 	}
 }
 
+// TestKeyCacheSQLite shows that a SQLite server does remember keys, and what keeps it right: with
+// the trigger that counts changes to api_keys dropped, a key revoked by hand is still answered from
+// memory (so the cache serves, and the count is what makes it see the change), for at most
+// auth.PrincipalMaxAge. Other changes, still counted, empty the cache at once.
+func TestKeyCacheSQLite(t *testing.T) {
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
+	ctx := context.Background()
+	if !e.Server.Backend().Directory.Watching() {
+		t.Fatal("a SQLite server does not remember keys")
+	}
+	other, err := server.Open(ctx, e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	st := other.Store
+	if _, err := st.Exec(ctx, sqlgen.Stmt{SQL: "DROP TRIGGER auth_changes_api_keys_update"}); err != nil {
+		t.Fatal(err)
+	}
+	key := e.NewKey(e.Member, auth.KeyOptions{Access: "read"})
+	keyID := e.DoKey(key, "GET", "/v1/me", nil).Data()["key"].(map[string]any)["id"].(string)
+	e.Expect(e.DoKey(key, "GET", "/v1/me", nil), 200, "")
+	if _, err := st.Exec(ctx, st.Dialect().Bind("UPDATE api_keys SET revoked_at = ? WHERE id = ?", time.Now().UTC(), keyID)); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	first := e.DoKey(key, "GET", "/v1/me", nil)
+	if time.Since(changed) < auth.PrincipalMaxAge/2 {
+		e.Expect(first, 200, "") // remembered: the uncounted change is not seen
+	}
+	for e.DoKey(key, "GET", "/v1/me", nil).Status != 401 {
+		if time.Since(changed) > auth.PrincipalMaxAge+1500*time.Millisecond {
+			t.Fatalf("a key revoked by hand, uncounted, still works after %s", time.Since(changed))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Counted changes: the plan, through the other process's Directory.
+	e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
+	e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
+	if err := other.Directory.SetPlan(ctx, e.Workspace, "free"); err != nil {
+		t.Fatal(err)
+	}
+	e.Expect(e.Do("GET", "/v1/companies", nil), 403, "plan_upgrade_required")
+}
+
 // waitAnnounced waits until probe holds, the sign that a change another process announced (PostgreSQL
 // NOTIFY) has reached the server, for at most half of auth.PrincipalMaxAge: many times what a
 // notification takes to cross a loopback socket, even on a loaded machine, and short of the cache's own
 // ageing (each caller's key was read just before the change), so the assertion that follows still
-// shows that the change does not wait for the cache to age. On SQLite nothing is remembered: probe is
-// asked once, and the change must already apply.
+// shows that the change does not wait for the cache to age. On SQLite the server reads the change
+// count on every request: probe is asked once, and the change must already apply.
 func waitAnnounced(t *testing.T, backend servertest.Backend, probe func() bool) {
 	t.Helper()
 	limit := time.Duration(0)

@@ -58,7 +58,8 @@ func keyProbe(client *http.Client, base, key, path string) keyProbeResult {
 // measures the successes among requests sent after the change committed ("late") and how late the
 // latest was, and checks every request from the change's bound on is refused with the expected code.
 //
-// The stated bounds: on SQLite nothing is remembered, so 0 late successes; on PostgreSQL a server
+// The stated bounds: on SQLite a server remembers a key but reads the database's change count (every
+// change counted, by hand included) on every request, so 0 late successes; on PostgreSQL a server
 // remembers a key for auth.PrincipalMaxAge (1 s) while it listens for changes, and a change made
 // through a Directory is announced at commit, so late successes are those in flight while the
 // announcement crosses the socket; by hand, up to PrincipalMaxAge. Expiry is checked on every use: 0

@@ -18,7 +18,8 @@ import (
 )
 
 // SQLite is a Store on an embedded SQLite file (pure Go). Writes go through one connection, so writers
-// queue in the process instead of failing with SQLITE_BUSY; reads use a pool of WAL readers.
+// queue in the process instead of failing with SQLITE_BUSY; reads use a pool of WAL readers
+// (ReadConns), kept open. Every connection keeps its prepared statements (StmtCacheSize, stmtcache.go).
 type SQLite struct {
 	write *sql.DB
 	read  *sql.DB
@@ -41,17 +42,31 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
-	write, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	open := func(dsn string) (*sql.DB, error) {
+		c, err := sqlite.NewConnector(dsn)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		}
+		return sql.OpenDB(stmtConnector{Connector: c, size: StmtCacheSize}), nil
+	}
+	write, err := open(dsn + "&_txlock=immediate")
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
 	write.SetMaxOpenConns(1)
-	read, err := sql.Open("sqlite", dsn+"&mode=ro")
+	write.SetMaxIdleConns(1)
+	read, err := open(dsn + "&mode=ro")
 	if err != nil {
 		write.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return nil, err
 	}
-	read.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)*2))
+	// Every connection is kept once opened: opening one reads the whole schema (every resource's
+	// table, index and trigger) and starts with no prepared statement, which costs more than the
+	// requests it would serve. database/sql's default keeps 2 idle, so under load the pool would
+	// close and reopen connections all the time.
+	readers := ReadConns()
+	read.SetMaxOpenConns(readers)
+	read.SetMaxIdleConns(readers)
 	s := &SQLite{write: write, read: read}
 	if err := write.PingContext(ctx); err != nil {
 		s.Close()
@@ -59,6 +74,11 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	return s, nil
 }
+
+// ReadConns is the size of the SQLite reader pool: two connections per processor, at least 4. A
+// WAL reader never waits for the writer or for other readers, so each processor can run one read while
+// another connection is between statements of its request.
+func ReadConns() int { return max(4, runtime.GOMAXPROCS(0)*2) }
 
 // Dialect implements Store.
 func (s *SQLite) Dialect() sqlgen.Dialect { return sqlgen.New(sqlgen.SQLite) }
