@@ -56,7 +56,7 @@ func commands() map[string]command {
 		"field restore":        {"field restore ID", "restore an archived custom field", cmdFieldUpdate(ptrBool(false))},
 		"records import":       {"records import --workspace W --resource R --file F.jsonl [--model-id M]", "import records from a JSON Lines file (the admin path)", cmdImport},
 		"audit list":           {auditListUsage, "list the audit trail of a workspace, newest first", cmdAuditList},
-		"seed":                 {"seed --workspace W --resource R --count N [--model-id M]", "create synthetic records", cmdSeed},
+		"seed":                 {"seed --workspace W --resource R --count N [--model-id M] [--seed S] [--batch B]", "create synthetic records", cmdSeed},
 		"definitions lint":     {"definitions lint [DIR]", "check the definitions and report every problem", cmdLint},
 		"plugins list":         {"plugins list [--plugins DIR]", "start the plugins the definitions name and report their health", cmdPluginsList},
 		"openapi":              {"openapi [--server-url URL]", "print the OpenAPI document recordsd serves", cmdOpenAPI},

@@ -3,6 +3,10 @@ package model_test
 import (
 	"encoding/json"
 	"errors"
+	"math/big"
+	"math/rand/v2"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/workspace-records/records/engine/model"
@@ -40,6 +44,71 @@ func TestNumberBounds(t *testing.T) {
 		default:
 			if err != nil || got != c.want {
 				t.Errorf("%s %s: got %#v, %v; want %#v", c.f.Type, c.in, got, err, c.want)
+			}
+		}
+	}
+}
+
+// Canonical's plain-number paths (no math/big for integers of at most 18 digits and decimals of at
+// most 30 integer and 20 fraction digits) give exactly what math/big gives, over signs, leading and
+// trailing zeros and every length at and around the limits.
+func TestPlainNumbers(t *testing.T) {
+	integer := &model.Field{Key: "n", Type: model.Integer}
+	dec := &model.Field{Key: "amount", Type: model.Decimal}
+	viaRat := func(f *model.Field, text string) (any, error) {
+		r, ok := new(big.Rat).SetString(text)
+		if !ok {
+			return nil, errors.New("not a number")
+		}
+		if f.Type == model.Integer {
+			if !r.IsInt() || !r.Num().IsInt64() {
+				return nil, errors.New("must be an integer")
+			}
+			return r.Num().Int64(), nil
+		}
+		s := r.FloatString(20)
+		if strings.Contains(s, ".") {
+			s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		}
+		if s == "-0" {
+			s = "0"
+		}
+		if !regexp.MustCompile(`^-?[0-9]{1,30}(\.[0-9]{1,20})?$`).MatchString(s) {
+			return nil, errors.New("too many digits")
+		}
+		return s, nil
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "0123456789"[rnd.IntN(10)]
+			if rnd.IntN(4) == 0 {
+				b[i] = '0' // runs of zeros: leading, trailing, all
+			}
+		}
+		return string(b)
+	}
+	cases := []string{"0", "-0", "00", "-00.000", "0.0", "1.", ".5", "-", "", "1e3", "+5", "9223372036854775807", "-9223372036854775808", "999999999999999999", "1000000000000000000"}
+	for range 20000 {
+		s := digits(1 + rnd.IntN(33))
+		if rnd.IntN(2) == 0 {
+			s += "." + digits(rnd.IntN(23))
+		}
+		if rnd.IntN(3) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	for _, text := range cases {
+		for _, f := range []*model.Field{integer, dec} {
+			got, gotErr := model.Canonical(f, json.Number(text))
+			want, wantErr := viaRat(f, text)
+			if _, err := json.Number(text).Float64(); err != nil || !model.SaneNumber(text) {
+				continue // refused before either path
+			}
+			if (gotErr == nil) != (wantErr == nil) || (gotErr == nil && got != want) {
+				t.Fatalf("%s %q: got %#v, %v; math/big gives %#v, %v", f.Type, text, got, gotErr, want, wantErr)
 			}
 		}
 	}

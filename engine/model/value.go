@@ -44,6 +44,9 @@ func Canonical(f *Field, v any) (any, error) {
 		if !SaneNumber(text) {
 			return nil, ErrNumberSize
 		}
+		if n, ok := plainInteger(text); ok {
+			return n, nil
+		}
 		r, ok := new(big.Rat).SetString(text)
 		if !ok || !r.IsInt() || !r.Num().IsInt64() {
 			return nil, errors.New("must be an integer")
@@ -151,6 +154,9 @@ var decimalRE = regexp.MustCompile(`^-?[0-9]{1,30}(\.[0-9]{1,20})?$`)
 // CanonicalDecimal normalises a JSON number to a plain decimal string of at most 30 integer and 20
 // fraction digits (exponents are expanded; larger values are refused).
 func CanonicalDecimal(text string) (string, error) {
+	if s, ok := plainDecimal(text); ok {
+		return s, nil
+	}
 	r, ok := new(big.Rat).SetString(text)
 	if !ok {
 		return "", errors.New("must be a number")
@@ -257,4 +263,40 @@ func JSONValue(f *Field, v any) any {
 		}
 	}
 	return v
+}
+
+// plainInteger converts text when it is a plain integer (an optional minus sign and at most 18
+// digits: within int64), as math/big would, without it.
+func plainInteger(text string) (int64, bool) {
+	digits := strings.TrimPrefix(text, "-")
+	if len(digits) == 0 || len(digits) > 18 || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(text, 10, 64)
+	return n, err == nil
+}
+
+// plainDecimal is CanonicalDecimal of text when it is a plain decimal (an optional minus sign, at most
+// 30 integer digits, and at most 20 fraction digits after a point, no exponent): what math/big would
+// give, leading zeros of the integer part and trailing zeros of the fraction dropped, without it.
+func plainDecimal(text string) (string, bool) {
+	neg := strings.HasPrefix(text, "-")
+	whole, frac, point := strings.Cut(strings.TrimPrefix(text, "-"), ".")
+	if whole == "" || len(whole) > 30 || len(frac) > 20 || (point && frac == "") ||
+		strings.Trim(whole, "0123456789") != "" || strings.Trim(frac, "0123456789") != "" {
+		return "", false
+	}
+	whole = strings.TrimLeft(whole, "0")
+	if whole == "" {
+		whole = "0"
+	}
+	frac = strings.TrimRight(frac, "0")
+	out := whole
+	if frac != "" {
+		out += "." + frac
+	}
+	if neg && out != "0" {
+		out = "-" + out
+	}
+	return out, true
 }

@@ -41,17 +41,23 @@ func (m Mode) settable(f *model.Field) bool {
 	return f.Writable()
 }
 
-// Set holds the compiled schemas of every resource.
+// Set holds the schemas of every resource. Each resource's compile on first use (or CompileAll):
+// jsonschema's compile, which checks each document against the draft's meta-schema, is most of the CPU
+// of a server's start, and a start need not wait for it.
 type Set struct {
 	byResource map[string]*Resource
 }
 
-// Resource holds one resource's schemas.
+// Resource holds one resource's schemas: its documents, and their compiled forms once compiled.
 type Resource struct {
-	res     *model.Resource
-	docs    [3]map[string]any
+	res   *model.Resource
+	docs  [3]map[string]any
+	urls  [3]string // by mode; "" for a mode it has no schema of
+	order map[string]int
+
+	once    sync.Once
 	schemas [3]*jsonschema.Schema
-	order   map[string]int
+	err     error
 }
 
 // Doc returns the JSON Schema document for mode, for catalogs and the OpenAPI document. Callers must
@@ -60,30 +66,97 @@ func (r *Resource) Doc(m Mode) map[string]any { return r.docs[m] }
 
 // Compile builds and compiles the schemas of every writable resource in cat.
 func Compile(cat *model.Catalog) (*Set, error) {
-	// Resources compile in as many groups as there are processors, each with its own compiler (a
-	// compiler is not safe for concurrent use); the schemas are independent of each other.
-	groups := max(1, min(runtime.GOMAXPROCS(0), len(cat.Resources)))
-	parts := make([]map[string]*Resource, groups)
-	errs := make([]error, groups)
+	s := Prepare(cat)
+	if err := s.CompileAll(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Prepare builds the schema documents of every writable resource in cat, and of their associations'
+// attributes; each resource's compile at its first validation (Resource.Validate) or in CompileAll.
+func Prepare(cat *model.Catalog) *Set {
+	set := &Set{byResource: map[string]*Resource{}}
+	for _, res := range cat.Resources {
+		r := newResource(res, res.Fields)
+		for _, m := range []Mode{Create, Update, Import} {
+			r.docs[m] = Document(res.Name, res.Declared(), m)
+			r.urls[m] = "https://records.local/schemas/" + res.Name + "." + m.String() + ".json"
+		}
+		set.byResource[res.Name] = r
+		for _, a := range res.Associations {
+			r := newResource(a.Attrs, a.Attrs.Fields)
+			r.docs[Create] = attributesDocument(a.Attrs.Name, a.Attrs.Fields, Create)
+			r.urls[Create] = "https://records.local/schemas/" + a.Attrs.Name + ".link.json"
+			set.byResource[a.Attrs.Name] = r
+		}
+	}
+	return set
+}
+
+func newResource(res *model.Resource, fields []*model.Field) *Resource {
+	r := &Resource{res: res, order: make(map[string]int, len(fields))}
+	for i, f := range fields {
+		r.order[f.Key] = i
+	}
+	return r
+}
+
+// attributesDocument is Document for values without custom fields (association attributes, field
+// sets).
+func attributesDocument(title string, fields []*model.Field, m Mode) map[string]any {
+	doc := Document(title, fields, m)
+	delete(doc["properties"].(map[string]any), "custom_fields")
+	delete(doc, "patternProperties")
+	return doc
+}
+
+// CompileAll compiles every schema of s not compiled yet, on as many processors as there are, and
+// returns every problem found.
+func (s *Set) CompileAll() error {
+	names := make([]string, 0, len(s.byResource))
+	for name := range s.byResource {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	groups := max(1, min(runtime.GOMAXPROCS(0), len(names)))
+	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for g := range groups {
 		wg.Go(func() {
-			var mine []*model.Resource
-			for i := g; i < len(cat.Resources); i += groups {
-				mine = append(mine, cat.Resources[i])
+			for i := g; i < len(names); i += groups {
+				errs[i] = s.byResource[names[i]].compile()
 			}
-			parts[g], errs[g] = compileResources(mine)
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	set := &Set{byResource: map[string]*Resource{}}
-	for _, p := range parts {
-		maps.Copy(set.byResource, p)
-	}
-	return set, nil
+	return errors.Join(errs...)
+}
+
+// compile compiles r's schemas, once: later calls report the first one's outcome.
+func (r *Resource) compile() error {
+	r.once.Do(func() {
+		c := newCompiler()
+		for m, url := range r.urls {
+			if url == "" {
+				continue
+			}
+			data, err := json.Marshal(r.docs[m])
+			if err != nil {
+				r.err = fmt.Errorf("marshal %s %s schema: %w", r.res.Name, Mode(m), err)
+				return
+			}
+			if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
+				r.err = fmt.Errorf("add %s %s schema: %w", r.res.Name, Mode(m), err)
+				return
+			}
+			if r.schemas[m], err = c.Compile(url); err != nil {
+				r.err = fmt.Errorf("compile %s %s schema: %w", r.res.Name, Mode(m), err)
+				return
+			}
+		}
+	})
+	return r.err
 }
 
 func newCompiler() *jsonschema.Compiler {
@@ -96,78 +169,16 @@ func newCompiler() *jsonschema.Compiler {
 	return c
 }
 
-// compileResources compiles the schemas of resources and of their associations' attributes.
-func compileResources(resources []*model.Resource) (map[string]*Resource, error) {
-	c := newCompiler()
-	out := map[string]*Resource{}
-	for _, res := range resources {
-		r := &Resource{res: res, order: map[string]int{}}
-		for i, f := range res.Fields {
-			r.order[f.Key] = i
-		}
-		for _, m := range []Mode{Create, Update, Import} {
-			doc := Document(res.Name, res.Declared(), m)
-			data, err := json.Marshal(doc)
-			if err != nil {
-				return nil, fmt.Errorf("marshal %s %s schema: %w", res.Name, m, err)
-			}
-			url := "https://records.local/schemas/" + res.Name + "." + m.String() + ".json"
-			if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
-				return nil, fmt.Errorf("add %s %s schema: %w", res.Name, m, err)
-			}
-			sch, err := c.Compile(url)
-			if err != nil {
-				return nil, fmt.Errorf("compile %s %s schema: %w", res.Name, m, err)
-			}
-			r.docs[m], r.schemas[m] = doc, sch
-		}
-		out[res.Name] = r
-		for _, a := range res.Associations {
-			r := &Resource{res: a.Attrs, order: map[string]int{}}
-			for i, f := range a.Attrs.Fields {
-				r.order[f.Key] = i
-			}
-			doc := Document(a.Attrs.Name, a.Attrs.Fields, Create)
-			delete(doc["properties"].(map[string]any), "custom_fields")
-			delete(doc, "patternProperties")
-			data, _ := json.Marshal(doc)
-			url := "https://records.local/schemas/" + a.Attrs.Name + ".link.json"
-			if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
-				return nil, fmt.Errorf("add %s link schema: %w", a.Attrs.Name, err)
-			}
-			sch, err := c.Compile(url)
-			if err != nil {
-				return nil, fmt.Errorf("compile %s link schema: %w", a.Attrs.Name, err)
-			}
-			r.docs[Create], r.schemas[Create] = doc, sch
-			out[a.Attrs.Name] = r
-		}
-	}
-	return out, nil
-}
-
 // CompileFieldSet compiles the create and update schemas of a field set (see model.NewFieldSet) on its
 // own, for values defined at run time such as a workspace's custom fields.
 func CompileFieldSet(fs *model.Resource) (*Resource, error) {
-	c := newCompiler()
-	r := &Resource{res: fs, order: map[string]int{}}
-	for i, f := range fs.Fields {
-		r.order[f.Key] = i
-	}
+	r := newResource(fs, fs.Fields)
 	for _, m := range []Mode{Create, Update} {
-		doc := Document(fs.Name, fs.Fields, m)
-		delete(doc["properties"].(map[string]any), "custom_fields")
-		delete(doc, "patternProperties")
-		data, _ := json.Marshal(doc)
-		url := "https://records.local/fieldsets/" + fs.Name + "." + m.String() + ".json"
-		if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("add %s schema: %w", fs.Name, err)
-		}
-		sch, err := c.Compile(url)
-		if err != nil {
-			return nil, fmt.Errorf("compile %s schema: %w", fs.Name, err)
-		}
-		r.docs[m], r.schemas[m] = doc, sch
+		r.docs[m] = attributesDocument(fs.Name, fs.Fields, m)
+		r.urls[m] = "https://records.local/fieldsets/" + fs.Name + "." + m.String() + ".json"
+	}
+	if err := r.compile(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -421,6 +432,11 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 			delete(known, k)
 			errs = append(errs, field.New(field.CodeRange, field.NewPath(k), model.ErrNumberSize.Error()))
 		}
+	}
+	if err := r.compile(); err != nil {
+		// The documents come from definitions already checked: a schema that does not compile is a
+		// defect (CompileAll at start-up, `recordsctl definitions lint` and the tests find it first).
+		panic(err)
 	}
 	if err := r.schemas[m].Validate(known); err != nil {
 		ve, ok := err.(*jsonschema.ValidationError)

@@ -89,12 +89,20 @@ func (d Dialect) DeleteCustomValues(workspace, recordID string, fieldIDs []strin
 
 // InsertCustomValues writes side-table rows (of one record or of many: the bulk path) in one statement.
 func (d Dialect) InsertCustomValues(workspace string, rows []CustomRow) Stmt {
-	a := &args{d: d}
-	tuples := make([]string, len(rows))
+	return d.InsertRows(d.CustomValueRows(workspace, rows))
+}
+
+// CustomValueRows are side-table rows of workspace, for InsertRows or the bulk path; a row already
+// stored is skipped.
+func (d Dialect) CustomValueRows(workspace string, rows []CustomRow) Rows {
+	out := Rows{Table: "custom_values", Columns: []string{"workspace_id", "field_id", "record_id", "t", "n"}, Values: make([][]any, len(rows)), IgnoreConflicts: true}
+	flat := make([]any, 5*len(rows))
 	for i, row := range rows {
-		tuples[i] = "(" + strings.Join([]string{a.add(workspace), a.add(row.FieldID), a.add(row.RecordID), a.add(row.Text), a.add(row.Number)}, ", ") + ")"
+		v := flat[5*i : 5*i+5 : 5*i+5]
+		v[0], v[1], v[2], v[3], v[4] = d.Arg(workspace), d.Arg(row.FieldID), d.Arg(row.RecordID), d.Arg(row.Text), d.Arg(row.Number)
+		out.Values[i] = v
 	}
-	return Stmt{SQL: `INSERT INTO "custom_values" ("workspace_id", "field_id", "record_id", "t", "n") VALUES ` + strings.Join(tuples, ", ") + ` ON CONFLICT DO NOTHING`, Args: a.vals}
+	return out
 }
 
 func (d Dialect) customFilter(f listplan.Filter, workspace string, a *args) string {

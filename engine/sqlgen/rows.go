@@ -100,7 +100,13 @@ func (d Dialect) Insert(r *model.Resource, k Key, values map[string]any) Stmt {
 
 // InsertMany writes several records of one workspace in one statement.
 func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows []map[string]any, ids []string) Stmt {
-	a := &args{d: d}
+	return d.InsertRows(d.RecordRows(r, workspace, modelID, rows, ids))
+}
+
+// RecordRows are the rows of new records of r in workspace (values keyed by column, as for Insert),
+// for InsertRows or the bulk path: workspace_id, id, model_id when model-scoped, every column but
+// archived (its default), and the search text of a searched resource.
+func (d Dialect) RecordRows(r *model.Resource, workspace, modelID string, rows []map[string]any, ids []string) Rows {
 	cols := []string{"workspace_id", "id"}
 	if r.ModelScoped {
 		cols = append(cols, "model_id")
@@ -116,22 +122,23 @@ func (d Dialect) InsertMany(r *model.Resource, workspace, modelID string, rows [
 	if searched {
 		cols = append(cols, SearchColumn)
 	}
-	tuples := make([]string, len(rows))
+	out := Rows{Table: r.Table, Columns: cols, Values: make([][]any, len(rows))}
+	flat := make([]any, len(rows)*len(cols)) // one allocation for every row's values
 	for i, row := range rows {
-		vals := []string{a.add(workspace), a.add(ids[i])}
+		vals := flat[i*len(cols) : i*len(cols) : (i+1)*len(cols)]
+		vals = append(vals, d.Arg(workspace), d.Arg(ids[i]))
 		if r.ModelScoped {
-			vals = append(vals, a.add(modelID))
+			vals = append(vals, d.Arg(modelID))
 		}
 		for _, f := range fields {
-			vals = append(vals, a.add(row[f.Column]))
+			vals = append(vals, d.Arg(row[f.Column]))
 		}
 		if searched {
-			vals = append(vals, a.add(SearchText(r, func(f *model.Field) any { return row[f.Column] })))
+			vals = append(vals, d.Arg(SearchText(r, func(f *model.Field) any { return row[f.Column] })))
 		}
-		tuples[i] = "(" + strings.Join(vals, ", ") + ")"
+		out.Values[i] = vals
 	}
-	sql := fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", Quote(r.Table), strings.Join(quoteAll(cols), ", "), strings.Join(tuples, ", "))
-	return Stmt{SQL: sql, Args: a.vals}
+	return out
 }
 
 // Update sets the given columns of one record. values is keyed by column; updated_at must be included.

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,9 +41,6 @@ const (
 	ActionImport  = "import" // the admin bulk path (recordsctl records import, seed)
 )
 
-// auditColumns is the number of placeholders of one audit row.
-const auditColumns = 11
-
 // Entry is one audit row to write: changes and previous are JSON-shaped, by field key.
 type Entry struct {
 	Resource, RecordID, Action string
@@ -57,49 +53,67 @@ type Author struct {
 	Workspace, Member, Key, RequestID string
 }
 
-// maxParams keeps one multi-row INSERT under both databases' placeholder limits.
-const maxParams = 30000
-
 // Write inserts entries, written by who at time at, inside the write's transaction q, in multi-row
-// statements.
+// statements queued with the transaction's next statement or its COMMIT.
 func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Author, at time.Time, entries []Entry) error {
-	per := maxParams / auditColumns
-	for start := 0; start < len(entries); start += per {
-		chunk := entries[start:min(start+per, len(entries))]
-		var sql strings.Builder
-		sql.WriteString("INSERT INTO audit_log (workspace_id, id, resource, record_id, action, member_id, key_id, request_id, changes, previous, created_at) VALUES ")
-		args := make([]any, 0, len(chunk)*auditColumns)
-		for i, e := range chunk {
-			if i > 0 {
-				sql.WriteString(", ")
-			}
-			sql.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			if e.Changes == nil {
-				e.Changes = map[string]any{}
-			}
-			changes, err := jsonenc.Marshal(e.Changes)
-			if err != nil {
-				return fmt.Errorf("audit %s: %w", e.Resource, err)
-			}
-			var previous any
-			if e.Previous != nil {
-				data, err := jsonenc.Marshal(e.Previous)
-				if err != nil {
-					return fmt.Errorf("audit %s: %w", e.Resource, err)
-				}
-				previous = string(data)
-			}
-			args = append(args, who.Workspace, uuid.Must(uuid.NewV7()).String(), e.Resource, e.RecordID, e.Action, nullable(who.Member), nullable(who.Key), nullable(who.RequestID), string(changes), previous, at)
-		}
-		// Queued: the entry goes to the database with the transaction's next statement or its COMMIT.
-		resource := chunk[0].Resource
-		if err := store.Later(ctx, q, d.Bind(sql.String(), args...), false, func(err error) error {
+	rows, err := Rows(d, who, at, entries)
+	if err != nil {
+		return err
+	}
+	per := rows.RowsPerStatement()
+	for start := 0; start < len(rows.Values); start += per {
+		part := rows
+		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
+		resource := entries[start].Resource
+		if err := store.Later(ctx, q, d.InsertRows(part), false, func(err error) error {
 			return fmt.Errorf("audit %s: %w", resource, err)
 		}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Copy inserts entries as Write does, with the bulk path's store.Copy: for the many entries of an
+// import.
+func Copy(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Author, at time.Time, entries []Entry) error {
+	rows, err := Rows(d, who, at, entries)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Copy(ctx, q, d, rows); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// Rows are the audit_log rows of entries, written by who at time at.
+func Rows(d sqlgen.Dialect, who Author, at time.Time, entries []Entry) (sqlgen.Rows, error) {
+	cols := []string{"workspace_id", "id", "resource", "record_id", "action", "member_id", "key_id", "request_id", "changes", "previous", "created_at"}
+	rows := sqlgen.Rows{Table: "audit_log", Columns: cols, Values: make([][]any, len(entries))}
+	flat := make([]any, len(entries)*len(cols))
+	ws, member, key, request, when := d.Arg(who.Workspace), d.Arg(nullable(who.Member)), d.Arg(nullable(who.Key)), d.Arg(nullable(who.RequestID)), d.Arg(at)
+	for i, e := range entries {
+		if e.Changes == nil {
+			e.Changes = map[string]any{}
+		}
+		changes, err := jsonenc.Marshal(e.Changes)
+		if err != nil {
+			return rows, fmt.Errorf("audit %s: %w", e.Resource, err)
+		}
+		var previous any
+		if e.Previous != nil {
+			data, err := jsonenc.Marshal(e.Previous)
+			if err != nil {
+				return rows, fmt.Errorf("audit %s: %w", e.Resource, err)
+			}
+			previous = string(data)
+		}
+		v := flat[i*len(cols) : (i+1)*len(cols) : (i+1)*len(cols)]
+		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10] = ws, uuid.Must(uuid.NewV7()).String(), e.Resource, e.RecordID, e.Action, member, key, request, string(changes), previous, when
+		rows.Values[i] = v
+	}
+	return rows, nil
 }
 
 // Values returns canonical values by field key in their JSON shape.

@@ -15,8 +15,11 @@ import (
 // Document is the OpenAPI document, encoded once per definitions load (by [catalog.Encode]) and served
 // with the server's address filled in where the generator left a placeholder.
 type Document struct {
-	enc  catalog.Encoded
-	last atomic.Pointer[rendered] // the last rendering (one base address in practice)
+	build func() (catalog.Encoded, error) // nil: enc is set
+	once  sync.Once
+	enc   catalog.Encoded
+	err   error
+	last  atomic.Pointer[rendered] // the last rendering (one base address in practice)
 }
 
 type rendered struct {
@@ -34,6 +37,34 @@ func NewDocument(doc map[string]any, placeholder string) (*Document, error) {
 	return &Document{enc: enc}, nil
 }
 
+// NewLazyDocument returns the Document of what build returns, built and encoded as NewDocument does at
+// its first use or at Prepare, whichever comes first: a server's start need not wait for it.
+func NewLazyDocument(build func() map[string]any, placeholder string) *Document {
+	return &Document{build: func() (enc catalog.Encoded, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("build the OpenAPI document: %v", p)
+			}
+		}()
+		return catalog.Encode(build(), placeholder)
+	}}
+}
+
+// Prepare builds a lazy document now. Its error is a defect: the generator's output did not encode.
+func (d *Document) Prepare() error {
+	if d.build != nil {
+		d.once.Do(func() { d.enc, d.err = d.build() })
+	}
+	return d.err
+}
+
+func (d *Document) encoded() catalog.Encoded {
+	if err := d.Prepare(); err != nil {
+		panic(err) // answered 500 by the handler's recovery, and logged
+	}
+	return d.enc
+}
+
 // Render returns the document for the server address base and its ETag.
 func (d *Document) Render(base string) ([]byte, string) {
 	r := d.rendition(base)
@@ -44,7 +75,7 @@ func (d *Document) rendition(base string) *representation {
 	if r := d.last.Load(); r != nil && r.base == base {
 		return r.representation
 	}
-	r := &rendered{base: base, representation: newRepresentation(d.enc.Render(base), "application/json")}
+	r := &rendered{base: base, representation: newRepresentation(d.encoded().Render(base), "application/json")}
 	d.last.Store(r)
 	return r.representation
 }

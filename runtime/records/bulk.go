@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
@@ -12,108 +13,133 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// maxParams keeps one multi-row INSERT under both databases' placeholder limits.
-const maxParams = 30000
-
-// BatchSize returns how many rows of r one Import statement carries.
-func BatchSize(r *model.Resource) int {
-	return max(1, min(1000, maxParams/(len(r.Fields)+3)))
-}
-
 // Import validates bodies with the import schema (read-only declared fields allowed, as for an admin)
-// and inserts them in one transaction, in multi-row statements. It is the bulk path of `recordsctl
-// records import` and `recordsctl seed`, and works for read-only resources too. Nothing is written
-// unless every body is valid; errors are prefixed with the body's index.
+// and inserts them in one transaction, with the bulk path's writes (store.Copy: COPY on PostgreSQL). It
+// is the bulk path of `recordsctl records import` and `recordsctl seed`, and works for read-only
+// resources too. Nothing is written unless every body is valid; errors are prefixed with the body's
+// index. It is PrepareLoad then WriteLoad.
 func (s *Service) Import(ctx context.Context, a Actor, r *model.Resource, modelID string, bodies []map[string]any) (int, error) {
 	c, err := s.Collection(ctx, a, r, modelID)
 	if err != nil {
 		return 0, err
 	}
+	l, err := s.PrepareLoad(a, c, bodies)
+	if err != nil {
+		return 0, err
+	}
+	return s.WriteLoad(ctx, l)
+}
+
+// A Load is import bodies validated and turned into the rows a create of each would write: the first
+// half of Import, computation only, which a bulk loader (recordsctl seed) runs for the next bodies while
+// the previous Load is written.
+type Load struct {
+	a       Actor
+	c       *Collection
+	values  []map[string]any // declared values by key, for the reference check
+	inputs  []*customInput
+	ids     []string
+	customs []map[string]any // stored custom values by definition id
+	records sqlgen.Rows
+	custom  sqlgen.Rows
+	trail   []audit.Entry
+	now     time.Time
+}
+
+// Len is how many records l writes.
+func (l *Load) Len() int { return len(l.ids) }
+
+// PrepareLoad validates bodies for an import into c by a and builds their rows (see Import). It reads
+// nothing from the database: c is the collection the rows are written to.
+func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (*Load, error) {
+	r := c.Resource
 	sch := s.schemas.Resource(r.Name)
+	l := &Load{a: a, c: c, now: s.timestamp(), values: make([]map[string]any, len(bodies)), inputs: make([]*customInput, len(bodies)),
+		ids: make([]string, len(bodies)), customs: make([]map[string]any, len(bodies))}
 	rows := make([]map[string]any, len(bodies))
-	values := make([]map[string]any, len(bodies))
-	inputs := make([]*customInput, len(bodies))
-	customs := make([]map[string]any, len(bodies))
-	ids := make([]string, len(bodies))
 	var errs field.ErrorList
-	now := s.timestamp()
 	for i, body := range bodies {
 		// Declared and custom fields in one pass, as for a create.
 		b, verrs := sch.Validate(body, schema.Import)
 		given, form := schema.CustomOf(body)
 		ci, cerrs := c.checkCustom(given, form, schema.Create)
 		verrs = append(verrs, cerrs...)
-		inputs[i] = ci
+		l.inputs[i] = ci
 		for _, e := range verrs {
 			errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
 		}
 		if verrs != nil {
 			continue
 		}
-		custom := c.stored(inputs[i], nil)
-		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
+		// The columns of a create (Service.insert).
+		custom := c.stored(ci, nil)
+		row := make(map[string]any, len(b.Values)+4)
+		row["owner_id"], row["created_at"], row["updated_at"], row["custom_fields"] = nullable(a.Member), l.now, l.now, jsonText(custom)
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
 			row[f.Column] = v
 		}
 		if err := setComputed(r, nil, b.Values, row); err != nil {
-			return 0, err
-		}
-		rows[i], values[i], ids[i], customs[i] = row, b.Values, NewID(), custom
-	}
-	if len(errs) > 0 {
-		return 0, errs
-	}
-	// One audit entry per record, as for a create, written in the same transaction.
-	var trail []audit.Entry
-	if !a.Synthetic {
-		trail = make([]audit.Entry, len(rows))
-	}
-	for i := range trail {
-		trail[i] = audit.Entry{Resource: r.Name, RecordID: ids[i], Action: audit.ActionImport, Changes: createdValues(c, values[i], customs[i])}
-	}
-	_, err = s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
-		if err := s.checkReferences(ctx, q, a, r, c.Workspace, values...); err != nil {
 			return nil, err
 		}
-		for i, ci := range inputs {
+		rows[i], l.values[i], l.ids[i], l.customs[i] = row, b.Values, NewID(), custom
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	l.records = s.d.RecordRows(r, c.Workspace, c.ModelID, rows, l.ids)
+	// New records have no side-table rows yet: their custom values are inserted, nothing deleted.
+	var cvs []sqlgen.CustomRow
+	for i, custom := range l.customs {
+		var err error
+		if cvs, err = s.customRows(cvs, l.ids[i], c.Fields, custom, keysOf(custom)); err != nil {
+			return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
+		}
+	}
+	l.custom = s.d.CustomValueRows(c.Workspace, cvs)
+	// One audit entry per record, as for a create; none for synthetic data.
+	if !a.Synthetic {
+		l.trail = make([]audit.Entry, len(l.ids))
+		for i := range l.trail {
+			l.trail[i] = audit.Entry{Resource: r.Name, RecordID: l.ids[i], Action: audit.ActionImport, Changes: createdValues(c, l.values[i], l.customs[i])}
+		}
+	}
+	return l, nil
+}
+
+// WriteLoad writes l in one transaction after checking its references, and returns how many records
+// it wrote.
+func (s *Service) WriteLoad(ctx context.Context, l *Load) (int, error) {
+	a, c, r := l.a, l.c, l.c.Resource
+	_, err := s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
+		if err := s.checkReferences(ctx, q, a, r, c.Workspace, l.values...); err != nil {
+			return nil, err
+		}
+		for i, ci := range l.inputs {
 			if err := s.checkCustomReferences(ctx, q, a, c, ci); err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
-		size := BatchSize(r)
-		for start := 0; start < len(rows); start += size {
-			end := min(start+size, len(rows))
-			if _, err := q.Exec(ctx, s.d.InsertMany(r, c.Workspace, c.ModelID, rows[start:end], ids[start:end])); err != nil {
-				return nil, keyConflict(r, fmt.Errorf("import %s: %w", r.Name, err))
-			}
+		if _, err := store.Copy(ctx, q, s.d, l.records); err != nil {
+			return nil, keyConflict(r, fmt.Errorf("import %s: %w", r.Name, err))
 		}
-		// New records have no side-table rows yet: their custom values go in multi-row statements too.
-		var cvs []sqlgen.CustomRow
-		var err error
-		for i, custom := range customs {
-			if cvs, err = s.customRows(cvs, ids[i], c.Fields, custom, keysOf(custom)); err != nil {
-				return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
-			}
+		if _, err := store.Copy(ctx, q, s.d, l.custom); err != nil {
+			return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
 		}
-		const perRow = 5 // workspace, field, record, text, number
-		for start := 0; start < len(cvs); start += maxParams / perRow {
-			end := min(start+maxParams/perRow, len(cvs))
-			if _, err := q.Exec(ctx, s.d.InsertCustomValues(c.Workspace, cvs[start:end])); err != nil {
-				return nil, fmt.Errorf("import %s custom values: %w", r.Name, err)
-			}
-		}
-		for i, custom := range customs {
-			if err := s.checkCustomKeys(ctx, q, c, ids[i], custom, keysOf(custom)); err != nil {
+		for i, custom := range l.customs {
+			if err := s.checkCustomKeys(ctx, q, c, l.ids[i], custom, keysOf(custom)); err != nil {
 				return nil, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
-		return &outcome{}, audit.Write(ctx, q, s.d, a.author(), now, trail)
+		if len(l.trail) > 0 {
+			return &outcome{}, audit.Copy(ctx, q, s.d, a.author(), l.now, l.trail)
+		}
+		return &outcome{}, nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	return len(rows), nil
+	return l.Len(), nil
 }
 
 func unique(ids []string) []string {

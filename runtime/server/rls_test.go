@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -183,6 +184,17 @@ WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
 		if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
 			t.Errorf("scoped to A, %.40s… into B: %v; want 42501 (row-level security)", sql, err)
 		}
+	}
+	// Nor by the bulk path (recordsctl seed, records import), whose COPY goes to a staging table and
+	// reaches the records by an INSERT the policy checks.
+	err = st.Tx(scopedA, func(q store.Querier) error {
+		now := time.Now()
+		_, err := store.Copy(scopedA, q, st.Dialect(), sqlgen.Rows{Table: "rec_companies", Columns: []string{"workspace_id", "id", "name", "created_at", "updated_at"},
+			Values: [][]any{{e.Workspace, "0190a6d4-0000-7000-8000-000000000004", "a", now, now}, {wsB, "0190a6d4-0000-7000-8000-000000000005", "x", now, now}}})
+		return err
+	})
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Errorf("scoped to A, a bulk copy into B: %v; want 42501 (row-level security)", err)
 	}
 	if l := e.DoKey(keyB, "GET", "/v1/companies", nil).List(); len(l) != 1 || l[0]["name"] != "B1" {
 		t.Errorf("B's companies: %v", l)

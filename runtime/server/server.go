@@ -108,21 +108,18 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 		return nil, err
 	}
 	var schemas *schema.Set
-	var schemaErr, alsoErr error
-	var wg sync.WaitGroup
 	if o.schemas {
-		wg.Go(func() {
-			if schemas, schemaErr = schema.Compile(cat); schemaErr != nil {
-				schemaErr = fmt.Errorf("definitions: %w", schemaErr)
-			}
-		})
+		// Compiled as they are used (or all at once by Server.Serve, once serving).
+		schemas = schema.Prepare(cat)
 	}
+	var alsoErr error
+	var wg sync.WaitGroup
 	if o.also != nil {
 		wg.Go(func() { alsoErr = o.also(cat) })
 	}
 	b, err := openStore(ctx, cfg, cat, o.migrate)
 	wg.Wait()
-	if err := errors.Join(err, schemaErr, alsoErr); err != nil {
+	if err := errors.Join(err, alsoErr); err != nil {
 		if b != nil {
 			b.Store.Close()
 		}
@@ -247,6 +244,7 @@ type Server struct {
 	instance *idempotency.Instance
 	redis    *redis.Client // nil without --redis
 	metrics  *metrics.Metrics
+	openapi  *httpapi.Document // built once serving (prepare)
 	closed   sync.Once
 	closeErr error
 }
@@ -290,11 +288,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Close()
 		return nil, err
 	}
-	doc, err := httpapi.NewDocument(catalog.OpenAPI(b.Catalog, b.Schemas), catalog.ServerURL)
-	if err != nil {
-		b.Close()
-		return nil, fmt.Errorf("openapi: %w", err)
-	}
+	// Built once serving (Serve), or by the first request for it.
+	doc := httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(b.Catalog, b.Schemas) }, catalog.ServerURL)
 	proxies, err := httpapi.ParseProxies(cfg.TrustedProxies)
 	if err != nil {
 		b.Close()
@@ -335,7 +330,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	idem := b.recordsConfig.Idempotency
 	idem.SetInstance(inst)
-	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m}
+	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
 		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
@@ -384,6 +379,20 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 	return out
 }
 
+// prepare compiles the resources' JSON Schemas not compiled yet and builds the OpenAPI document, once
+// serving: a start does not wait for them (a write compiles its resource's schemas first, a request for
+// the document builds it, if it comes before).
+func (s *Server) prepare() {
+	t := time.Now()
+	if err := s.backend.Schemas.CompileAll(); err != nil {
+		s.log.Error("compile JSON Schemas", "err", err)
+	}
+	if err := s.openapi.Prepare(); err != nil {
+		s.log.Error("OpenAPI document", "err", err)
+	}
+	s.log.Debug("JSON Schemas and OpenAPI document ready", "in", time.Since(t).String())
+}
+
 // Metrics returns the server's metrics, nil when --metrics-addr is off.
 func (s *Server) Metrics() *metrics.Metrics { return s.metrics }
 
@@ -430,6 +439,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// still shares its quota counts and still hears of revoked keys.
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
+	go s.prepare()
 	go s.sendReminders(bg)
 	go s.flushQuota(bg)
 	go s.flushKeyUsage(bg)
