@@ -245,8 +245,13 @@ type Server struct {
 	redis    *redis.Client // nil without --redis
 	metrics  *metrics.Metrics
 	openapi  *httpapi.Document // built once serving (prepare)
-	closed   sync.Once
-	closeErr error
+	// prepareOnce starts prepare once (Serve, or the first readiness check); prepared is closed when it
+	// has ended, with preparedErr its failure.
+	prepareOnce sync.Once
+	prepared    chan struct{}
+	preparedErr error
+	closed      sync.Once
+	closeErr    error
 }
 
 // New opens the backend and builds the HTTP handler.
@@ -330,7 +335,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	idem := b.recordsConfig.Idempotency
 	idem.SetInstance(inst)
-	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc}
+	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc, prepared: make(chan struct{})}
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
 		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
@@ -344,7 +349,8 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 	l.log.WarnContext(ctx, "redis client", "detail", fmt.Sprintf(format, v...))
 }
 
-// ready checks the parts requests need: the database, Redis when configured, and every plugin.
+// ready checks the parts requests need: the database, the compiled schemas, Redis when configured, and
+// every plugin.
 func (s *Server) ready(ctx context.Context) []httpapi.Check {
 	var wg sync.WaitGroup
 	var db, rd error
@@ -364,8 +370,10 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 		})
 	}
 	wg.Go(func() { plug = s.backend.Plugins.Check(ctx) })
+	var schemas httpapi.Check
+	wg.Go(func() { schemas = s.schemasCheck(ctx) })
 	wg.Wait()
-	out := []httpapi.Check{{Name: "database", Err: db}}
+	out := []httpapi.Check{{Name: "database", Err: db}, schemas}
 	if s.redis != nil {
 		out = append(out, httpapi.Check{Name: "redis", Err: rd})
 	}
@@ -382,15 +390,34 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 // prepare compiles the resources' JSON Schemas not compiled yet and builds the OpenAPI document, once
 // serving: a start does not wait for them (a write compiles its resource's schemas first, a request for
 // the document builds it, if it comes before).
+// Until it has succeeded /readyz reports the "schemas" check not ready, so that a load balancer sends
+// no traffic to a server whose definitions do not compile.
 func (s *Server) prepare() {
 	t := time.Now()
+	defer close(s.prepared)
 	if err := s.backend.Schemas.CompileAll(); err != nil {
 		s.log.Error("compile JSON Schemas", "err", err)
+		s.preparedErr = errors.New("failed to compile")
 	}
 	if err := s.openapi.Prepare(); err != nil {
 		s.log.Error("OpenAPI document", "err", err)
+		s.preparedErr = errors.New("failed to build the OpenAPI document")
 	}
 	s.log.Debug("JSON Schemas and OpenAPI document ready", "in", time.Since(t).String())
+}
+
+// startPrepare runs prepare in the background, once.
+func (s *Server) startPrepare() { s.prepareOnce.Do(func() { go s.prepare() }) }
+
+// schemasCheck is the readiness of what prepare builds: it waits for it while ctx allows.
+func (s *Server) schemasCheck(ctx context.Context) httpapi.Check {
+	s.startPrepare()
+	select {
+	case <-s.prepared:
+		return httpapi.Check{Name: "schemas", Err: s.preparedErr}
+	case <-ctx.Done():
+		return httpapi.Check{Name: "schemas", Err: errors.New("compiling")}
+	}
 }
 
 // Metrics returns the server's metrics, nil when --metrics-addr is off.
@@ -439,7 +466,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// still shares its quota counts and still hears of revoked keys.
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBackground()
-	go s.prepare()
+	s.startPrepare()
 	go s.sendReminders(bg)
 	go s.flushQuota(bg)
 	go s.flushKeyUsage(bg)
