@@ -124,6 +124,12 @@ const sqliteCopyRows = 64
 // copySQLite inserts rows with one prepared statement of sqliteCopyRows rows (fewer when the columns
 // are many), reused for every full group, and one statement for the rest.
 func copySQLite(ctx context.Context, tx *sql.Tx, rows sqlgen.Rows) (int64, error) {
+	// A bulk load writes more pages than SQLite's default 2 MiB cache holds: spilled mid-transaction
+	// to the WAL, then read back. The writer (one connection) keeps a 64 MiB cache from here on; a
+	// serving recordsd, which never bulk-loads, keeps the default and its memory.
+	if _, err := tx.ExecContext(ctx, "PRAGMA cache_size = -65536"); err != nil {
+		return 0, fmt.Errorf("bulk cache: %w", err)
+	}
 	d := sqlgen.New(sqlgen.SQLite)
 	per := min(sqliteCopyRows, rows.RowsPerStatement())
 	full := len(rows.Values) / per * per
