@@ -113,13 +113,20 @@ func attributesDocument(title string, fields []*model.Field, m Mode) map[string]
 
 // CompileAll compiles every schema of s not compiled yet, on as many processors as there are, and
 // returns every problem found.
-func (s *Set) CompileAll() error {
+func (s *Set) CompileAll() error { return s.compileAll(runtime.GOMAXPROCS(0)) }
+
+// CompileInBackground is CompileAll on one goroutine: for a server that already serves, so that the
+// compile leaves the other processors to the requests (a write compiles its own resource first, if it
+// comes before).
+func (s *Set) CompileInBackground() error { return s.compileAll(1) }
+
+func (s *Set) compileAll(workers int) error {
 	names := make([]string, 0, len(s.byResource))
 	for name := range s.byResource {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	groups := max(1, min(runtime.GOMAXPROCS(0), len(names)))
+	groups := max(1, min(workers, len(names)))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for g := range groups {

@@ -395,7 +395,7 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 func (s *Server) prepare() {
 	t := time.Now()
 	defer close(s.prepared)
-	if err := s.backend.Schemas.CompileAll(); err != nil {
+	if err := s.backend.Schemas.CompileInBackground(); err != nil {
 		s.log.Error("compile JSON Schemas", "err", err)
 		s.preparedErr = errors.New("failed to compile")
 	}
