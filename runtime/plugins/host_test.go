@@ -137,9 +137,19 @@ func TestStoppedPlugin(t *testing.T) {
 	if state := processState(stopped); state != "T" {
 		t.Logf("the stopped plugin is in state %q (something resumed it)", state)
 	}
-	// The next call runs on a new process.
-	if took, err := call("before=ok"); err != nil || took > time.Second {
-		t.Fatalf("the call after: %v after %v", err, took)
+	// The next calls run on a new process: started by the first of them, which may find it still
+	// starting past the 100 ms deadline on a loaded machine (ErrUnavailable, at once), as may the
+	// calls right after it.
+	replaced := time.Now()
+	for {
+		took, err := call("before=ok")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, plugins.ErrUnavailable) || took > time.Second || time.Since(replaced) > 5*time.Second {
+			t.Fatalf("the calls after: %v after %v (%v since the first)", err, took, time.Since(replaced))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	pid := pidOf(t, h, "chaos-rules")
 	if pid == stopped {
