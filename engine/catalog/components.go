@@ -120,6 +120,35 @@ func components(cat *model.Catalog) map[string]any {
 				"page_size":   map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "description": "The page size used."},
 			},
 		},
+		"Event": map[string]any{
+			"type": "object", "additionalProperties": false,
+			"required":    []string{"id", "sequence", "type", "resource", "record_id", "model_id", "actor", "data", "previous", "withheld", "created_at"},
+			"description": "One committed write, as the caller may see it: the record's field masks apply to `data` and `previous`, hidden fields are left out and named in `withheld`.",
+			"properties": map[string]any{
+				"id":        map[string]any{"type": "string", "format": "uuid", "description": "The event's id; a webhook delivery carries it as `webhook-id`."},
+				"sequence":  map[string]any{"type": "integer", "minimum": 1, "description": "The event's place in the workspace's feed: strictly increasing, assigned once the write committed. Send it as `cursor` to resume after it."},
+				"type":      str("`<resource>.<action>`: `created`, `updated`, `archived`, `restored`, `linked` or `unlinked` (an imported record is `created`)."),
+				"resource":  str("The resource of the record."),
+				"record_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid", "description": "The record written (for a link, the record the association starts from)."},
+				"model_id":  map[string]any{"type": []string{"string", "null"}, "format": "uuid", "description": "The data model of a `data_model_records` record; null otherwise."},
+				"actor": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"member_id", "key_id", "request_id"},
+					"description": "Who wrote: null members on the administration path (recordsctl).",
+					"properties": map[string]any{"member_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"},
+						"key_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"}, "request_id": map[string]any{"type": []string{"string", "null"}, "description": "The write's `X-Request-Id`."}}},
+				"data":       map[string]any{"type": "object", "additionalProperties": true, "description": "The record as stored after the write (custom fields by key under `custom_fields`); for `linked` and `unlinked`, the association's name → the other record's id, and the link's `attributes`."},
+				"previous":   map[string]any{"type": []string{"object", "null"}, "additionalProperties": true, "description": "For `updated`, the values the changed fields had before (the changed fields are its keys); for a link that replaced attributes and for `unlinked`, the former `attributes`; otherwise null."},
+				"withheld":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Fields (or, for a link, the association) left out because the caller's role hides them or cannot read the other resource."},
+				"created_at": map[string]any{"type": "string", "format": "date-time", "description": "When the write happened."},
+			},
+		},
+		"EventsMeta": map[string]any{
+			"type": "object", "additionalProperties": false, "required": []string{"next_cursor", "has_more", "page_size"}, "description": "About the page.",
+			"properties": map[string]any{
+				"next_cursor": str("The sequence to send as `cursor` for the events after this page (the last event read, seen by the caller or not); the same cursor again when nothing new was read. Never null: a feed has no end."),
+				"has_more":    map[string]any{"type": "boolean", "description": "Whether more events are ready after this page (ask again at once); false means the caller has caught up."},
+				"page_size":   map[string]any{"type": "integer", "minimum": 0, "description": "How many events the page holds."},
+			},
+		},
 		"FilterItem": map[string]any{
 			"type": "object", "required": []string{"field", "op"}, "additionalProperties": false, "description": "One filter item.",
 			"properties": map[string]any{

@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/schema"
@@ -223,6 +225,24 @@ func (d *doc) discovery() {
 			map[string]any{"name": "model_id", "in": "query", "description": "The data model, for `data_model_records`.", "schema": map[string]any{"type": "string", "format": "uuid"}},
 		}},
 		"200", ok("The field catalog.", schemaRef("FieldCatalog")), "400", "401", "403", "404", "429", "500", "503")
+	ops[route.Events] = withResponses(map[string]any{"operationId": "listEvents", "tags": []string{"events"}, "summary": "Change feed",
+		"description": "Every committed write of the workspace as an event, in sequence order: each create, update (with the previous values of the changed fields), " +
+			"archive, restore, link, unlink, upsert, batch item and import, written in the write's own transaction (a write that rolled back has none). " +
+			"Resume exactly with `cursor` = the last `sequence` seen. The key's resource allowlist, its owner's role, record rules (as the record is now) " +
+			"and field masks apply to every event as to a read of its record. With `wait`, a caught-up reader's request is held until events arrive " +
+			"(within about a second of their commit) or the wait ends. Events are kept for the server's `event_retention` (30 days by default). " +
+			"Answers 404 `route_not_found` when the server runs with `events = false`.",
+		"parameters": []any{
+			map[string]any{"name": "cursor", "in": "query", "description": "`start` (the default: the oldest event kept), `latest` (only events after the newest one now), or the `sequence` of the last event seen.", "schema": map[string]any{"type": "string", "maxLength": 20}},
+			map[string]any{"name": "resource", "in": "query", "description": "Only events of these resources (comma-separated).", "schema": map[string]any{"type": "string"}},
+			map[string]any{"name": "type", "in": "query", "description": "Only events of these types (comma-separated `<resource>.<action>`).", "schema": map[string]any{"type": "string"}},
+			map[string]any{"name": "limit", "in": "query", "description": fmt.Sprintf("Events per page, 1 to %d (default %d).", listplan.MaxEventPage, listplan.DefaultEventPage), "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxEventPage}},
+			map[string]any{"name": "wait", "in": "query", "description": "When no event follows the cursor, wait up to this long for one (`30s`, `500ms`, or seconds; at most 30 s).", "schema": map[string]any{"type": "string"}},
+		}},
+		"200", map[string]any{"description": "A page of events.", "headers": headerRefs(append([]string{"X-Request-Id"}, usageHeaders...)...),
+			"content": jsonContent(map[string]any{"type": "object", "required": []string{"data", "meta"}, "additionalProperties": false,
+				"properties": map[string]any{"data": map[string]any{"type": "array", "items": schemaRef("Event")}, "meta": schemaRef("EventsMeta")}})},
+		"400", "401", "403", "404", "422", "429", "500", "503")
 	for _, rt := range d.table {
 		if rt.Resource != nil || !rt.Documented {
 			continue

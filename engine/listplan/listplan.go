@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/workspace-records/records/engine/access"
@@ -20,6 +21,14 @@ import (
 )
 
 // Limits of list requests.
+// Bounds of the change feed (GET /v1/events; runtime/records.Service.Events).
+const (
+	DefaultEventPage = 100
+	MaxEventPage     = 1000
+	// MaxEventWait is the longest a reader of the feed may wait for events (wait=…).
+	MaxEventWait = 30 * time.Second
+)
+
 const (
 	MaxPage        = 10000
 	PageWindow     = 10000 // page mode reaches only the first PageWindow records

@@ -87,6 +87,9 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 	if r.LabelPlural == "" {
 		r.LabelPlural = r.Label
 	}
+	if ReservedNames[r.Name] {
+		errs = append(errs, field.New(field.CodeInvalid, root.Child("name"), "is reserved: /v1/"+r.Name+" is a route of the API itself"))
+	}
 	for _, o := range sr.Operations {
 		op, _ := ParseOperation(o)
 		r.Ops |= 1 << op
@@ -284,6 +287,10 @@ func sameAttributes(a, b []*Field) bool {
 	}
 	return true
 }
+
+// ReservedNames are the first path segments under /v1 that the API's own routes use (engine/route's
+// fixed routes, and those of later versions planned): no resource may be named after them.
+var ReservedNames = map[string]bool{"resources": true, "me": true, "events": true, "openapi.json": true, "admin": true, "webhooks": true}
 
 // reservedAssociation are path segments an association may not be named after.
 var reservedAssociation = map[string]bool{"restore": true, "query": true}

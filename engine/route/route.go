@@ -46,6 +46,7 @@ const (
 	DeleteLink                          // DELETE /v1/{resource}/:id/:association/:target_id
 	UpsertRecord                        // PUT /v1/{resource}/by/:key/:value
 	BatchWrite                          // POST /v1/{resource}/batch
+	Events                              // GET /v1/events, the change feed
 )
 
 // Route is one method on one path pattern (bunrouter syntax). The route table (Table) is the one list
@@ -80,6 +81,7 @@ var fixed = []Route{
 	{Method: "GET", Path: "/v1/me", Endpoint: Me, Label: "me", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/resources", Endpoint: Resources, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/resources/:resource", Endpoint: ResourceCatalog, Label: "catalog", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/events", Endpoint: Events, Label: "events", Key: true, Documented: true},
 }
 
 // Fixed returns the routes outside any resource.

@@ -40,6 +40,10 @@ type Config struct {
 	PluginTimeout time.Duration
 	// RequestTimeout is the deadline of one API request's work; past it the request answers 503.
 	RequestTimeout time.Duration
+	// Events makes every write record its event for the change feed (GET /v1/events).
+	Events bool
+	// EventRetention is how long the change feed keeps events; 0 keeps them forever.
+	EventRetention time.Duration
 	Dev            bool   // seed a demo workspace into an empty database
 	DevKeyFile     string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
@@ -147,6 +151,10 @@ func (c Config) check(s Setting) error {
 	case "request_timeout":
 		if c.RequestTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "event_retention":
+		if c.EventRetention < 0 {
+			return fmt.Errorf("%s: want 0 (forever) or a positive duration", shown)
 		}
 	case "failed_auth_per_minute":
 		if c.FailedAuthPerMinute < 0 {

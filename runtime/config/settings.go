@@ -130,6 +130,18 @@ func Settings() []Setting {
 				"and its database statement is cancelled on the server, not left running.",
 		},
 		{
+			Name: "events", Flag: "events", Env: "RECORDS_EVENTS", Key: "events", Kind: KindBool, Default: "true",
+			Commands: Both, field: func(c *Config) any { return &c.Events },
+			Help: "Record every write's event, in the write's own transaction, for the change feed (`GET /v1/events`). " +
+				"`false` records none and answers the feed 404 (it exists to measure what the feed costs).",
+		},
+		{
+			Name: "event_retention", Flag: "event-retention", Env: "RECORDS_EVENT_RETENTION", Key: "event_retention",
+			Kind: KindDuration, Default: "720h", Commands: Recordsd, field: func(c *Config) any { return &c.EventRetention },
+			Help: "How long the change feed keeps events (30 days by default); older ones are deleted by the servers' " +
+				"sweep. `0` keeps them forever.",
+		},
+		{
 			Name: "dev", Flag: "dev", Env: "RECORDS_DEV", Key: "dev", Kind: KindBool, Default: "false",
 			Commands: Recordsd, field: func(c *Config) any { return &c.Dev },
 			Help: "On an empty database, create a demo workspace (plan `growth`) with sample records, an admin and a " +

@@ -142,6 +142,8 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 		return serveAsset(docsScript)
 	case route.Me:
 		return h.me
+	case route.Events:
+		return h.events
 	case route.Resources:
 		return h.resources
 	case route.ResourceCatalog:
@@ -234,7 +236,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: out}
 	in := &info{resource: "-", operation: "unmatched"}
 	conn := r.Context() // ends when the client goes away (or the server cuts the request off at shutdown)
-	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), h.timeout)
+	timeout := h.timeout
+	if r.URL.Path == eventsPath {
+		timeout += records.MaxEventWait // a long poll waits up to that long before its work
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), timeout)
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error

@@ -213,6 +213,29 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 ){strict}`),
 			`CREATE INDEX audit_log_record_idx ON audit_log (workspace_id, resource, record_id, created_at)`,
 			auditTimeIndex, auditResourceIndex}},
+		// The change feed (runtime/events): seq is NULL until the sequencer numbers the event.
+		{"events", []string{r(`CREATE TABLE events (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  seq {int},
+  type TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  record_id {uuid},
+  model_id {uuid},
+  member_id {uuid},
+  key_id {uuid},
+  request_id TEXT,
+  data {json} NOT NULL,
+  previous {json},
+  created_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX events_seq_idx ON events (workspace_id, seq)`,
+			`CREATE INDEX events_unnumbered_idx ON events (workspace_id, id) WHERE seq IS NULL`}},
+		{"event_sequences", []string{r(`CREATE TABLE event_sequences (
+  workspace_id {uuid} PRIMARY KEY,
+  last {int} NOT NULL
+){strict}`)}},
 	}
 	if d.Kind() == sqlgen.SQLite {
 		tables = append(tables, systemTable{AuthChangesTable, authChangesDDL()})

@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
@@ -33,6 +32,7 @@ import (
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/audit"
+	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -196,6 +196,7 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 	if err != nil {
 		return nil, err
 	}
+	s.numberEvents(c.Workspace)
 	for _, w := range afters {
 		s.afterHooks(a, w)
 	}
@@ -347,11 +348,11 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 	if err := s.checkReferences(ctx, q, a, r, c.Workspace, values...); err != nil {
 		return nil, err
 	}
-	stored := make(map[string]Record, n)
+	written := make(map[string]Record, n)
 	err := q.Query(ctx, s.d.Returning(r, s.d.InsertMany(r, c.Workspace, c.ModelID, rows, ids)), func(row []any) error {
 		rec, err := s.toRecord(r, row, c.Workspace, c.ModelID)
 		if err == nil {
-			stored[rec["id"].(string)] = rec
+			written[rec["id"].(string)] = rec
 		}
 		return err
 	})
@@ -375,19 +376,28 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		return nil, err
 	}
 	outs := make([]*outcome, n)
+	var evs []events.Event
 	for i, id := range ids {
-		rec, ok := stored[id]
+		rec, ok := written[id]
 		if !ok {
 			return nil, fmt.Errorf("insert %s: record %s not returned", r.Name, id)
 		}
 		out := &outcome{created: true}
+		var full Record
+		if s.events != nil || (s.hooks != nil && len(r.Hooks) > 0) {
+			full = stored(c, rec)
+		}
+		if s.events != nil {
+			evs = append(evs, recordEvent(c, id, audit.ActionCreate, full, nil))
+		}
 		if s.hooks != nil && len(r.Hooks) > 0 {
-			full := maps.Clone(rec)
-			present(c.Fields, full)
-			out.after = &afterCall{r: r, op: audit.ActionCreate, changes: values[i], full: access.Unrestricted(r).Apply(full)}
+			out.after = &afterCall{r: r, op: audit.ActionCreate, changes: values[i], full: full}
 		}
 		out.rec = c.view(rec)
 		outs[i] = out
+	}
+	if err := s.writeEvents(ctx, q, a, now, evs...); err != nil {
+		return nil, err
 	}
 	return outs, nil
 }

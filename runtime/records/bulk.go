@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/workspace-records/records/engine/field"
@@ -10,6 +11,7 @@ import (
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/audit"
+	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -43,6 +45,7 @@ type Load struct {
 	records sqlgen.Rows
 	custom  sqlgen.Rows
 	trail   []audit.Entry
+	events  []events.Event
 	now     time.Time
 }
 
@@ -103,6 +106,15 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 		for i := range l.trail {
 			l.trail[i] = audit.Entry{Resource: r.Name, RecordID: l.ids[i], Action: audit.ActionImport, Changes: createdValues(c, l.values[i], l.customs[i])}
 		}
+		if s.events != nil {
+			// The feed's data of an imported record is what was imported (the rows are not read back).
+			l.events = make([]events.Event, len(l.ids))
+			for i, e := range l.trail {
+				data := maps.Clone(e.Changes)
+				data["id"] = l.ids[i]
+				l.events[i] = recordEvent(c, l.ids[i], audit.ActionImport, data, nil)
+			}
+		}
 	}
 	return l, nil
 }
@@ -132,7 +144,14 @@ func (s *Service) WriteLoad(ctx context.Context, l *Load) (int, error) {
 			}
 		}
 		if len(l.trail) > 0 {
-			return &outcome{}, audit.Copy(ctx, q, s.d, a.author(), l.now, l.trail)
+			if err := audit.Copy(ctx, q, s.d, a.author(), l.now, l.trail); err != nil {
+				return nil, err
+			}
+		}
+		if len(l.events) > 0 {
+			if err := events.Copy(ctx, q, s.d, a.eventActor(), l.now, l.events); err != nil {
+				return nil, err
+			}
 		}
 		return &outcome{}, nil
 	})

@@ -196,6 +196,9 @@ func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *mo
 		if err := s.audit(ctx, q, a, c.Resource, l.FromID, audit.ActionLink, changes, previous, now); err != nil {
 			return nil, err
 		}
+		if err := s.writeEvents(ctx, q, a, now, recordEvent(c, l.FromID, audit.ActionLink, changes, previous)); err != nil {
+			return nil, err
+		}
 		rec, err := s.readLink(ctx, q, assoc, l, other)
 		return &outcome{rec: rec}, err
 	})
@@ -223,7 +226,11 @@ func (s *Service) DeleteLink(ctx context.Context, a Actor, c *Collection, assoc 
 		if attrs, _ := rec["attributes"].(map[string]any); len(attrs) > 0 {
 			previous = map[string]any{"attributes": attrs}
 		}
-		if err := s.audit(ctx, q, a, c.Resource, l.FromID, audit.ActionUnlink, map[string]any{assoc.Name: other}, previous, s.timestamp()); err != nil {
+		now := s.timestamp()
+		if err := s.audit(ctx, q, a, c.Resource, l.FromID, audit.ActionUnlink, map[string]any{assoc.Name: other}, previous, now); err != nil {
+			return nil, err
+		}
+		if err := s.writeEvents(ctx, q, a, now, recordEvent(c, l.FromID, audit.ActionUnlink, map[string]any{assoc.Name: other}, previous)); err != nil {
 			return nil, err
 		}
 		return &outcome{rec: rec}, nil

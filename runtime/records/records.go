@@ -14,6 +14,7 @@ import (
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/plugins"
@@ -68,6 +69,7 @@ type Service struct {
 	hooks   *plugins.Host
 	idem    *idempotency.Keys
 	trail   *audit.Reader
+	events  *events.Sequencer
 }
 
 // Config configures a Service.
@@ -85,6 +87,9 @@ type Config struct {
 	Hooks *plugins.Host
 	// Idempotency stores the responses of writes sent with an Idempotency-Key (see Receipt).
 	Idempotency *idempotency.Keys
+	// Events numbers the change feed's events: every write records its events in its own transaction
+	// (runtime/events) and kicks it after commit. nil records none (the feed is off).
+	Events *events.Sequencer
 }
 
 // New returns a Service.
@@ -93,7 +98,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret)}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, events: cfg.Events, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret)}
 }
 
 // Catalog returns the model the service serves.

@@ -22,7 +22,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -80,6 +79,7 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 	if err != nil {
 		return nil, err
 	}
+	s.numberEvents(c.Workspace)
 	if out.after != nil {
 		s.afterHooks(a, out.after)
 	}
@@ -226,24 +226,29 @@ func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Colle
 }
 
 // settleWritten is settle with the record as the write's own statement returned it (written); nil reads
-// it back. The audit entry is queued (store.Later): it goes to the database with the transaction's next
-// statement or its COMMIT.
+// it back. The audit entry and the event are queued (store.Later): they go to the database with the
+// transaction's next statement or its COMMIT.
 func (s *Service) settleWritten(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any, rec Record) (*outcome, error) {
 	r := c.Resource
-	if err := s.audit(ctx, q, a, r, id, action, changes, previous, at); err != nil {
-		return nil, err
-	}
 	if rec == nil {
 		var err error
 		if rec, err = s.get(ctx, q, r, c.key(id, nil), false); err != nil {
 			return nil, err
 		}
 	}
+	if err := s.audit(ctx, q, a, r, id, action, changes, previous, at); err != nil {
+		return nil, err
+	}
+	var full Record
+	if s.events != nil || (s.hooks != nil && len(r.Hooks) > 0) {
+		full = stored(c, rec)
+	}
+	if err := s.writeEvents(ctx, q, a, at, recordEvent(c, id, action, full, previous)); err != nil {
+		return nil, err
+	}
 	out := &outcome{}
 	if s.hooks != nil && len(r.Hooks) > 0 {
-		full := maps.Clone(rec)
-		present(c.Fields, full)
-		out.after = &afterCall{r: r, op: action, changes: hookChanges, full: access.Unrestricted(r).Apply(full)}
+		out.after = &afterCall{r: r, op: action, changes: hookChanges, full: full}
 	}
 	out.rec = c.view(rec)
 	return out, nil

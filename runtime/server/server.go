@@ -27,6 +27,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
@@ -73,6 +74,8 @@ type Backend struct {
 	Migration *migrate.Result
 	// Plugins runs the rules plugins the definitions name (set by New; nil for admin commands).
 	Plugins *plugins.Host
+	// Events numbers the change feed's events (nil when the feed is off); recordsd runs it.
+	Events *events.Sequencer
 
 	recordsConfig records.Config
 }
@@ -126,8 +129,12 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 		return nil, err
 	}
 	custom := customfields.New(b.Store, cat)
+	if cfg.Events {
+		b.Events = events.NewSequencer(b.Store, events.NewHub())
+		b.Events.Retention = cfg.EventRetention
+	}
 	rc := records.Config{Catalog: cat, Schemas: schemas, Store: b.Store, CursorSecret: b.recordsConfig.CursorSecret, Custom: custom,
-		Idempotency: idempotency.New(b.Store, nil)}
+		Idempotency: idempotency.New(b.Store, nil), Events: b.Events}
 	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
 	b.Records = records.New(rc)
 	return b, nil
@@ -470,7 +477,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.sendReminders(bg)
 	go s.flushQuota(bg)
 	go s.flushKeyUsage(bg)
-	go s.backend.Directory.Watch(bg)
+	go s.Watch(bg)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -532,6 +539,17 @@ func (s *Server) Close() error {
 
 // QuotaFlushInterval is how often a server writes its quota counts and reads other servers'.
 const QuotaFlushInterval = time.Second
+
+// Watch keeps what the server shares with other servers current until ctx ends: it listens for
+// changes of keys (auth.Directory.Watch) and numbers the change feed's events (events.Sequencer.Run).
+func (s *Server) Watch(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.backend.Directory.Watch(ctx) })
+	if s.backend.Events != nil {
+		wg.Go(func() { s.backend.Events.Run(ctx, s.log) })
+	}
+	wg.Wait()
+}
 
 func (s *Server) flushQuota(ctx context.Context) {
 	t := time.NewTicker(QuotaFlushInterval)

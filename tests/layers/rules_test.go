@@ -26,7 +26,7 @@ var layers = []layer{
 	{"composition root", pkgs("./runtime/server")},
 	{"HTTP API", pkgs("./runtime/httpapi")},
 	{"records", pkgs("./runtime/records")},
-	{"audit trail", pkgs("./runtime/audit")},
+	{"audit trail and change feed", pkgs("./runtime/audit", "./runtime/events")},
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",
 		"./runtime/customfields", "./runtime/migrate", "./runtime/plugins")},
 	{"store", pkgs("./runtime/store/...")},

@@ -240,10 +240,11 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Listener = httpapi.TransportErrors(ts.Listener, log)
 	ts.Start()
-	// As recordsd does while serving: remember keys while listening for changes (PostgreSQL).
+	// As recordsd does while serving: remember keys while listening for changes (PostgreSQL), and
+	// number the change feed's events.
 	watch, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { srv.Backend().Directory.Watch(watch); close(watched) }()
+	go func() { srv.Watch(watch); close(watched) }()
 	t.Cleanup(func() {
 		ts.Close()
 		stopWatch()

@@ -1,0 +1,131 @@
+// Package events keeps the change feed: an outbox of one event per committed write, written in the
+// write's own transaction (so a write that rolls back leaves none), and numbered after commit with a
+// per-workspace sequence that consumers resume from.
+//
+// Numbering. A write inserts its events with seq NULL. The Sequencer then gives each workspace's
+// unnumbered events the next numbers of event_sequences, in the order of their ids (time-ordered
+// UUIDs), in one transaction that holds the workspace's counter row: numbers are assigned once, only to
+// committed events, and strictly grow in the order they are assigned. So a consumer that has seen every
+// event up to sequence N and asks for those after N misses none, whatever order concurrent writes
+// committed in — which numbering inside the write transaction (a bigserial) cannot promise, and a
+// counter row updated by every write would serialise the workspace's writes. The writer kicks its
+// server's sequencer after commit; a periodic sweep numbers what a server that died between commit and
+// numbering left behind.
+//
+// Reading. Page returns stored events after a sequence, unredacted; runtime/records applies the
+// reader's permissions, record rules and field masks to each, as to a read of the record.
+package events
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/jsonenc"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Event type suffixes: a record event's type is "<resource>.<action>".
+const (
+	Created  = "created"
+	Updated  = "updated"
+	Archived = "archived"
+	Restored = "restored"
+	Linked   = "linked"
+	Unlinked = "unlinked"
+)
+
+// Event is one event to write.
+type Event struct {
+	Type     string // e.g. "companies.updated"
+	Resource string // "" for events that are not about a record
+	RecordID string
+	ModelID  string
+	// Data is the subject as stored after the change (for a record, the whole record, unredacted; for a
+	// link or unlink, the association name → the other record's id, and its "attributes").
+	Data map[string]any
+	// Previous holds, for an update, the values the changed fields had before (same keys as in Data;
+	// custom fields under "custom_fields"); nil otherwise.
+	Previous map[string]any
+}
+
+// Actor is who caused events: member, key and request id, each "" on the admin path.
+type Actor struct {
+	Workspace, Member, Key, RequestID string
+}
+
+// columns of the events table a write fills (seq is left NULL for the Sequencer).
+var columns = []string{"workspace_id", "id", "type", "resource", "record_id", "model_id", "member_id", "key_id", "request_id", "data", "previous", "created_at"}
+
+// Rows are the events table's rows of evs, caused by who at time at.
+func Rows(d sqlgen.Dialect, who Actor, at time.Time, evs []Event) (sqlgen.Rows, error) {
+	rows := sqlgen.Rows{Table: "events", Columns: columns, Values: make([][]any, len(evs))}
+	flat := make([]any, len(evs)*len(columns))
+	ws, member, key, request, when := d.Arg(who.Workspace), d.Arg(nullable(who.Member)), d.Arg(nullable(who.Key)), d.Arg(nullable(who.RequestID)), d.Arg(at)
+	for i, e := range evs {
+		data, err := jsonenc.Marshal(e.Data)
+		if err != nil {
+			return rows, fmt.Errorf("event %s: %w", e.Type, err)
+		}
+		var previous any
+		if e.Previous != nil {
+			p, err := jsonenc.Marshal(e.Previous)
+			if err != nil {
+				return rows, fmt.Errorf("event %s: %w", e.Type, err)
+			}
+			previous = string(p)
+		}
+		v := flat[i*len(columns) : (i+1)*len(columns) : (i+1)*len(columns)]
+		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11] = ws, uuid.Must(uuid.NewV7()).String(), e.Type,
+			e.Resource, nullable(e.RecordID), nullable(e.ModelID), member, key, request, string(data), previous, when
+		rows.Values[i] = v
+	}
+	return rows, nil
+}
+
+// Write inserts evs inside the write's transaction q, queued with its next statement or its COMMIT.
+func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Actor, at time.Time, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	rows, err := Rows(d, who, at, evs)
+	if err != nil {
+		return err
+	}
+	per := rows.RowsPerStatement()
+	for start := 0; start < len(rows.Values); start += per {
+		part := rows
+		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
+		if err := store.Later(ctx, q, d.InsertRows(part), false, func(err error) error {
+			return fmt.Errorf("events: %w", err)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Copy inserts evs as Write does, with the bulk path's store.Copy: for the many events of an import.
+func Copy(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Actor, at time.Time, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	rows, err := Rows(d, who, at, evs)
+	if err != nil {
+		return err
+	}
+	if _, err := store.Copy(ctx, q, d, rows); err != nil {
+		return fmt.Errorf("events: %w", err)
+	}
+	return nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

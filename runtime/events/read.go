@@ -1,0 +1,103 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Stored is one numbered event as stored, unredacted.
+type Stored struct {
+	Seq                          int64
+	ID, Type, Resource, RecordID string
+	ModelID                      string
+	MemberID, KeyID, RequestID   string
+	Data, Previous               map[string]any
+	CreatedAt                    time.Time
+}
+
+// Filter selects events of one workspace.
+type Filter struct {
+	After     int64    // events with a sequence above After
+	Resources []string // only these resources (nil: every resource; an empty non-nil list: none)
+	Types     []string // only these types (nil: every type)
+	Limit     int      // at most this many
+}
+
+// Read returns the numbered events of workspace that f selects, in sequence order.
+func Read(ctx context.Context, st store.Store, workspace string, f Filter) ([]Stored, error) {
+	if f.Resources != nil && len(f.Resources) == 0 {
+		return nil, nil
+	}
+	ctx = store.WithWorkspace(ctx, workspace)
+	where, args := "workspace_id = ? AND seq > ?", []any{workspace, f.After}
+	where, args = in(where, args, "resource", f.Resources)
+	where, args = in(where, args, "type", f.Types)
+	sql := "SELECT seq, id, type, resource, record_id, model_id, member_id, key_id, request_id, CAST(data AS TEXT), CAST(previous AS TEXT), created_at FROM events WHERE " +
+		where + fmt.Sprintf(" ORDER BY seq LIMIT %d", max(f.Limit, 1))
+	var out []Stored
+	err := st.Query(ctx, st.Dialect().Bind(sql, args...), func(row []any) error {
+		e := Stored{Seq: store.Int(row[0]), ID: store.UUIDText(row[1]), Type: store.Text(row[2]), Resource: store.Text(row[3]),
+			RecordID: store.UUIDText(row[4]), ModelID: store.UUIDText(row[5]), MemberID: store.UUIDText(row[6]),
+			KeyID: store.UUIDText(row[7]), RequestID: store.Text(row[8])}
+		var err error
+		if e.Data, err = decode(row[9]); err != nil {
+			return fmt.Errorf("event %s data: %w", e.ID, err)
+		}
+		if e.Previous, err = decode(row[10]); err != nil {
+			return fmt.Errorf("event %s previous: %w", e.ID, err)
+		}
+		if e.CreatedAt, err = store.Time(row[11]); err != nil {
+			return fmt.Errorf("event %s: %w", e.ID, err)
+		}
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return out, nil
+}
+
+// Latest returns the sequence of workspace's last numbered event (0: none yet).
+func Latest(ctx context.Context, st store.Store, workspace string) (int64, error) {
+	ctx = store.WithWorkspace(ctx, workspace)
+	var last int64
+	if _, err := store.QueryOne(ctx, st, st.Dialect().Bind("SELECT last FROM event_sequences WHERE workspace_id = ?", workspace), func(row []any) error {
+		last = store.Int(row[0])
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("read the event counter: %w", err)
+	}
+	return last, nil
+}
+
+func in(where string, args []any, column string, values []string) (string, []any) {
+	if len(values) == 0 {
+		return where, args
+	}
+	where += " AND " + column + " IN (" + strings.TrimSuffix(strings.Repeat("?, ", len(values)), ", ") + ")"
+	for _, v := range values {
+		args = append(args, v)
+	}
+	return where, args
+}
+
+// decode reads a JSON column read as text, keeping numbers exact.
+func decode(v any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(store.JSON(v)))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,244 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Channel is the PostgreSQL notification channel on which a server announces that it numbered events,
+// so that every server wakes its long-polling readers.
+const Channel = "records_events"
+
+// Defaults of the Sequencer.
+const (
+	// DefaultSweep is how often a server numbers events that no kick announced (left by a server that
+	// stopped between a write's commit and its numbering).
+	DefaultSweep = 2 * time.Second
+	// DefaultRetention is how long events are kept.
+	DefaultRetention = 30 * 24 * time.Hour
+	// stampBatch bounds the events one numbering transaction takes; more wait for the next round.
+	stampBatch = 5000
+	// pruneEvery is how often the sweep deletes events older than the retention.
+	pruneEvery = time.Minute
+)
+
+// Sequencer numbers committed events per workspace (see the package comment) and tells readers
+// waiting for them.
+type Sequencer struct {
+	st  store.Store
+	hub *Hub
+	// Sweep is the interval of the sweep over every workspace (DefaultSweep).
+	Sweep time.Duration
+	// Retention is how long events are kept (DefaultRetention); 0 keeps them forever.
+	Retention time.Duration
+	now       func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]bool
+	kick    chan struct{}
+}
+
+// NewSequencer returns a sequencer of st's events that wakes hub's readers.
+func NewSequencer(st store.Store, hub *Hub) *Sequencer {
+	return &Sequencer{st: st, hub: hub, Sweep: DefaultSweep, Retention: DefaultRetention, now: time.Now,
+		pending: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+// Hub is where readers wait for this sequencer's (and, on PostgreSQL, every server's) numbered events.
+func (s *Sequencer) Hub() *Hub { return s.hub }
+
+// Kick asks for workspace's new events to be numbered now: writers call it after their commit.
+func (s *Sequencer) Kick(workspace string) {
+	s.mu.Lock()
+	s.pending[workspace] = true
+	s.mu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run numbers kicked workspaces as they come and sweeps every workspace each Sweep, until ctx ends;
+// on PostgreSQL it also listens for other servers' announcements to wake this server's readers.
+func (s *Sequencer) Run(ctx context.Context, log *slog.Logger) {
+	if l, ok := s.st.(interface {
+		Listen(ctx context.Context, channel string, ready func(bool), fn func())
+	}); ok {
+		go l.Listen(ctx, Channel, func(listening bool) {
+			if !listening {
+				s.hub.PublishAll() // announcements may have been missed: readers look again
+			}
+		}, s.hub.PublishAll)
+	}
+	tick := time.NewTicker(s.Sweep)
+	defer tick.Stop()
+	var pruned time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.kick:
+			s.mu.Lock()
+			batch := s.pending
+			s.pending = map[string]bool{}
+			s.mu.Unlock()
+			for ws := range batch {
+				if _, err := s.Stamp(ctx, ws); err != nil && ctx.Err() == nil {
+					log.Warn("number events (the sweep retries)", "workspace", ws, "err", err)
+				}
+			}
+		case <-tick.C:
+			prune := s.Retention > 0 && s.now().Sub(pruned) >= pruneEvery
+			if err := s.SweepOnce(ctx, prune); err != nil && ctx.Err() == nil {
+				log.Warn("sweep events", "err", err)
+			}
+			if prune {
+				pruned = s.now()
+			}
+		}
+	}
+}
+
+// Stamp numbers workspace's committed, unnumbered events and returns how many it numbered. Servers
+// may call it at once: the counter row serialises them.
+func (s *Sequencer) Stamp(ctx context.Context, workspace string) (int, error) {
+	ctx = store.WithWorkspace(ctx, workspace)
+	d := s.st.Dialect()
+	total := 0
+	for {
+		n := 0
+		err := s.st.Tx(ctx, func(q store.Querier) error {
+			n = 0
+			// Takes the workspace's counter row (created at 0) for the rest of the transaction.
+			var last int64
+			if _, err := store.QueryOne(ctx, q, d.Bind(`INSERT INTO event_sequences (workspace_id, last) VALUES (?, 0)
+ON CONFLICT (workspace_id) DO UPDATE SET last = event_sequences.last RETURNING last`, workspace), func(row []any) error {
+				last = store.Int(row[0])
+				return nil
+			}); err != nil {
+				return fmt.Errorf("lock the event counter: %w", err)
+			}
+			top := last
+			err := q.Query(ctx, d.Bind(`UPDATE events SET seq = ? + o.n
+FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE workspace_id = ? AND seq IS NULL ORDER BY id LIMIT ?) AS o
+WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq`, last, workspace, stampBatch, workspace), func(row []any) error {
+				top = max(top, store.Int(row[0]))
+				n++
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("number events: %w", err)
+			}
+			if n == 0 {
+				return nil
+			}
+			if _, err := q.Exec(ctx, d.Bind("UPDATE event_sequences SET last = ? WHERE workspace_id = ?", top, workspace)); err != nil {
+				return fmt.Errorf("advance the event counter: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("workspace %s: %w", workspace, err)
+		}
+		total += n
+		if n < stampBatch {
+			break
+		}
+	}
+	if total > 0 {
+		return total, s.announce(ctx, workspace)
+	}
+	return total, nil
+}
+
+// announce wakes the readers waiting for workspace's events, here and, on PostgreSQL, on every server.
+func (s *Sequencer) announce(ctx context.Context, workspace string) error {
+	s.hub.Publish(workspace)
+	if n, ok := s.st.(interface {
+		Notify(ctx context.Context, channel string) error
+	}); ok {
+		if err := n.Notify(context.WithoutCancel(ctx), Channel); err != nil {
+			return fmt.Errorf("announce events: %w", err)
+		}
+	}
+	return nil
+}
+
+// SweepOnce numbers every workspace's events that are still unnumbered and, with prune, deletes events
+// older than the retention.
+func (s *Sequencer) SweepOnce(ctx context.Context, prune bool) error {
+	d := s.st.Dialect()
+	var workspaces []string
+	if err := s.st.Query(ctx, d.Bind("SELECT id FROM workspaces"), func(row []any) error {
+		workspaces = append(workspaces, store.UUIDText(row[0]))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("list workspaces: %w", err)
+	}
+	cutoff := s.now().Add(-s.Retention).UTC()
+	for _, ws := range workspaces {
+		wctx := store.WithWorkspace(ctx, ws)
+		found, err := store.QueryOne(wctx, s.st, d.Bind("SELECT 1 FROM events WHERE workspace_id = ? AND seq IS NULL LIMIT 1", ws), func([]any) error { return nil })
+		if err != nil {
+			return fmt.Errorf("workspace %s: find unnumbered events: %w", ws, err)
+		}
+		if found {
+			if _, err := s.Stamp(ctx, ws); err != nil {
+				return err
+			}
+		}
+		if prune && s.Retention > 0 {
+			if _, err := s.st.Exec(wctx, d.Bind("DELETE FROM events WHERE workspace_id = ? AND created_at < ? AND seq IS NOT NULL", ws, cutoff)); err != nil {
+				return fmt.Errorf("workspace %s: delete events past retention: %w", ws, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Hub lets readers wait for a workspace's next numbered events.
+type Hub struct {
+	mu    sync.Mutex
+	waits map[string]chan struct{}
+}
+
+// NewHub returns a Hub.
+func NewHub() *Hub { return &Hub{waits: map[string]chan struct{}{}} }
+
+// Wait returns a channel closed when workspace's next events are numbered (or, on PostgreSQL, when any
+// server announces events of any workspace: the reader then looks again).
+func (h *Hub) Wait(workspace string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.waits[workspace]
+	if c == nil {
+		c = make(chan struct{})
+		h.waits[workspace] = c
+	}
+	return c
+}
+
+// Publish wakes the readers of workspace.
+func (h *Hub) Publish(workspace string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.waits[workspace]; c != nil {
+		close(c)
+		delete(h.waits, workspace)
+	}
+}
+
+// PublishAll wakes every reader (a notification from another server names no workspace).
+func (h *Hub) PublishAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for ws, c := range h.waits {
+		close(c)
+		delete(h.waits, ws)
+	}
+}

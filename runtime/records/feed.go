@@ -1,0 +1,276 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/runtime/events"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Bounds of the change feed (GET /v1/events).
+const (
+	DefaultEventPage = listplan.DefaultEventPage
+	MaxEventPage     = listplan.MaxEventPage
+	MaxEventWait     = listplan.MaxEventWait
+	// feedScanFactor bounds how many events one page reads, as a multiple of its size, looking for events
+	// the reader may see; past it the page ends short, its cursor after what was read.
+	feedScanFactor = 20
+)
+
+// EventQuery selects a page of the change feed.
+type EventQuery struct {
+	// Cursor is "start" (or ""), "latest" (only events after the newest one now), or the sequence of the
+	// last event the reader has seen: the page holds the events after it.
+	Cursor    string
+	Resources []string // only events of these resources (nil: all the reader may read)
+	Types     []string // only events of these types, "<resource>.<action>" (nil: all)
+	Limit     *int     // 1..MaxEventPage; nil = DefaultEventPage
+	// Wait, when the page would be empty, waits up to this long for events to arrive (0..MaxEventWait).
+	Wait time.Duration
+}
+
+// Event is one event of the feed as its reader may see it.
+type Event struct {
+	ID        string         `json:"id"`
+	Sequence  int64          `json:"sequence"`
+	Type      string         `json:"type"`
+	Resource  string         `json:"resource"`
+	RecordID  *string        `json:"record_id"`
+	ModelID   *string        `json:"model_id"`
+	Actor     EventActor     `json:"actor"`
+	Data      map[string]any `json:"data"`
+	Previous  map[string]any `json:"previous"`
+	Withheld  []string       `json:"withheld"`
+	CreatedAt string         `json:"created_at"`
+}
+
+// EventActor is who caused an event; every member is nil on the admin path (recordsctl).
+type EventActor struct {
+	MemberID  *string `json:"member_id"`
+	KeyID     *string `json:"key_id"`
+	RequestID *string `json:"request_id"`
+}
+
+// EventPage is one page of the feed. Cursor continues after it: the sequence of the last event read
+// (seen by the reader or not), or the query's own position when nothing was read.
+type EventPage struct {
+	Events  []Event
+	Cursor  int64
+	HasMore bool
+}
+
+// ErrEventsOff is the feed asked for on a server whose writes record no events.
+var ErrEventsOff = fmt.Errorf("the change feed is off on this server")
+
+// Events returns one page of a's workspace's change feed, in sequence order, as a may see it: events of
+// resources a cannot reach (key allowlist, plan, role) and of records outside a's record rule (as the
+// record is now, as for a read of it) are left out; values of fields a's role masks are masked, those
+// it hides removed and named in withheld; a link or unlink whose other side a cannot read is withheld.
+func (s *Service) Events(ctx context.Context, a Actor, q EventQuery) (*EventPage, error) {
+	if s.events == nil {
+		return nil, ErrEventsOff
+	}
+	f, errs := s.eventFilter(a, q)
+	if errs != nil {
+		return nil, apierr.Invalid("", errs)
+	}
+	after := int64(0)
+	switch q.Cursor {
+	case "", "start":
+	case "latest":
+		var err error
+		if after, err = events.Latest(ctx, s.st, a.Workspace); err != nil {
+			return nil, err
+		}
+	default:
+		n, err := strconv.ParseInt(q.Cursor, 10, 64)
+		if err != nil || n < 0 {
+			return nil, apierr.InvalidField(field.CodeInvalid, "cursor", `must be "start", "latest" or the sequence of an event (a whole number ≥ 0)`)
+		}
+		after = n
+	}
+	deadline := time.Now().Add(q.Wait)
+	for {
+		// Listen before reading, so that events numbered while the page is read wake the wait.
+		woken := s.events.Hub().Wait(a.Workspace)
+		page, err := s.eventPage(ctx, a, f, after)
+		if err != nil || len(page.Events) > 0 || page.Cursor != after || q.Wait <= 0 {
+			return page, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return page, nil
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-woken:
+			t.Stop()
+		case <-t.C:
+			return page, nil
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// eventFilter checks q and returns the store filter of what a may read of it.
+func (s *Service) eventFilter(a Actor, q EventQuery) (events.Filter, field.ErrorList) {
+	var errs field.ErrorList
+	f := events.Filter{Limit: DefaultEventPage}
+	if q.Limit != nil {
+		f.Limit = *q.Limit
+	}
+	if f.Limit < 1 || f.Limit > MaxEventPage {
+		errs = append(errs, field.New(field.CodeRange, field.NewPath("limit"), fmt.Sprintf("must be between 1 and %d", MaxEventPage)))
+	}
+	if q.Wait < 0 || q.Wait > MaxEventWait {
+		errs = append(errs, field.New(field.CodeRange, field.NewPath("wait"), fmt.Sprintf("must be between 0s and %s", MaxEventWait)))
+	}
+	named := map[string]bool{}
+	for _, name := range q.Resources {
+		if _, ok := s.cat.Resource(name); !ok {
+			errs = append(errs, field.New(field.CodeOption, field.NewPath("resource"), fmt.Sprintf("%q is not a resource", name)))
+		}
+		named[name] = true
+	}
+	for _, t := range q.Types {
+		name, action, _ := strings.Cut(t, ".")
+		_, known := s.cat.Resource(name)
+		if !known || !validAction(action) {
+			errs = append(errs, field.New(field.CodeOption, field.NewPath("type"), fmt.Sprintf("%q is not an event type (<resource>.created, .updated, .archived, .restored, .linked or .unlinked)", t)))
+		}
+	}
+	f.Types = q.Types
+	// Resources the reader cannot read are left out by the query, so that they never thin a page.
+	f.Resources = []string{}
+	for _, r := range s.cat.Resources {
+		if (len(named) == 0 || named[r.Name]) && a.reaches(r) && a.Policy(r).Level != access.None {
+			f.Resources = append(f.Resources, r.Name)
+		}
+	}
+	return f, errs
+}
+
+func validAction(action string) bool {
+	switch action {
+	case events.Created, events.Updated, events.Archived, events.Restored, events.Linked, events.Unlinked:
+		return true
+	}
+	return false
+}
+
+// eventPage reads one page after sequence after.
+func (s *Service) eventPage(ctx context.Context, a Actor, f events.Filter, after int64) (*EventPage, error) {
+	limit := f.Limit
+	f.Limit = limit + 1
+	page := &EventPage{Events: []Event{}, Cursor: after}
+	visible := map[string]bool{} // resource/record -> inside a's record rule
+	scanned := 0
+	for {
+		f.After = page.Cursor
+		rows, err := events.Read(ctx, s.st, a.Workspace, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range rows {
+			if len(page.Events) == limit {
+				page.HasMore = true
+				return page, nil
+			}
+			ev, ok, err := s.eventFor(ctx, a, e, visible)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				page.Events = append(page.Events, ev)
+			}
+			page.Cursor = e.Seq
+		}
+		scanned += len(rows)
+		if len(rows) < f.Limit {
+			return page, nil // the end of the feed, for now
+		}
+		if scanned >= feedScanFactor*f.Limit {
+			// Most of what was read is out of the reader's sight: end the page short rather than read
+			// the whole feed; the next page resumes after what was read.
+			page.HasMore = true
+			return page, nil
+		}
+	}
+}
+
+// eventFor is e as a may see it, or false when a may not see it.
+func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visible map[string]bool) (Event, bool, error) {
+	r, ok := s.cat.Resource(e.Resource)
+	if !ok {
+		return Event{}, false, nil // a resource no longer defined
+	}
+	pol := a.Policy(r)
+	if e.RecordID != "" && pol.Rule != access.All {
+		k := r.Name + "/" + e.RecordID
+		seen, done := visible[k]
+		if !done {
+			var err error
+			if seen, err = s.Visible(ctx, a, pol, e.RecordID); err != nil {
+				return Event{}, false, fmt.Errorf("event %d: %w", e.Seq, err)
+			}
+			visible[k] = seen
+		}
+		if !seen {
+			return Event{}, false, nil
+		}
+	}
+	out := Event{ID: e.ID, Sequence: e.Seq, Type: e.Type, Resource: e.Resource, RecordID: opt(e.RecordID), ModelID: opt(e.ModelID),
+		Actor: EventActor{MemberID: opt(e.MemberID), KeyID: opt(e.KeyID), RequestID: opt(e.RequestID)},
+		Data:  e.Data, Previous: e.Previous, Withheld: []string{},
+		CreatedAt: e.CreatedAt.UTC().Format(store.TimeLayout)}
+	if out.Data == nil {
+		out.Data = map[string]any{}
+	}
+	withheld := map[string]bool{}
+	link := strings.HasSuffix(e.Type, "."+events.Linked) || strings.HasSuffix(e.Type, "."+events.Unlinked)
+	for _, m := range []map[string]any{out.Data, out.Previous} {
+		if m == nil {
+			continue
+		}
+		if link {
+			for k := range m {
+				if assoc, ok := r.Association(k); ok {
+					if other, ok := s.cat.Resource(assoc.Target); ok && (!a.reaches(other) || a.Policy(other).Level == access.None) {
+						delete(m, k)
+						withheld[k] = true
+					}
+				}
+			}
+			continue
+		}
+		for k := range m {
+			if pol.Visibility(k) == access.Hidden {
+				withheld[k] = true
+			}
+		}
+		pol.Apply(m)
+	}
+	for k := range withheld {
+		out.Withheld = append(out.Withheld, k)
+	}
+	sort.Strings(out.Withheld)
+	return out, true, nil
+}
+
+func opt(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
