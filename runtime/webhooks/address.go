@@ -24,6 +24,7 @@ type RefusedAddressError struct {
 	Why   string     // what the range is, e.g. "loopback"
 }
 
+// Error says which address was refused and why; it never names the host or URL it came from.
 func (e *RefusedAddressError) Error() string {
 	return fmt.Sprintf("refused address %s: %s (%s)", e.IP, e.Why, e.Range)
 }
