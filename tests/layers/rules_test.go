@@ -30,7 +30,8 @@ var layers = []layer{
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",
 		"./runtime/customfields", "./runtime/migrate", "./runtime/plugins")},
 	{"store", pkgs("./runtime/store/...")},
-	{"runtime leaves", pkgs("./runtime/config", "./runtime/metrics", "./runtime/version", "./runtime/jsonenc")},
+	{"runtime leaves", pkgs("./runtime/config", "./runtime/metrics", "./runtime/version", "./runtime/jsonenc",
+		"./runtime/webhooks")},
 	// The engine, in the order of STYLE.md §2: field ← spec ← model ← {schema, listplan, catalog, route},
 	// sqlgen ← {model, listplan}.
 	{"engine documents", pkgs("./engine/catalog")},
@@ -70,6 +71,8 @@ var denials = []denial{
 	{"./runtime/metrics", pkgs("./..."), reach, "metrics are a leaf every runtime package may use"},
 	{"./runtime/version", pkgs("./..."), reach, "the build's version is a leaf every program may use"},
 	{"./runtime/jsonenc", pkgs("./..."), reach, "the JSON encoder of answers is a leaf every runtime package may use"},
+	{"./runtime/webhooks", pkgs("./..."), reach,
+		"the webhook delivery primitives are a leaf of the standard library: signatures, the address check, one attempt"},
 	{"./engine/suggest", pkgs("./..."), reach, "the wording of unknown names is a leaf every package may use"},
 }
 
