@@ -158,7 +158,8 @@ func TestContractNames(t *testing.T) {
 	want := Config{DB: "postgres://u@h/db", DefinitionsDir: "/d", PluginsDir: "/p", Addr: ":1", CursorSecret: "s",
 		TrustedProxies: "10.0.0.1", Redis: "redis://r", PublicURL: "https://x.example", DebugAddr: ":2", PluginTimeout: 3 * time.Second,
 		RequestTimeout: 4 * time.Second, DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, LogLevel: "info", LogFormat: "json",
-		FailedAuthPerMinute: 25, RedisTimeout: 1500 * time.Millisecond, KeyUsageInterval: 10 * time.Second}
+		FailedAuthPerMinute: 25, RedisTimeout: 1500 * time.Millisecond, KeyUsageInterval: 10 * time.Second,
+		Events: true, EventRetention: 30 * 24 * time.Hour}
 	if got := cfg; fields(got) != fields(want) {
 		t.Errorf("environment:\ngot  %s\nwant %s", fields(got), fields(want))
 	}
