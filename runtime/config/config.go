@@ -44,6 +44,8 @@ type Config struct {
 	Events bool
 	// EventRetention is how long the change feed keeps events; 0 keeps them forever.
 	EventRetention time.Duration
+	// WebhookAllowPrivate lets webhook endpoints name loopback, private and link-local addresses.
+	WebhookAllowPrivate bool
 	Dev            bool   // seed a demo workspace into an empty database
 	DevKeyFile     string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.

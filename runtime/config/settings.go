@@ -142,6 +142,14 @@ func Settings() []Setting {
 				"sweep. `0` keeps them forever.",
 		},
 		{
+			Name: "webhook_allow_private_addresses", Flag: "webhook-allow-private-addresses", Env: "RECORDS_WEBHOOK_ALLOW_PRIVATE_ADDRESSES",
+			Key: "webhook_allow_private_addresses", Kind: KindBool, Default: "false", Commands: Both,
+			field: func(c *Config) any { return &c.WebhookAllowPrivate },
+			Help: "Let webhook endpoints name loopback, private (RFC 1918, unique local), link-local (cloud metadata " +
+				"included) and other internal addresses. Off, such an address is refused when the endpoint is made " +
+				"and again when each delivery connects (after DNS, so a name that resolves inside is refused too).",
+		},
+		{
 			Name: "dev", Flag: "dev", Env: "RECORDS_DEV", Key: "dev", Kind: KindBool, Default: "false",
 			Commands: Recordsd, field: func(c *Config) any { return &c.Dev },
 			Help: "On an empty database, create a demo workspace (plan `growth`) with sample records, an admin and a " +

@@ -38,6 +38,24 @@ const (
 	Unlinked = "unlinked"
 )
 
+// Notices: events that are about no record but concern a member (who may read them, as may the members
+// who manage the workspace's API). Their data names the member as "member_id".
+const (
+	KeyExpiring      = "api_keys.expiring"          // a key expires soon (the reminders of recordsctl key create)
+	EndpointDisabled = "webhook_endpoints.disabled" // an endpoint failed for a day and was disabled
+	noticeKeys       = "api_keys"
+	noticeEndpoints  = "webhook_endpoints"
+)
+
+// NoticeResources are the resource names of notices.
+var NoticeResources = []string{noticeKeys, noticeEndpoints}
+
+// IsNotice reports whether typ is a notice's type.
+func IsNotice(typ string) bool { return typ == KeyExpiring || typ == EndpointDisabled }
+
+// IsNoticeResource reports whether name is the resource of notices.
+func IsNoticeResource(name string) bool { return name == noticeKeys || name == noticeEndpoints }
+
 // Event is one event to write.
 type Event struct {
 	Type     string // e.g. "companies.updated"

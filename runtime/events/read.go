@@ -34,12 +34,25 @@ func Read(ctx context.Context, st store.Store, workspace string, f Filter) ([]St
 	if f.Resources != nil && len(f.Resources) == 0 {
 		return nil, nil
 	}
-	ctx = store.WithWorkspace(ctx, workspace)
 	where, args := "workspace_id = ? AND seq > ?", []any{workspace, f.After}
 	where, args = in(where, args, "resource", f.Resources)
 	where, args = in(where, args, "type", f.Types)
-	sql := "SELECT seq, id, type, resource, record_id, model_id, member_id, key_id, request_id, CAST(data AS TEXT), CAST(previous AS TEXT), created_at FROM events WHERE " +
-		where + fmt.Sprintf(" ORDER BY seq LIMIT %d", max(f.Limit, 1))
+	return read(ctx, st, workspace, where+fmt.Sprintf(" ORDER BY seq LIMIT %d", max(f.Limit, 1)), args)
+}
+
+// ReadOne returns workspace's numbered event id, and false when there is none (never numbered, or past
+// the retention).
+func ReadOne(ctx context.Context, st store.Store, workspace, id string) (Stored, bool, error) {
+	evs, err := read(ctx, st, workspace, "workspace_id = ? AND id = ? AND seq IS NOT NULL", []any{workspace, id})
+	if err != nil || len(evs) == 0 {
+		return Stored{}, false, err
+	}
+	return evs[0], true, nil
+}
+
+func read(ctx context.Context, st store.Store, workspace, where string, args []any) ([]Stored, error) {
+	ctx = store.WithWorkspace(ctx, workspace)
+	sql := "SELECT seq, id, type, resource, record_id, model_id, member_id, key_id, request_id, CAST(data AS TEXT), CAST(previous AS TEXT), created_at FROM events WHERE " + where
 	var out []Stored
 	err := st.Query(ctx, st.Dialect().Bind(sql, args...), func(row []any) error {
 		e := Stored{Seq: store.Int(row[0]), ID: store.UUIDText(row[1]), Type: store.Text(row[2]), Resource: store.Text(row[3]),

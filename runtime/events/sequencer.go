@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
+	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -38,10 +40,31 @@ type Sequencer struct {
 	Retention time.Duration
 	now       func() time.Time
 
+	// sub, when set, is told of every event as it is numbered (Subscribe).
+	sub Subscriber
+	// Metrics counts the events numbered (nil: none).
+	Metrics *metrics.Metrics
+
 	mu      sync.Mutex
 	pending map[string]bool
 	kick    chan struct{}
 }
+
+// Numbered is an event as the sequencer numbered it.
+type Numbered struct {
+	Seq                int64
+	ID, Type, Resource string
+}
+
+// Subscriber is told of events as they are numbered: Numbered inside the numbering transaction (what it
+// writes there commits with the numbers, or neither does), Committed once that transaction committed.
+type Subscriber interface {
+	Numbered(ctx context.Context, q store.Querier, workspace string, evs []Numbered) error
+	Committed(workspace string)
+}
+
+// Subscribe makes sub hear of every event numbered from now on. Call it before Run.
+func (s *Sequencer) Subscribe(sub Subscriber) { s.sub = sub }
 
 // NewSequencer returns a sequencer of st's events that wakes hub's readers.
 func NewSequencer(st store.Store, hub *Hub) *Sequencer {
@@ -114,6 +137,7 @@ func (s *Sequencer) Stamp(ctx context.Context, workspace string) (int, error) {
 		n := 0
 		err := s.st.Tx(ctx, func(q store.Querier) error {
 			n = 0
+			var numbered []Numbered
 			// Takes the workspace's counter row (created at 0) for the rest of the transaction.
 			var last int64
 			if _, err := store.QueryOne(ctx, q, d.Bind(`INSERT INTO event_sequences (workspace_id, last) VALUES (?, 0)
@@ -126,8 +150,10 @@ ON CONFLICT (workspace_id) DO UPDATE SET last = event_sequences.last RETURNING l
 			top := last
 			err := q.Query(ctx, d.Bind(`UPDATE events SET seq = ? + o.n
 FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE workspace_id = ? AND seq IS NULL ORDER BY id LIMIT ?) AS o
-WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq`, last, workspace, stampBatch, workspace), func(row []any) error {
-				top = max(top, store.Int(row[0]))
+WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq, events.id, events.type, events.resource`, last, workspace, stampBatch, workspace), func(row []any) error {
+				e := Numbered{Seq: store.Int(row[0]), ID: store.UUIDText(row[1]), Type: store.Text(row[2]), Resource: store.Text(row[3])}
+				top = max(top, e.Seq)
+				numbered = append(numbered, e)
 				n++
 				return nil
 			})
@@ -136,6 +162,12 @@ WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq`, last, 
 			}
 			if n == 0 {
 				return nil
+			}
+			if s.sub != nil {
+				sort.Slice(numbered, func(i, j int) bool { return numbered[i].Seq < numbered[j].Seq })
+				if err := s.sub.Numbered(ctx, q, workspace, numbered); err != nil {
+					return err
+				}
 			}
 			if _, err := q.Exec(ctx, d.Bind("UPDATE event_sequences SET last = ? WHERE workspace_id = ?", top, workspace)); err != nil {
 				return fmt.Errorf("advance the event counter: %w", err)
@@ -151,6 +183,10 @@ WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq`, last, 
 		}
 	}
 	if total > 0 {
+		s.Metrics.EventsNumbered(total)
+		if s.sub != nil {
+			s.sub.Committed(workspace)
+		}
 		return total, s.announce(ctx, workspace)
 	}
 	return total, nil

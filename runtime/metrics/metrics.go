@@ -31,6 +31,9 @@ type Metrics struct {
 	pluginCalls   *prometheus.CounterVec
 	pluginTime    *prometheus.HistogramVec
 	pluginStarts  *prometheus.CounterVec
+	events        prometheus.Counter
+	deliveries    *prometheus.CounterVec
+	deliveryLag   prometheus.Histogram
 }
 
 // New makes the series and registers them, with the Go runtime and process collectors, on a registry
@@ -80,8 +83,21 @@ func New() *Metrics {
 		Namespace: Namespace, Subsystem: "plugin", Name: "starts_total",
 		Help: "Plugin process starts by plugin and reason (start, restart).",
 	}, []string{"plugin", "reason"})
+	m.events = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "events", Name: "numbered_total",
+		Help: "Events of the change feed numbered by this server (each committed write's events are numbered once, by one server).",
+	})
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "webhooks", Name: "attempts_total",
+		Help: "Webhook delivery attempts by outcome (delivered, http_error, timeout, refused_address, dns, connect, tls, invalid_url, signing).",
+	}, []string{"outcome"})
+	m.deliveryLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: Namespace, Subsystem: "webhooks", Name: "delivery_lag_seconds",
+		Help:    "Time from a write's commit to its event's successful delivery to an endpoint.",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86400},
+	})
 	m.reg.MustRegister(m.requests, m.duration, m.responseBytes, m.inFlight, m.rateLimited, m.quotaRefused, m.replays,
-		m.pluginCalls, m.pluginTime, m.pluginStarts,
+		m.pluginCalls, m.pluginTime, m.pluginStarts, m.events, m.deliveries, m.deliveryLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -238,4 +254,23 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(poolAcq, prometheus.CounterValue, float64(s.Acquires))
 	ch <- prometheus.MustNewConstMetric(poolEmpty, prometheus.CounterValue, float64(s.EmptyAcquires))
 	ch <- prometheus.MustNewConstMetric(poolWait, prometheus.CounterValue, s.AcquireWait.Seconds())
+}
+
+// EventsNumbered counts n events of the change feed numbered.
+func (m *Metrics) EventsNumbered(n int) {
+	if m != nil {
+		m.events.Add(float64(n))
+	}
+}
+
+// WebhookAttempt counts one delivery attempt by outcome; lag (from the event's write to its delivery) is
+// observed for delivered ones.
+func (m *Metrics) WebhookAttempt(outcome string, delivered bool, lag time.Duration) {
+	if m == nil {
+		return
+	}
+	m.deliveries.WithLabelValues(outcome).Inc()
+	if delivered {
+		m.deliveryLag.Observe(lag.Seconds())
+	}
 }

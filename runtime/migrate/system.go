@@ -236,6 +236,61 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   workspace_id {uuid} PRIMARY KEY,
   last {int} NOT NULL
 ){strict}`)}},
+		// Webhooks (runtime/dispatch): endpoints, one delivery per event and endpoint (created when the
+		// event is numbered), and the log of every attempt.
+		{"webhook_endpoints", []string{r(`CREATE TABLE webhook_endpoints (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  url TEXT NOT NULL,
+  description TEXT NOT NULL,
+  event_types {json},
+  resources {json},
+  secret TEXT NOT NULL,
+  previous_secret TEXT,
+  previous_secret_until {ts},
+  enabled {bool} NOT NULL,
+  disabled_reason TEXT,
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX webhook_endpoints_id_idx ON webhook_endpoints (id)`}},
+		{"webhook_deliveries", []string{r(`CREATE TABLE webhook_deliveries (
+  id {uuid} PRIMARY KEY,
+  workspace_id {uuid} NOT NULL,
+  endpoint_id {uuid} NOT NULL,
+  event_id {uuid} NOT NULL,
+  seq {int} NOT NULL,
+  state TEXT NOT NULL,
+  attempts {int} NOT NULL,
+  next_at {ts} NOT NULL,
+  lease_owner TEXT,
+  lease_until {ts},
+  last_status {int},
+  last_outcome TEXT,
+  last_error TEXT,
+  created_at {ts} NOT NULL,
+  done_at {ts}
+){strict}`),
+			`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_at) WHERE state = 'pending'`,
+			`CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, state, seq)`,
+			`CREATE INDEX webhook_deliveries_event_idx ON webhook_deliveries (workspace_id, endpoint_id, event_id)`}},
+		{"webhook_attempts", []string{r(`CREATE TABLE webhook_attempts (
+  delivery_id {uuid} NOT NULL,
+  n {int} NOT NULL,
+  workspace_id {uuid} NOT NULL,
+  endpoint_id {uuid} NOT NULL,
+  at {ts} NOT NULL,
+  status {int},
+  outcome TEXT NOT NULL,
+  latency_ms {int} NOT NULL,
+  error TEXT,
+  response TEXT,
+  server TEXT,
+  PRIMARY KEY (delivery_id, n)
+){strict}`),
+			`CREATE INDEX webhook_attempts_endpoint_idx ON webhook_attempts (endpoint_id, at)`}},
 	}
 	if d.Kind() == sqlgen.SQLite {
 		tables = append(tables, systemTable{AuthChangesTable, authChangesDDL()})

@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -138,7 +139,7 @@ func (s *Service) eventFilter(a Actor, q EventQuery) (events.Filter, field.Error
 	}
 	named := map[string]bool{}
 	for _, name := range q.Resources {
-		if _, ok := s.cat.Resource(name); !ok {
+		if _, ok := s.cat.Resource(name); !ok && !events.IsNoticeResource(name) {
 			errs = append(errs, field.New(field.CodeOption, field.NewPath("resource"), fmt.Sprintf("%q is not a resource", name)))
 		}
 		named[name] = true
@@ -146,7 +147,7 @@ func (s *Service) eventFilter(a Actor, q EventQuery) (events.Filter, field.Error
 	for _, t := range q.Types {
 		name, action, _ := strings.Cut(t, ".")
 		_, known := s.cat.Resource(name)
-		if !known || !validAction(action) {
+		if !events.IsNotice(t) && (!known || !validAction(action)) {
 			errs = append(errs, field.New(field.CodeOption, field.NewPath("type"), fmt.Sprintf("%q is not an event type (<resource>.created, .updated, .archived, .restored, .linked or .unlinked)", t)))
 		}
 	}
@@ -156,6 +157,13 @@ func (s *Service) eventFilter(a Actor, q EventQuery) (events.Filter, field.Error
 	for _, r := range s.cat.Resources {
 		if (len(named) == 0 || named[r.Name]) && a.reaches(r) && a.Policy(r).Level != access.None {
 			f.Resources = append(f.Resources, r.Name)
+		}
+	}
+	// Notices (a key about to expire, an endpoint disabled) concern a member: the query keeps them, and
+	// eventFor shows each to its member and to those who manage the workspace's API.
+	for _, name := range events.NoticeResources {
+		if len(named) == 0 || named[name] {
+			f.Resources = append(f.Resources, name)
 		}
 	}
 	return f, errs
@@ -209,13 +217,33 @@ func (s *Service) eventPage(ctx context.Context, a Actor, f events.Filter, after
 	}
 }
 
+// EventFor is e as a may see it (a webhook endpoint's payload, as its owner sees it), or false when a
+// may not see it: the rules of the feed (Events).
+func (s *Service) EventFor(ctx context.Context, a Actor, e events.Stored) (Event, bool, error) {
+	return s.eventFor(ctx, a, e, map[string]bool{})
+}
+
+// manages reports whether a manages the workspace's API (the admin path, or a role with api.manage).
+func (a Actor) manages() bool {
+	return a.Role == nil || slices.Contains(a.Role.Permissions, "api.manage")
+}
+
 // eventFor is e as a may see it, or false when a may not see it.
 func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visible map[string]bool) (Event, bool, error) {
+	if events.IsNoticeResource(e.Resource) {
+		if owner, _ := e.Data["member_id"].(string); !a.manages() && (owner == "" || owner != a.Member) {
+			return Event{}, false, nil
+		}
+		return s.shape(e), true, nil
+	}
 	r, ok := s.cat.Resource(e.Resource)
-	if !ok {
-		return Event{}, false, nil // a resource no longer defined
+	if !ok || !a.reaches(r) {
+		return Event{}, false, nil // a resource no longer defined, or out of the caller's reach
 	}
 	pol := a.Policy(r)
+	if pol.Level == access.None {
+		return Event{}, false, nil
+	}
 	if e.RecordID != "" && pol.Rule != access.All {
 		k := r.Name + "/" + e.RecordID
 		seen, done := visible[k]
@@ -230,13 +258,7 @@ func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visibl
 			return Event{}, false, nil
 		}
 	}
-	out := Event{ID: e.ID, Sequence: e.Seq, Type: e.Type, Resource: e.Resource, RecordID: opt(e.RecordID), ModelID: opt(e.ModelID),
-		Actor: EventActor{MemberID: opt(e.MemberID), KeyID: opt(e.KeyID), RequestID: opt(e.RequestID)},
-		Data:  e.Data, Previous: e.Previous, Withheld: []string{},
-		CreatedAt: e.CreatedAt.UTC().Format(store.TimeLayout)}
-	if out.Data == nil {
-		out.Data = map[string]any{}
-	}
+	out := s.shape(e)
 	withheld := map[string]bool{}
 	link := strings.HasSuffix(e.Type, "."+events.Linked) || strings.HasSuffix(e.Type, "."+events.Unlinked)
 	for _, m := range []map[string]any{out.Data, out.Previous} {
@@ -266,6 +288,18 @@ func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visibl
 	}
 	sort.Strings(out.Withheld)
 	return out, true, nil
+}
+
+// shape is e in the feed's form, before any redaction.
+func (s *Service) shape(e events.Stored) Event {
+	out := Event{ID: e.ID, Sequence: e.Seq, Type: e.Type, Resource: e.Resource, RecordID: opt(e.RecordID), ModelID: opt(e.ModelID),
+		Actor: EventActor{MemberID: opt(e.MemberID), KeyID: opt(e.KeyID), RequestID: opt(e.RequestID)},
+		Data:  e.Data, Previous: e.Previous, Withheld: []string{},
+		CreatedAt: e.CreatedAt.UTC().Format(store.TimeLayout)}
+	if out.Data == nil {
+		out.Data = map[string]any{}
+	}
+	return out
 }
 
 func opt(s string) *string {

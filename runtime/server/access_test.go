@@ -165,6 +165,28 @@ func TestMasksMatrix(t *testing.T) {
 						t.Errorf("Records-Unknown-Fields sent when every name was found: %q", res.Header.Get("Records-Unknown-Fields"))
 					}
 					check("catalog", e.DoKey(vkey, "GET", "/v1/resources/"+name, nil))
+					// The change feed: the viewer reads the record's event (as it reads the record) with the
+					// values masked, and hidden fields named in withheld.
+					awaitEvent(t, e, "&resource="+name, id, name+".created")
+					fe := e.DoKey(vkey, "GET", "/v1/events?limit=1000&resource="+name, nil)
+					e.Expect(fe, 200, "")
+					check("feed", fe)
+					var seen bool
+					for _, ev := range fe.List() {
+						if ev["record_id"] != id {
+							continue
+						}
+						seen = true
+						withheld := fmt.Sprint(ev["withheld"])
+						for key, rule := range rules {
+							if rule == "hidden" && !strings.Contains(withheld, key) {
+								t.Errorf("the feed's event of %s does not name hidden %s in withheld %s", name, key, withheld)
+							}
+						}
+					}
+					if !seen {
+						t.Errorf("the viewer reads %s %s but not its event", name, id)
+					}
 					for _, key := range keys {
 						f, _ := r.Field(key)
 						if f.Filterable {

@@ -27,6 +27,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/idempotency"
@@ -36,6 +37,7 @@ import (
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
+	"github.com/workspace-records/records/runtime/webhooks"
 )
 
 // LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once.
@@ -76,6 +78,11 @@ type Backend struct {
 	Plugins *plugins.Host
 	// Events numbers the change feed's events (nil when the feed is off); recordsd runs it.
 	Events *events.Sequencer
+	// Webhooks keeps the workspaces' webhook endpoints and their delivery logs.
+	Webhooks *dispatch.Registry
+	// Dispatcher delivers events to the endpoints (set by New; nil for admin commands and when the
+	// feed is off).
+	Dispatcher *dispatch.Dispatcher
 
 	recordsConfig records.Config
 }
@@ -137,6 +144,7 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 		Idempotency: idempotency.New(b.Store, nil), Events: b.Events}
 	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
 	b.Records = records.New(rc)
+	b.Webhooks = dispatch.NewRegistry(b.Store, cat, cfg.WebhookAllowPrivate)
 	return b, nil
 }
 
@@ -279,6 +287,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		return nil, err
 	}
 	b.usePlugins(host)
+	if b.Events != nil {
+		b.Dispatcher = dispatch.NewDispatcher(b.Store, b.Webhooks, b.Records, b.Events,
+			webhooks.NewClient(webhooks.Options{AllowPrivate: cfg.WebhookAllowPrivate}))
+		b.Dispatcher.Metrics = m
+		b.Events.Metrics = m
+		b.Events.Subscribe(b.Dispatcher)
+	}
 	if created {
 		// Started from another directory, a relative sqlite: path names a new, empty database: say so.
 		level := slog.LevelWarn
@@ -541,12 +556,16 @@ func (s *Server) Close() error {
 const QuotaFlushInterval = time.Second
 
 // Watch keeps what the server shares with other servers current until ctx ends: it listens for
-// changes of keys (auth.Directory.Watch) and numbers the change feed's events (events.Sequencer.Run).
+// changes of keys (auth.Directory.Watch), numbers the change feed's events (events.Sequencer.Run) and
+// delivers them to webhook endpoints (dispatch.Dispatcher.Run).
 func (s *Server) Watch(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.backend.Directory.Watch(ctx) })
 	if s.backend.Events != nil {
 		wg.Go(func() { s.backend.Events.Run(ctx, s.log) })
+	}
+	if s.backend.Dispatcher != nil {
+		wg.Go(func() { s.backend.Dispatcher.Run(ctx, s.log) })
 	}
 	wg.Wait()
 }

@@ -99,7 +99,11 @@ type Attempt struct {
 // The message id stays the same across the attempts of one message (the receiver's idempotency key);
 // ts is the time of this attempt, not of the event. Deliver never panics on a failure and returns no
 // error: every failure is an [Attempt] with an [Outcome] other than [OutcomeDelivered].
-func Deliver(ctx context.Context, client *http.Client, endpointURL string, secret string, msgID string, ts time.Time, body []byte) Attempt {
+//
+// While a secret is being rotated, also holds the secrets that still sign beside it: the header then
+// carries one signature per secret, space-separated, as the specification provides, so a receiver
+// that knows either verifies.
+func Deliver(ctx context.Context, client *http.Client, endpointURL string, secret string, msgID string, ts time.Time, body []byte, also ...string) Attempt {
 	start := time.Now()
 	done := func(a Attempt) Attempt {
 		a.Latency = time.Since(start)
@@ -111,6 +115,13 @@ func Deliver(ctx context.Context, client *http.Client, endpointURL string, secre
 	sig, err := Sign(secret, msgID, ts, body)
 	if err != nil {
 		return done(Attempt{Outcome: OutcomeSigning, Err: err.Error()})
+	}
+	for _, other := range also {
+		more, err := Sign(other, msgID, ts, body)
+		if err != nil {
+			return done(Attempt{Outcome: OutcomeSigning, Err: err.Error()})
+		}
+		sig += " " + more
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpointURL, bytes.NewReader(body))
 	if err != nil {

@@ -349,3 +349,19 @@ func TestExcerpt(t *testing.T) {
 		}
 	}
 }
+
+// During a rotation the old and the new secret both sign: a receiver that knows either one verifies.
+func TestDeliverSignsWithEverySecretOfARotation(t *testing.T) {
+	t.Parallel()
+	oldSecret, newSecret := newTestSecret(t), newTestSecret(t)
+	for _, known := range []string{oldSecret, newSecret} {
+		rc := newReceiver(t, known, answer(204, ""))
+		a := Deliver(context.Background(), NewClient(Options{AllowPrivate: true}), rc.URL, newSecret, "msg_rot", time.Now(), []byte(`{"a":1}`), oldSecret)
+		if a.Outcome != OutcomeDelivered || rc.verified.Load() != 1 {
+			t.Errorf("outcome %s, verified %d", a.Outcome, rc.verified.Load())
+		}
+		if sigs := strings.Fields((*rc.header.Load()).Get("webhook-signature")); len(sigs) != 2 {
+			t.Errorf("signatures %v, want 2", sigs)
+		}
+	}
+}
