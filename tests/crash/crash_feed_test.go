@@ -44,13 +44,25 @@ func (c *crash) unnumbered() int {
 	return n
 }
 
+// noteUnnumbered adds to left the ids of the workspace's events no sequencer has numbered yet: called
+// while no recordsd runs, they are what the killed processes committed and did not number.
+func (c *crash) noteUnnumbered(left map[string]bool) {
+	ctx := store.WithWorkspace(context.Background(), c.ws)
+	if err := c.st.Query(ctx, c.st.Dialect().Bind("SELECT id FROM events WHERE workspace_id = ? AND seq IS NULL", c.ws), func(row []any) error {
+		left[store.UUIDText(row[0])] = true
+		return nil
+	}); err != nil {
+		c.t.Errorf("read unnumbered events: %v", err)
+	}
+}
+
 // checkFeed waits, with the last recordsd serving, until the sweep has numbered every event the killed
 // processes left unnumbered, then reads the whole feed through the API and checks it against c.expect:
 // sequences 1..N without gap or duplicate; per record one created event and one updated or archived
 // event per audit row expected; no event of a record that does not exist; each event's data.id its
-// record_id. A feed resumed after a random sequence k holds exactly the events after k. left is how
-// many events the killed processes left unnumbered, for the log.
-func (c *crash) checkFeed(left int) {
+// record_id. A feed resumed after a random sequence k holds exactly the events after k. left holds the
+// events the killed processes left unnumbered, for the log.
+func (c *crash) checkFeed(left map[string]bool) {
 	t := c.t
 	start := time.Now()
 	waiting := 0
@@ -157,11 +169,15 @@ func (c *crash) checkFeed(left int) {
 		}
 	}
 	types := map[string]int{}
+	swept := 0
 	for _, e := range all {
 		types[e.Type]++
+		if left[e.ID] {
+			swept++
+		}
 	}
-	t.Logf("%s: feed: %d events %v, sequences 1..%d; at least %d were left unnumbered by the killed processes (numbered by a later server's sweep or numbering), %d still unnumbered after the clients stopped, all numbered %v later; resumed after %d: %d events",
-		c.b, len(all), types, len(all), left, waiting, numbered.Round(time.Millisecond), k, len(rest))
+	t.Logf("%s: feed: %d events %v, sequences 1..%d; %d numbered by the server that wrote them, at least %d left unnumbered by a killed process (numbered later by another server's sweep, or its numbering of its own writes); %d still unnumbered after the clients stopped, all numbered %v later; resumed after %d: %d events",
+		c.b, len(all), types, len(all), len(all)-swept, swept, waiting, numbered.Round(time.Millisecond), k, len(rest))
 }
 
 // readFeed reads the feed through the API from cursor to its end, page by page.

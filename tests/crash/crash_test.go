@@ -173,7 +173,8 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	// Let the clients get going, then kill at random moments.
 	time.Sleep(200 * time.Millisecond)
 	var restarts []time.Duration
-	midRequest, inflightAtKill, orphans, leftUnnumbered := 0, 0, 0, 0
+	midRequest, inflightAtKill, orphans := 0, 0, 0
+	leftUnnumbered := map[string]bool{} // events a killed process committed and did not number
 	for range sc.kills {
 		time.Sleep(sc.minDelay + time.Duration(mrand.Int64N(int64(sc.maxDelay-sc.minDelay))))
 		plugins := c.proc.Children()
@@ -197,7 +198,7 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 		}
 		// What the dead process committed but had not numbered waits for a live server's sweep (or
 		// numbering).
-		leftUnnumbered += c.unnumbered()
+		c.noteUnnumbered(leftUnnumbered)
 		t0 := time.Now()
 		err := c.proc.Start(context.Background())
 		for retry := 0; err != nil && retry < 3; retry++ {
