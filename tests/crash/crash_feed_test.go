@@ -65,13 +65,10 @@ func (c *crash) noteUnnumbered(left map[string]bool) {
 func (c *crash) checkFeed(left map[string]bool) {
 	t := c.t
 	start := time.Now()
-	waiting := 0
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if waiting = c.unnumbered(); waiting == 0 {
-			break
-		}
+	waiting := c.unnumbered() // as the feed check begins
+	for n, deadline := waiting, time.Now().Add(10*time.Second); n > 0; n = c.unnumbered() {
 		if time.Now().After(deadline) {
-			t.Errorf("%d events still unnumbered 10 s after the last restart's clients stopped", waiting)
+			t.Errorf("%d events still unnumbered 10 s after the feed check began", n)
 			c.dumpUnnumbered()
 			break
 		}
@@ -181,7 +178,7 @@ func (c *crash) checkFeed(left map[string]bool) {
 			swept++
 		}
 	}
-	t.Logf("%s: feed: %d events %v, the last sequence %d; %d numbered by the server that wrote them, at least %d left unnumbered by a killed process (numbered later by another server's sweep, or its numbering of its own writes); %d still unnumbered after the clients stopped, all numbered %v later; resumed after %d: %d events",
+	t.Logf("%s: feed: %d events %v, the last sequence %d; %d numbered by the server that wrote them, at least %d left unnumbered by a killed process (numbered later by another server's sweep, or its numbering of its own writes); %d unnumbered when the feed check began, all numbered %v later; resumed after %d: %d events",
 		c.b, len(all), types, top, len(all)-swept, swept, waiting, numbered.Round(time.Millisecond), k, len(rest))
 }
 
