@@ -5,6 +5,7 @@ package crash_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,8 @@ type stored struct {
 }
 
 // check compares the database with the chains and returns how many records it found and how many of
-// them were duplicates.
+// them were duplicates. It leaves in c.expect, for every record stored, the audit rows it expects of it
+// by action (the audit rows found, for a record whose chain it could not check), for checkFeed.
 func (c *crash) check() (records, dup int) {
 	t := c.t
 	ctx := store.WithWorkspace(context.Background(), c.ws)
@@ -46,6 +48,10 @@ func (c *crash) check() (records, dup int) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	c.expect = map[string]map[string]int{}
+	for id, s := range byID {
+		c.expect[id] = maps.Clone(s.audit)
 	}
 	keys := map[string]string{}
 	err = c.st.Query(ctx, d.Bind("SELECT idem_key, status FROM idempotency_keys WHERE api_key_id = ?", c.keyID), func(row []any) error {
@@ -100,6 +106,7 @@ func (c *crash) check() (records, dup int) {
 		if archived {
 			want["archive"] = 1
 		}
+		c.expect[s.id] = want
 		actions := []string{"create", "update", "archive", "restore"}
 		for action := range s.audit {
 			if !slices.Contains(actions, action) {

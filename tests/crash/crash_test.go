@@ -116,6 +116,8 @@ type crash struct {
 	killMu sync.Mutex
 	killed map[int]time.Time // when each killed process (by pid) was killed
 
+	expect map[string]map[string]int // record id -> audit action -> rows, from check
+
 	inflight atomic.Int64
 	aborted  atomic.Bool // the test failed: workers give up at once
 	sent     atomic.Int64
@@ -172,6 +174,7 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	time.Sleep(200 * time.Millisecond)
 	var restarts []time.Duration
 	midRequest, inflightAtKill, orphans := 0, 0, 0
+	leftUnnumbered := map[string]bool{} // events a killed process committed and did not number
 	for range sc.kills {
 		time.Sleep(sc.minDelay + time.Duration(mrand.Int64N(int64(sc.maxDelay-sc.minDelay))))
 		plugins := c.proc.Children()
@@ -193,6 +196,9 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 				orphans++
 			}
 		}
+		// What the dead process committed but had not numbered waits for a live server's sweep (or
+		// numbering).
+		c.noteUnnumbered(leftUnnumbered)
 		t0 := time.Now()
 		err := c.proc.Start(context.Background())
 		for retry := 0; err != nil && retry < 3; retry++ {
@@ -224,6 +230,7 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	if b == servertest.SQLite {
 		c.integrity()
 	}
+	c.checkFeed(leftUnnumbered)
 	c.report(setup, killing, time.Since(start), restarts, midRequest, inflightAtKill, records, dup)
 	if code := c.proc.Signal(syscall.SIGTERM); code != 0 {
 		t.Errorf("recordsd exited %d after SIGTERM, want 0", code)

@@ -6,6 +6,14 @@
 // exactly once and every retried request's effect exactly once: one record per create, the last update's
 // values, one audit row per operation, every key completed.
 //
+// The change feed keeps the same count. With the last recordsd serving, every event the killed
+// processes committed and left unnumbered is numbered within a few seconds (the sweep), and the whole
+// feed read through GET /v1/events holds sequences 1..N without gap or duplicate: per record exactly
+// one companies.created event and one companies.updated or companies.archived event per audit row
+// (one per operation; none for a request that rolled back unacknowledged), no event of a record that
+// does not exist, each event's data.id its record_id. Resumed after any sequence k, the feed holds
+// exactly the events after k, in order.
+//
 // A claim a killed process abandoned blocks its key (409 idempotency_key_in_use) only until the server
 // counts as dead (idempotency.DeadAfter after its last heartbeat), never for the claim's lease: every 409
 // is checked against the kill of the process holding the claim (server_instances names its pid) and
