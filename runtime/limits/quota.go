@@ -2,7 +2,6 @@ package limits
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -105,23 +104,12 @@ func (q *Quota) Take(ctx context.Context, workspace string, n int64, limit *int6
 	k := quotaKey{workspace, period}
 	u := q.entry(k)
 	if q.rdb != nil {
-		if !q.br.try() {
-			q.falls.Add(1)
-		} else {
-			used, allowed, err := q.takeRedis(ctx, k, u, n, limit, now)
-			var re *redisError
-			if !errors.As(err, &re) {
-				if err == nil {
-					q.br.ok()
-				}
-				return used, allowed, err
-			}
-			if ctx.Err() != nil {
-				return 0, false, fmt.Errorf("count quota usage: %w", ctx.Err())
-			}
-			q.br.failed(re.err)
-			q.falls.Add(1)
+		if q.br.try() {
+			t := q.startTake(k, u, n, limit)
+			res, err := q.run(ctx, k, t.call(), now)
+			return q.settle(ctx, t, res, err, now)
 		}
+		q.falls.Add(1)
 	}
 	return q.takeLocal(ctx, k, u, n, limit)
 }
