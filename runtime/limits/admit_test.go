@@ -359,3 +359,33 @@ func TestAdmitExactAcrossServers(t *testing.T) {
 		t.Errorf("%d fallbacks", fa+fb)
 	}
 }
+
+// The cost of admitting a request through Redis (three windows and the quota, always admitted): Admit's
+// one call against Allow then Take, the two calls it replaces.
+func BenchmarkAdmit(b *testing.B) {
+	now := time.Now()
+	c := testRedis(b)
+	r := NewRedis(c, prefix(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	q := r.NewQuota(nil, prefix())
+	createCounter(b, q, now)
+	ctx := context.Background()
+	w := []Window{{Key: "k:m", Limit: 1 << 40, Period: time.Minute}, {Key: "k:h", Limit: 1 << 40, Period: time.Hour}, {Key: "w:m", Limit: 1 << 40, Period: time.Minute}}
+	b.Run("one call", func(b *testing.B) {
+		for b.Loop() {
+			if d, _, ok, err := Admit(ctx, r, q, now, w, "ws", 1, nil); err != nil || !d.Allowed || !ok {
+				b.Fatal(d, ok, err)
+			}
+		}
+	})
+	b.Run("two calls", func(b *testing.B) {
+		for b.Loop() {
+			d, err := r.Allow(ctx, now, w)
+			if err != nil || !d.Allowed {
+				b.Fatal(d, err)
+			}
+			if _, ok, err := q.Take(ctx, "ws", 1, nil, now); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}
