@@ -24,7 +24,9 @@ import (
 // With Redis (NewRedisQuota) admission is exact across servers: the month's count is also kept in Redis,
 // where one script per call adds the call's requests only while the count stays within the limit
 // (quotaScript; a refused call adds nothing), and the database count is kept as before, for
-// persistence. The two meet in three places:
+// persistence. A quota made by Redis.NewQuota takes in the same script call as the rate windows (Admit):
+// one round trip to Redis per request, where Allow then Take made two. The two counts meet in three
+// places:
 //
 //   - A month's counter that is missing in Redis (its first request of the month, or Redis lost its
 //     data) is seeded by the server that finds it with the database total plus that server's unflushed

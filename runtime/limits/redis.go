@@ -100,7 +100,7 @@ const DefaultRedisTimeout = 250 * time.Millisecond
 // limit on its own). After three failures in a row the server stops asking Redis and pings it in the
 // background every 200 ms until it answers, so a Redis that no longer answers costs the timeout only to
 // the requests already waiting for it. The outage is logged once (at most once a minute), and so is the
-// recovery.
+// recovery. With the quota of NewQuota, Admit judges a request's windows and quota in one call to Redis.
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
