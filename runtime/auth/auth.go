@@ -98,6 +98,9 @@ type Directory struct {
 	d   sqlgen.Dialect
 	cat *model.Catalog
 	now func() time.Time
+	// Notified, when set, runs inside the transaction that writes a member's notification (a key
+	// expiry reminder): the server records it in the change feed there. Set it before serving.
+	Notified func(ctx context.Context, q store.Querier, n Notification) error
 
 	mu       sync.Mutex
 	cache    map[string]cachedPrincipal // by secret hash

@@ -51,6 +51,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (workspace_id, dedupe) DO NOTH
 	if err != nil {
 		return fmt.Errorf("write notification: %w", err)
 	}
+	if d.Notified != nil {
+		return d.Notified(ctx, q, n)
+	}
 	return nil
 }
 

@@ -142,7 +142,8 @@ WHERE r.status = ? AND r.due_at <= ? ORDER BY r.due_at LIMIT 500`, ReminderSched
 			status, detail = ReminderSkipped, "owner turned key expiry reminders off"
 		}
 		wrote := false
-		err := d.st.Tx(ctx, func(q store.Querier) error {
+		// In the workspace's scope: the notification is recorded in the change feed too (Notified).
+		err := d.st.Tx(store.WithWorkspace(ctx, x.ws), func(q store.Querier) error {
 			n, err := q.Exec(ctx, d.d.Bind("UPDATE key_reminders SET status = ?, detail = ?, processed_at = ? WHERE workspace_id = ? AND id = ? AND status = ?", status, detail, at, x.ws, x.r.ID, ReminderScheduled))
 			if err != nil {
 				return fmt.Errorf("claim reminder: %w", err)

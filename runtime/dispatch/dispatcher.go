@@ -288,7 +288,7 @@ last_status = ?, last_outcome = ?, last_error = ? WHERE id = ? AND lease_owner =
 			return fmt.Errorf("disable webhook endpoint: %w", err)
 		}
 		return events.Write(ctx, q, dl, events.Actor{Workspace: c.workspace}, now, []events.Event{{
-			Type: events.EndpointDisabled, Resource: "webhook_endpoints", RecordID: c.endpoint,
+			Type: events.EndpointDisabled, Resource: events.EndpointsResource, RecordID: c.endpoint,
 			Data: map[string]any{"endpoint_id": c.endpoint, "url": ep.URL, "member_id": ep.Member, "reason": reason, "failed_event_sequence": c.seq},
 		}})
 	})

@@ -43,18 +43,19 @@ const (
 const (
 	KeyExpiring      = "api_keys.expiring"          // a key expires soon (the reminders of recordsctl key create)
 	EndpointDisabled = "webhook_endpoints.disabled" // an endpoint failed for a day and was disabled
-	noticeKeys       = "api_keys"
-	noticeEndpoints  = "webhook_endpoints"
+	// KeysResource and EndpointsResource are the resources of the notices.
+	KeysResource      = "api_keys"
+	EndpointsResource = "webhook_endpoints"
 )
 
 // NoticeResources are the resource names of notices.
-var NoticeResources = []string{noticeKeys, noticeEndpoints}
+var NoticeResources = []string{KeysResource, EndpointsResource}
 
 // IsNotice reports whether typ is a notice's type.
 func IsNotice(typ string) bool { return typ == KeyExpiring || typ == EndpointDisabled }
 
 // IsNoticeResource reports whether name is the resource of notices.
-func IsNoticeResource(name string) bool { return name == noticeKeys || name == noticeEndpoints }
+func IsNoticeResource(name string) bool { return name == KeysResource || name == EndpointsResource }
 
 // Event is one event to write.
 type Event struct {

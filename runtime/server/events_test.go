@@ -4,6 +4,7 @@ package server_test
 // per-workspace sequence that consumers resume from.
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -244,6 +245,59 @@ func TestEventFeedAccess(t *testing.T) {
 			}
 			if got, _ := feed(t, e, dealsOnly, "start", "&resource=companies", 100); len(got) != 0 {
 				t.Errorf("a deals-only key asking for companies reads %d events", len(got))
+			}
+		})
+	}
+}
+
+// A key expiry reminder is a notice of the feed: its owner reads it (and can take it by webhook), as do
+// the members who manage the API; other members do not.
+func TestKeyExpiryNoticeEvent(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			dir := e.Server.Backend().Directory
+			ann := e.NewMember("ann@x.example", "member", "")
+			annKey := e.NewKey(ann, auth.KeyOptions{Access: "read"})
+			bob := e.NewMember("bob@x.example", "member", "")
+			bobKey := e.NewKey(bob, auth.KeyOptions{Access: "read"})
+			expiring, _, err := dir.CreateKey(context.Background(), ann, auth.KeyOptions{Access: "read", ExpiresIn: 30 * 24 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dir.SendDueReminders(context.Background(), time.Now().Add(17*24*time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			notices := awaitEvent(t, e, "&type=api_keys.expiring", expiring.ID, "api_keys.expiring")
+			var seen bool
+			for _, n := range notices {
+				if n["record_id"] == expiring.ID {
+					seen = true
+					if d, _ := n["data"].(map[string]any); d["member_id"] != ann || fmt.Sprint(d["days_before"]) != "14" {
+						t.Errorf("notice data %v", d)
+					}
+				}
+			}
+			if !seen {
+				t.Fatalf("no notice of key %s", expiring.ID)
+			}
+			// Every key of the test expires in 30 days: ann has two (hers and the one above), bob one, the
+			// admin one. Each member reads their own; the admin, who manages the API, all four.
+			for _, c := range []struct {
+				key, member string
+				want        int
+			}{{annKey, ann, 2}, {bobKey, bob, 1}, {e.Key, "", 4}} {
+				got, _ := feed(t, e, c.key, "start", "&resource=api_keys", 10)
+				if len(got) != c.want {
+					t.Errorf("member %q reads %d notices, want %d", c.member, len(got), c.want)
+				}
+				for _, n := range got {
+					if d, _ := n["data"].(map[string]any); c.member != "" && d["member_id"] != c.member {
+						t.Errorf("member %s reads another member's notice: %v", c.member, n)
+					}
+				}
 			}
 		})
 	}

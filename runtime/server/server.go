@@ -293,6 +293,14 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Dispatcher.Metrics = m
 		b.Events.Metrics = m
 		b.Events.Subscribe(b.Dispatcher)
+		b.Directory.Notified = func(ctx context.Context, q store.Querier, n auth.Notification) error {
+			// A key expiry reminder is a notice of the feed too, so its owner can receive it by webhook.
+			return events.Write(ctx, q, b.Store.Dialect(), events.Actor{Workspace: n.Workspace}, n.CreatedAt, []events.Event{{
+				Type: events.KeyExpiring, Resource: events.KeysResource, RecordID: n.KeyID,
+				Data: map[string]any{"key_id": n.KeyID, "key_hint": n.KeyHint, "member_id": n.Member,
+					"expires_at": n.ExpiresAt.UTC().Format(time.RFC3339), "days_before": n.DaysBefore},
+			}})
+		}
 	}
 	if created {
 		// Started from another directory, a relative sqlite: path names a new, empty database: say so.
