@@ -38,7 +38,8 @@ type Sequencer struct {
 	Sweep time.Duration
 	// Retention is how long events are kept (DefaultRetention); 0 keeps them forever.
 	Retention time.Duration
-	now       func() time.Time
+	// Now is the clock of the retention (time.Now).
+	Now func() time.Time
 
 	// sub, when set, is told of every event as it is numbered (Subscribe).
 	sub Subscriber
@@ -68,7 +69,7 @@ func (s *Sequencer) Subscribe(sub Subscriber) { s.sub = sub }
 
 // NewSequencer returns a sequencer of st's events that wakes hub's readers.
 func NewSequencer(st store.Store, hub *Hub) *Sequencer {
-	return &Sequencer{st: st, hub: hub, Sweep: DefaultSweep, Retention: DefaultRetention, now: time.Now,
+	return &Sequencer{st: st, hub: hub, Sweep: DefaultSweep, Retention: DefaultRetention, Now: time.Now,
 		pending: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
@@ -116,12 +117,12 @@ func (s *Sequencer) Run(ctx context.Context, log *slog.Logger) {
 				}
 			}
 		case <-tick.C:
-			prune := s.Retention > 0 && s.now().Sub(pruned) >= pruneEvery
+			prune := s.Retention > 0 && s.Now().Sub(pruned) >= pruneEvery
 			if err := s.SweepOnce(ctx, prune); err != nil && ctx.Err() == nil {
 				log.Warn("sweep events", "err", err)
 			}
 			if prune {
-				pruned = s.now()
+				pruned = s.Now()
 			}
 		}
 	}
@@ -216,7 +217,7 @@ func (s *Sequencer) SweepOnce(ctx context.Context, prune bool) error {
 	}); err != nil {
 		return fmt.Errorf("list workspaces: %w", err)
 	}
-	cutoff := s.now().Add(-s.Retention).UTC()
+	cutoff := s.Now().Add(-s.Retention).UTC()
 	for _, ws := range workspaces {
 		wctx := store.WithWorkspace(ctx, ws)
 		found, err := store.QueryOne(wctx, s.st, d.Bind("SELECT 1 FROM events WHERE workspace_id = ? AND seq IS NULL LIMIT 1", ws), func([]any) error { return nil })
