@@ -173,7 +173,10 @@ func (d *Dispatcher) claim(ctx context.Context) ([]claimed, error) {
 		lock = "" // one process, one writer
 	}
 	var out []claimed
-	err := d.st.Query(ctx, dl.Bind(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
+	// In a transaction: on SQLite, only the writer's connection writes.
+	err := d.st.Tx(ctx, func(q store.Querier) error {
+		out = out[:0]
+		return q.Query(ctx, dl.Bind(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
 WHERE id IN (SELECT w.id FROM webhook_deliveries w
   WHERE w.state = 'pending' AND w.next_at <= ? AND (w.lease_until IS NULL OR w.lease_until < ?)
     AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled = ?)
@@ -181,9 +184,10 @@ WHERE id IN (SELECT w.id FROM webhook_deliveries w
       AND (o.seq < w.seq OR (o.seq = w.seq AND o.id < w.id)))
   ORDER BY w.next_at LIMIT ?`+lock+`)
 RETURNING id, workspace_id, endpoint_id, event_id, seq, attempts`, d.owner, now.Add(d.Lease), now, now, true, d.Concurrency), func(row []any) error {
-		out = append(out, claimed{id: store.UUIDText(row[0]), workspace: store.UUIDText(row[1]), endpoint: store.UUIDText(row[2]),
-			event: store.UUIDText(row[3]), seq: store.Int(row[4]), attempts: int(store.Int(row[5]))})
-		return nil
+			out = append(out, claimed{id: store.UUIDText(row[0]), workspace: store.UUIDText(row[1]), endpoint: store.UUIDText(row[2]),
+				event: store.UUIDText(row[3]), seq: store.Int(row[4]), attempts: int(store.Int(row[5]))})
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lease webhook deliveries: %w", err)

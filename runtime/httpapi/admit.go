@@ -58,11 +58,7 @@ func (h *Handler) now() time.Time {
 // against the quota.
 func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Principal) (context.Context, error) {
 	now := h.now()
-	d, err := h.allowRate(ctx, w, now, windows(p))
-	if err != nil {
-		return ctx, err
-	}
-	used, reset, err := h.takeQuota(ctx, w, p, 1, now)
+	d, used, reset, err := h.admitUnits(ctx, w, p, windows(p), 1, now)
 	if err != nil {
 		return ctx, err
 	}
@@ -85,15 +81,11 @@ func (h *Handler) admitMore(ctx context.Context, w http.ResponseWriter, p *auth.
 	for i := range ws {
 		ws[i].Cost = n
 	}
-	d, err := h.allowRate(ctx, w, now, ws)
-	if err != nil {
-		return err
-	}
 	u, _ := ctx.Value(keyUsage).(*usage)
-	if u != nil {
+	d, used, reset, err := h.admitUnits(ctx, w, p, ws, n, now)
+	if u != nil && d.Allowed {
 		u.rate = d
 	}
-	used, reset, err := h.takeQuota(ctx, w, p, n, now)
 	if err != nil {
 		return err
 	}
@@ -103,12 +95,16 @@ func (h *Handler) admitMore(ctx context.Context, w http.ResponseWriter, p *auth.
 	return nil
 }
 
-// allowRate consumes windows (each for its Cost), sets the X-RateLimit-* headers, and answers 429
-// rate_limited when refused.
-func (h *Handler) allowRate(ctx context.Context, w http.ResponseWriter, now time.Time, windows []limits.Window) (limits.Decision, error) {
-	d, err := h.limiter.Allow(ctx, now, windows)
-	if err != nil {
-		return d, err
+// admitUnits consumes windows (each for its Cost) and then, when they allow the request, n requests of
+// p's monthly quota (limits.Admit: one call to Redis when both are there). It sets the X-RateLimit-*
+// headers from the windows' decision and answers 429 rate_limited when they refuse; it sets the X-Quota-*
+// headers when the quota was consulted and answers 429 quota_exceeded when it refuses. It returns the
+// windows' decision (Allowed when they admitted the request, even if the quota refused it), the month's
+// usage and the time until the quota resets.
+func (h *Handler) admitUnits(ctx context.Context, w http.ResponseWriter, p *auth.Principal, windows []limits.Window, n int64, now time.Time) (limits.Decision, int64, time.Duration, error) {
+	d, used, ok, err := limits.Admit(ctx, h.limiter, h.quota, now, windows, p.Workspace.ID, n, p.Limits.MonthlyQuota)
+	if err != nil && !d.Allowed {
+		return d, 0, 0, err // the limiter's
 	}
 	hdr := w.Header()
 	if d.Limit > 0 {
@@ -119,19 +115,11 @@ func (h *Handler) allowRate(ctx context.Context, w http.ResponseWriter, now time
 	if !d.Allowed {
 		e := apierr.New(apierr.RateLimited, "Too many requests; retry after "+seconds(d.RetryAfter)+" s.")
 		e.Header = http.Header{"Retry-After": {seconds(d.RetryAfter)}}
-		return d, e
+		return d, 0, 0, e
 	}
-	return d, nil
-}
-
-// takeQuota counts n requests against p's monthly quota, sets the X-Quota-* headers, and answers 429
-// quota_exceeded when refused. It returns the month's usage and the time until the quota resets.
-func (h *Handler) takeQuota(ctx context.Context, w http.ResponseWriter, p *auth.Principal, n int64, now time.Time) (int64, time.Duration, error) {
-	used, ok, err := h.quota.Take(ctx, p.Workspace.ID, n, p.Limits.MonthlyQuota, now)
 	if err != nil {
-		return 0, 0, err
+		return d, 0, 0, err // the quota's
 	}
-	hdr := w.Header()
 	_, reset := limits.Period(now)
 	if p.Limits.MonthlyQuota != nil {
 		hdr.Set("X-Quota-Limit", strconv.FormatInt(*p.Limits.MonthlyQuota, 10))
@@ -145,9 +133,9 @@ func (h *Handler) takeQuota(ctx context.Context, w http.ResponseWriter, p *auth.
 		}
 		e := apierr.New(apierr.QuotaExceeded, msg)
 		e.Header = http.Header{"Retry-After": {seconds(reset)}}
-		return used, reset, e
+		return d, used, reset, e
 	}
-	return used, reset, nil
+	return d, used, reset, nil
 }
 
 func rateUsage(p *auth.Principal, u *usage) map[string]any {

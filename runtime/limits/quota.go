@@ -2,7 +2,6 @@ package limits
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -25,7 +24,9 @@ import (
 // With Redis (NewRedisQuota) admission is exact across servers: the month's count is also kept in Redis,
 // where one script per call adds the call's requests only while the count stays within the limit
 // (quotaScript; a refused call adds nothing), and the database count is kept as before, for
-// persistence. The two meet in three places:
+// persistence. A quota made by Redis.NewQuota takes in the same script call as the rate windows (Admit):
+// one round trip to Redis per request, where Allow then Take made two. The two counts meet in three
+// places:
 //
 //   - A month's counter that is missing in Redis (its first request of the month, or Redis lost its
 //     data) is seeded by the server that finds it with the database total plus that server's unflushed
@@ -105,23 +106,12 @@ func (q *Quota) Take(ctx context.Context, workspace string, n int64, limit *int6
 	k := quotaKey{workspace, period}
 	u := q.entry(k)
 	if q.rdb != nil {
-		if !q.br.try() {
-			q.falls.Add(1)
-		} else {
-			used, allowed, err := q.takeRedis(ctx, k, u, n, limit, now)
-			var re *redisError
-			if !errors.As(err, &re) {
-				if err == nil {
-					q.br.ok()
-				}
-				return used, allowed, err
-			}
-			if ctx.Err() != nil {
-				return 0, false, fmt.Errorf("count quota usage: %w", ctx.Err())
-			}
-			q.br.failed(re.err)
-			q.falls.Add(1)
+		if q.br.try() {
+			t := q.startTake(k, u, n, limit)
+			res, err := q.run(ctx, k, t.call(), now)
+			return q.settle(ctx, t, res, err, now)
 		}
+		q.falls.Add(1)
 	}
 	return q.takeLocal(ctx, k, u, n, limit)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,8 +29,11 @@ import (
 // the limit; nothing is taken), 2 done ("add", "raise"), -1 missing; added is 1 when ARGV[3] was
 // added. All of it runs atomically, so concurrent requests on any number of servers are admitted
 // exactly up to the limit, and two servers seeding at once agree on one counter. Counts travel as
-// strings (Lua numbers would print large ones in exponent form).
-var quotaScript = redis.NewScript(`
+// strings (Lua numbers would print large ones in exponent form). admitScript runs the same body after
+// the rate windows' script.
+var quotaScript = redis.NewScript(quotaBody)
+
+const quotaBody = `
 local n = redis.call('HGET', KEYS[1], 'n')
 local e
 local added = 0
@@ -58,7 +62,7 @@ local limit = tonumber(ARGV[2])
 local take = tonumber(ARGV[9])
 if limit >= 0 and n + take > limit then return {0, n, e, added} end
 return {1, redis.call('HINCRBY', KEYS[1], 'n', take), e, added}
-`)
+`
 
 // counterGrace keeps a month's counter this long after the month ends, for servers whose clocks lag.
 const counterGrace = 24 * time.Hour
@@ -89,7 +93,11 @@ type quotaReply struct {
 
 const statusMissing = -1
 
-func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time) (quotaReply, error) {
+// key is k's counter in Redis.
+func (q *Quota) key(k quotaKey) string { return q.prefix + k.workspace + ":" + k.period }
+
+// args are quotaScript's ARGV for c.
+func (q *Quota) args(c quotaCall, now time.Time) []any {
 	lim := int64(-1)
 	if c.limit != nil {
 		lim = max(*c.limit, 0)
@@ -102,13 +110,26 @@ func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time)
 	}
 	_, left := Period(now)
 	expireAt := now.Add(left + counterGrace).Unix()
+	return []any{c.op, lim, c.add, c.epoch, c.seed, newEpoch, expireAt, c.raise, max(c.take, 1)}
+}
+
+// run makes call c of quotaScript on k's counter.
+func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time) (quotaReply, error) {
 	rctx, cancel := context.WithTimeout(ctx, q.Timeout)
 	defer cancel()
-	res, err := quotaScript.Run(rctx, q.rdb, []string{q.prefix + k.workspace + ":" + k.period},
-		c.op, lim, c.add, c.epoch, c.seed, newEpoch, expireAt, c.raise, max(c.take, 1)).Slice()
+	res, err := quotaScript.Run(rctx, q.rdb, []string{q.key(k)}, q.args(c, now)...).Slice()
 	if err != nil {
 		return quotaReply{}, &redisError{err}
 	}
+	out, err := parseQuotaReply(res)
+	if err != nil {
+		return quotaReply{}, &redisError{err}
+	}
+	return out, nil
+}
+
+// parseQuotaReply reads quotaScript's reply.
+func parseQuotaReply(res []any) (quotaReply, error) {
 	var out quotaReply
 	var ok [4]bool
 	var added int64
@@ -119,39 +140,88 @@ func (q *Quota) run(ctx context.Context, k quotaKey, c quotaCall, now time.Time)
 		added, ok[3] = res[3].(int64)
 	}
 	if !ok[0] || !ok[1] || !ok[2] || !ok[3] {
-		return quotaReply{}, &redisError{fmt.Errorf("unexpected reply %v", res)}
+		return quotaReply{}, fmt.Errorf("unexpected reply %v", res)
 	}
 	out.added = added == 1
 	return out, nil
 }
 
-// takeRedis admits through the Redis counter, seeding it when missing, and hands it what this server
-// accepted without Redis (one request at a time carries that; see usage.syncing). Errors of Redis are
-// *redisError; others (reading the database total for a seed) are returned as they are.
-func (q *Quota) takeRedis(ctx context.Context, k quotaKey, u *usage, n int64, limit *int64, now time.Time) (int64, bool, error) {
+// pendingTake is a "take" of n requests under way in Redis: its requests count in u.inflight until it
+// ends, and it offers add requests accepted without Redis to the counter of epoch (see usage.syncing).
+type pendingTake struct {
+	k     quotaKey
+	u     *usage
+	n     int64
+	limit *int64
+	add   int64
+	epoch string
+}
+
+// startTake begins a take of n requests through k's Redis counter; settle or abandon MUST end it.
+func (q *Quota) startTake(k quotaKey, u *usage, n int64, limit *int64) *pendingTake {
 	q.mu.Lock()
-	epoch, add := u.epoch, q.startSync(u)
+	defer q.mu.Unlock()
+	t := &pendingTake{k: k, u: u, n: n, limit: limit, epoch: u.epoch, add: q.startSync(u)}
 	u.inflight += n
-	q.mu.Unlock()
-	res, err := q.run(ctx, k, quotaCall{op: "take", take: n, limit: limit, add: add, epoch: epoch, seed: -1}, now)
+	return t
+}
+
+// call is t's call of quotaScript.
+func (t *pendingTake) call() quotaCall {
+	return quotaCall{op: "take", take: t.n, limit: t.limit, add: t.add, epoch: t.epoch, seed: -1}
+}
+
+// abandon ends t without its take having run: nothing was counted, and the requests it offered wait for
+// the next call.
+func (q *Quota) abandon(t *pendingTake) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	t.u.inflight -= t.n
+	q.endSync(t.u, t.add, false)
+}
+
+// settle ends t with its call's answer (res, or err): it seeds a missing counter (a second call, only
+// then), learns what Redis answered and returns Take's result. When Redis failed (a *redisError) it
+// records the failure and judges from this server's view (takeLocal), unless ctx ended; errors of the
+// database (reading the total for a seed) are returned as they are.
+func (q *Quota) settle(ctx context.Context, t *pendingTake, res quotaReply, err error, now time.Time) (int64, bool, error) {
 	if err == nil && res.status == statusMissing {
 		// The counter is gone: add was not applied (and is dropped below: what it counts is in the
 		// database total or in pending, which the seed holds).
-		res, err = q.seed(ctx, k, u, n, limit, now)
+		res, err = q.seed(ctx, t.k, t.u, t.n, t.limit, now)
 	}
+	used, allowed, err := q.finish(t, res, err)
+	var re *redisError
+	if !errors.As(err, &re) {
+		if err == nil {
+			q.br.ok()
+		}
+		return used, allowed, err
+	}
+	if ctx.Err() != nil {
+		return 0, false, fmt.Errorf("count quota usage: %w", ctx.Err())
+	}
+	q.br.failed(re.err)
+	q.falls.Add(1)
+	return q.takeLocal(ctx, t.k, t.u, t.n, t.limit)
+}
+
+// finish does settle's bookkeeping of t's answer.
+func (q *Quota) finish(t *pendingTake, res quotaReply, err error) (int64, bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	u.inflight -= n
+	u := t.u
+	u.inflight -= t.n
 	if err != nil {
-		q.endSync(u, add, false)
+		q.endSync(u, t.add, false)
 		return 0, false, err
 	}
-	q.endSync(u, add, true)
-	q.learn(u, res, add)
+	q.endSync(u, t.add, true)
+	q.learn(u, res, t.add)
 	if res.status != 1 {
 		return res.count, false, nil
 	}
-	u.pending += n
+	u.pending += t.n
 	return res.count, true, nil
 }
 

@@ -20,7 +20,9 @@ import (
 // above a limit is refused with retry = period, as gcra). What a window admits now is counted in whole
 // units from integers, (period - ahead) * limit / period, so that a request of cost limit fits a fresh
 // window exactly, whatever the rounding of period / limit.
-var gcraScript = redis.NewScript(`
+var gcraScript = redis.NewScript(gcraBody)
+
+const gcraBody = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local allowed = 1
@@ -67,6 +69,23 @@ if allowed == 0 then
 end
 if best_rem < 0 then best_rem = 0 end
 return {allowed, best_limit, best_rem, math.ceil(best_reset), math.ceil(retry)}
+`
+
+// admitScript admits a request in one call: gcraScript over the rate windows, then, only when they allow
+// it, quotaScript's "take" on the monthly counter, atomically. KEYS are the windows' keys and then the
+// counter; ARGV the windows' arguments (as gcraScript's) and then quotaScript's nine. It returns {rate}
+// when the windows refuse (nothing consumed, the counter untouched) and {rate, quota} when they allow
+// (their units consumed, whatever the quota answers), each the reply of its own script.
+var admitScript = redis.NewScript("local function gcra(KEYS, ARGV)" + gcraBody + "end\n" +
+	"local function quota(KEYS, ARGV)" + quotaBody + "end\n" + `
+local nw = #KEYS - 1
+local wkeys, wargv, qargv = {}, {}, {}
+for i = 1, nw do wkeys[i] = KEYS[i] end
+for i = 1, 3*nw do wargv[i] = ARGV[i] end
+for i = 1, 9 do qargv[i] = ARGV[3*nw+i] end
+local rate = gcra(wkeys, wargv)
+if rate[1] ~= 1 then return {rate} end
+return {rate, quota({KEYS[nw+1]}, qargv)}
 `)
 
 // DefaultRedisTimeout bounds one call to Redis by the limiter and the quota. It is not tighter because a
@@ -81,7 +100,7 @@ const DefaultRedisTimeout = 250 * time.Millisecond
 // limit on its own). After three failures in a row the server stops asking Redis and pings it in the
 // background every 200 ms until it answers, so a Redis that no longer answers costs the timeout only to
 // the requests already waiting for it. The outage is logged once (at most once a minute), and so is the
-// recovery.
+// recovery. With the quota of NewQuota, Admit judges a request's windows and quota in one call to Redis.
 type Redis struct {
 	client   redis.UniversalClient
 	prefix   string
@@ -125,19 +144,15 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		r.falls.Add(1)
 		return r.fallback.Allow(ctx, now, windows)
 	}
-	keys := make([]string, len(windows))
-	args := make([]any, 0, 3*len(windows))
-	for i, w := range windows {
-		keys[i] = r.prefix + w.Key
-		args = append(args, w.Limit, w.Period.Microseconds(), w.cost())
-	}
+	keys, args := r.windowArgs(windows, 0, 0)
 	rctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	res, err := gcraScript.Run(rctx, r.client, keys, args...).Int64Slice()
-	if err != nil || len(res) != 5 {
-		if err == nil {
-			err = fmt.Errorf("unexpected reply %v", res)
-		}
+	var d Decision
+	if err == nil {
+		d, err = rateDecision(res)
+	}
+	if err != nil {
 		if ctx.Err() == nil { // a caller that went away says nothing about Redis
 			r.br.failed(err)
 		}
@@ -145,6 +160,26 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		return r.fallback.Allow(ctx, now, windows)
 	}
 	r.br.ok()
+	return d, nil
+}
+
+// windowArgs returns gcraScript's KEYS and ARGV for windows, with room for extraKeys more keys and
+// extraArgs more arguments.
+func (r *Redis) windowArgs(windows []Window, extraKeys, extraArgs int) ([]string, []any) {
+	keys := make([]string, len(windows), len(windows)+extraKeys)
+	args := make([]any, 0, 3*len(windows)+extraArgs)
+	for i, w := range windows {
+		keys[i] = r.prefix + w.Key
+		args = append(args, w.Limit, w.Period.Microseconds(), w.cost())
+	}
+	return keys, args
+}
+
+// rateDecision reads gcraScript's reply.
+func rateDecision(res []int64) (Decision, error) {
+	if len(res) != 5 {
+		return Decision{}, fmt.Errorf("unexpected reply %v", res)
+	}
 	return Decision{
 		Allowed:    res[0] == 1,
 		Limit:      res[1],
@@ -152,6 +187,101 @@ func (r *Redis) Allow(ctx context.Context, now time.Time, windows []Window) (Dec
 		Reset:      time.Duration(res[3]) * time.Microsecond,
 		RetryAfter: time.Duration(res[4]) * time.Microsecond,
 	}, nil
+}
+
+// Admit applies windows with lim and, only when they allow the request, takes n requests (below 1: 1)
+// of workspace's monthly quota with q against limit, as lim.Allow and then q.Take would: a request the
+// windows refuse consumes nothing and is not counted in the quota (used is 0 and quotaOK false); one the
+// quota refuses keeps the units it consumed in the windows. When lim is a *Redis and q was made by its
+// NewQuota, both are judged in one call to Redis (admitScript) instead of two; when Redis fails there,
+// each falls back as Allow and Take do (the windows in process, the quota from this server's count),
+// each counting its Fallbacks. A missing quota counter is seeded by a second call, as in Take.
+//
+// err is the limiter's error when d is not Allowed (d is then the zero Decision), else the quota's.
+func Admit(ctx context.Context, lim Limiter, q *Quota, now time.Time, windows []Window, workspace string, n int64, limit *int64) (d Decision, used int64, quotaOK bool, err error) {
+	if r, ok := lim.(*Redis); ok && q.br == r.br && len(windows) > 0 && r.br.try() {
+		return r.admit(ctx, q, now, windows, workspace, max(n, 1), limit)
+	}
+	if d, err = lim.Allow(ctx, now, windows); err != nil {
+		return Decision{}, 0, false, err
+	}
+	if !d.Allowed {
+		return d, 0, false, nil
+	}
+	used, quotaOK, err = q.Take(ctx, workspace, n, limit, now)
+	return d, used, quotaOK, err
+}
+
+// admit is Admit in one call of admitScript, for q made by r.NewQuota.
+func (r *Redis) admit(ctx context.Context, q *Quota, now time.Time, windows []Window, workspace string, n int64, limit *int64) (Decision, int64, bool, error) {
+	period, _ := Period(now)
+	k := quotaKey{workspace, period}
+	t := q.startTake(k, q.entry(k), n, limit)
+	d, res, err := r.runAdmit(ctx, windows, q.key(k), q.args(t.call(), now))
+	if err != nil {
+		// Both fall back: the windows first, and the quota only when they allow the request.
+		r.falls.Add(1)
+		d, _ = r.fallback.Allow(ctx, now, windows)
+		if d.Allowed {
+			// settle records the failure on the breaker they share, once.
+			used, ok, err := q.settle(ctx, t, quotaReply{}, &redisError{err}, now)
+			return d, used, ok, err
+		}
+		q.abandon(t)
+		if ctx.Err() == nil { // a caller that went away says nothing about Redis
+			r.br.failed(err)
+		}
+		return d, 0, false, nil
+	}
+	r.br.ok()
+	if !d.Allowed {
+		q.abandon(t)
+		return d, 0, false, nil
+	}
+	used, ok, err := q.settle(ctx, t, res, nil, now)
+	return d, used, ok, err
+}
+
+// runAdmit makes one call of admitScript: the windows' decision, and the quota's reply when they allow
+// the request. Its errors are Redis's (or a malformed reply's).
+func (r *Redis) runAdmit(ctx context.Context, windows []Window, counter string, quotaArgs []any) (Decision, quotaReply, error) {
+	keys, args := r.windowArgs(windows, 1, len(quotaArgs))
+	keys = append(keys, counter)
+	args = append(args, quotaArgs...)
+	rctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	res, err := admitScript.Run(rctx, r.client, keys, args...).Slice()
+	if err != nil {
+		return Decision{}, quotaReply{}, err
+	}
+	var rate []int64
+	if len(res) == 1 || len(res) == 2 {
+		rate = int64s(res[0])
+	}
+	d, err := rateDecision(rate)
+	if err != nil || d.Allowed != (len(res) == 2) {
+		return Decision{}, quotaReply{}, fmt.Errorf("unexpected reply %v", res)
+	}
+	if !d.Allowed {
+		return d, quotaReply{}, nil
+	}
+	qres, _ := res[1].([]any)
+	qr, err := parseQuotaReply(qres)
+	return d, qr, err
+}
+
+// int64s is v as []int64 when it is a list of integers, else nil.
+func int64s(v any) []int64 {
+	list, _ := v.([]any)
+	out := make([]int64, len(list))
+	for i, x := range list {
+		n, ok := x.(int64)
+		if !ok {
+			return nil
+		}
+		out[i] = n
+	}
+	return out
 }
 
 // ParseRedisURL opens a client for a redis:// URL. The client honours context deadlines (go-redis

@@ -216,7 +216,7 @@ func TestQuotaTakeCount(t *testing.T) {
 }
 
 // createCounter makes the Redis counter of "ws" for now's month at 0, as a seed would.
-func createCounter(t *testing.T, q *Quota, now time.Time) {
+func createCounter(t testing.TB, q *Quota, now time.Time) {
 	t.Helper()
 	period, _ := Period(now)
 	if _, err := q.run(context.Background(), quotaKey{"ws", period}, quotaCall{op: "add", seed: 0}, now); err != nil {

@@ -25,6 +25,7 @@ var layers = []layer{
 	{"server test helpers", pkgs("./runtime/server/servertest/...")},
 	{"composition root", pkgs("./runtime/server")},
 	{"HTTP API", pkgs("./runtime/httpapi")},
+	{"webhook dispatch", pkgs("./runtime/dispatch")},
 	{"records", pkgs("./runtime/records")},
 	{"audit trail and change feed", pkgs("./runtime/audit", "./runtime/events")},
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",

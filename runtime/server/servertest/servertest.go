@@ -186,6 +186,12 @@ type Options struct {
 	// config.Config). Default: no bound, since every test client is 127.0.0.1 and the key tests present
 	// hundreds of failing keys on purpose; TestFailedAuthThrottle sets one.
 	FailedAuthPerMinute int64
+	// RefusePrivateWebhooks keeps the default of webhook_allow_private_addresses (false), under which no
+	// endpoint may name 127.0.0.1. Tests otherwise allow it: their receivers listen there.
+	RefusePrivateWebhooks bool
+	// WebhookClock, when set, is the webhook dispatcher's clock (schedules and leases): a test moves it
+	// forward to run a day of retries at once.
+	WebhookClock func() time.Time
 }
 
 // Start starts a server on backend b.
@@ -205,6 +211,7 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	cfg.PublicURL = opts.PublicURL
 	cfg.Redis = opts.Redis
 	cfg.FailedAuthPerMinute = opts.FailedAuthPerMinute
+	cfg.WebhookAllowPrivate = !opts.RefusePrivateWebhooks
 	if opts.Metrics {
 		cfg.MetricsAddr = "127.0.0.1:0"
 	}
@@ -235,6 +242,9 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
+	}
+	if d := srv.Backend().Dispatcher; d != nil && opts.WebhookClock != nil {
+		d.Now = opts.WebhookClock
 	}
 	// Through the listener recordsd serves on, so that net/http's own refusals are in the envelope too.
 	ts := httptest.NewUnstartedServer(srv.Handler())
