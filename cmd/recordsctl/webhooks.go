@@ -60,8 +60,9 @@ may not read the event, or it left the feed: nothing was sent).`
 const webhookReplayHelp = `Queues the events again for the endpoint, as new deliveries due now: one event (--event, its id in
 the feed) or every event after a sequence (--after; 0 for every event the feed still holds, at most
 10,000 at once) that the endpoint's event types and resources take. Receivers get the same webhook-id
-as the first time. Events are in the feed once a server has numbered them (recordsd does so at once
-for its own writes, and within a couple of seconds for those of recordsctl records import).`
+as the first time. An event is in the feed once a server numbered it: at once for a write the server
+made, at a running server's next sweep (every 2 s) for one of recordsctl records import, so imports
+made while no server runs are not in the feed yet.`
 
 // webhookEntry is an endpoint as the webhook commands print it: never with its secret.
 type webhookEntry struct {
@@ -404,6 +405,33 @@ func cmdWebhookDelete(fs *flag.FlagSet) func(*env, config.Config, []string) erro
 	}
 }
 
+// deliveryEntry is a delivery as webhook deliveries prints it: dispatch.Delivery with every attempt's
+// error and response null when there is none, rather than left out, like every list's rows.
+type deliveryEntry struct {
+	dispatch.Delivery
+	Attempts []attemptEntry `json:"attempts"`
+}
+
+type attemptEntry struct {
+	dispatch.Attempt
+	Error    *string `json:"error"`
+	Response *string `json:"response"`
+}
+
+func deliveryEntryOf(d dispatch.Delivery) deliveryEntry {
+	out := deliveryEntry{Delivery: d, Attempts: make([]attemptEntry, len(d.Attempts))}
+	for i, a := range d.Attempts {
+		out.Attempts[i] = attemptEntry{Attempt: a}
+		if a.Error != "" {
+			out.Attempts[i].Error = &d.Attempts[i].Error
+		}
+		if a.Response != "" {
+			out.Attempts[i].Response = &d.Attempts[i].Response
+		}
+	}
+	return out
+}
+
 var deliveryStates = []string{dispatch.StatePending, dispatch.StateDelivered, dispatch.StateFailed, dispatch.StateSkipped}
 
 func cmdWebhookDeliveries(fs *flag.FlagSet) func(*env, config.Config, []string) error {
@@ -435,8 +463,10 @@ func cmdWebhookDeliveries(fs *flag.FlagSet) func(*env, config.Config, []string) 
 			if err != nil {
 				return webhookError(err, *id, "", cfg)
 			}
+			entries := make([]deliveryEntry, len(list))
 			var rows [][]string
-			for _, d := range list {
+			for i, d := range list {
+				entries[i] = deliveryEntryOf(d)
 				next := "-"
 				if d.NextAttempt != nil {
 					next = stamp(*d.NextAttempt)
@@ -454,7 +484,7 @@ func cmdWebhookDeliveries(fs *flag.FlagSet) func(*env, config.Config, []string) 
 						fmt.Sprintf("%dms", a.LatencyMS), orDash(oneLine(a.Error, 120))))
 				}
 			}
-			return e.emit(map[string]any{"data": list}, table("no deliveries",
+			return e.emit(map[string]any{"data": entries}, table("no deliveries",
 				[]string{"DELIVERY", "SEQ", "EVENT", "STATE", "NEXT_ATTEMPT_AT", "ATTEMPT", "AT", "STATUS", "OUTCOME", "LATENCY", "ERROR"}, rows))
 		})
 	}
