@@ -107,6 +107,18 @@ func TestHelpAndVersion(t *testing.T) {
 			}
 		}
 	}
+	for _, args := range [][]string{{"help", "webhook"}, {"webhook", "--help"}} {
+		out := ok("recordsctl", args...)
+		for _, want := range []string{"webhook create", "webhook list", "webhook update", "webhook rotate-secret", "webhook delete", "webhook deliveries", "webhook replay"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("recordsctl %v lacks %s:\n%s", args, want, out)
+			}
+		}
+	}
+	if out := ok("recordsctl", "webhook", "create", "--help"); !strings.HasPrefix(out, "usage: recordsctl webhook create --workspace W --member M --url URL") ||
+		!strings.Contains(out, "no other command shows it again") || !strings.Contains(out, "-event-type") || !strings.Contains(out, "webhook_allow_private_addresses") {
+		t.Errorf("recordsctl webhook create --help:\n%s", out)
+	}
 
 	for _, program := range []string{"recordsctl", "recordsd"} {
 		v, rev := builtVersion(t, filepath.Join(binDir, program))
@@ -141,6 +153,9 @@ func TestHelpAndVersion(t *testing.T) {
 	usage("recordsctl", "unknown flag --wrokspace (did you mean --workspace?)", "key", "list", "--wrokspace", "x")
 	usage("recordsctl", "--workspace is required", "key", "list")
 	usage("recordsctl", "usage: recordsctl key revoke ID", "key", "revoke")
+	usage("recordsctl", "give one of --event and --after", "webhook", "replay", "--workspace", "w", "--endpoint", "e")
+	usage("recordsctl", "--enable and --disable exclude each other", "webhook", "update", "--workspace", "w", "--endpoint", "e", "--enable", "--disable")
+	usage("recordsctl", "nothing to change", "webhook", "update", "--workspace", "w", "--endpoint", "e")
 	usage("recordsd", `unknown command "srve" (did you mean "serve"?)`, "srve")
 	usage("recordsd", "unknown flag --adr (did you mean --addr?)", "serve", "--adr", "127.0.0.1:0")
 	usage("recordsd", "no command given")

@@ -23,7 +23,8 @@ const (
 func overview(root *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString(`recordsctl administers a Workspace Records database: migrations, workspaces, members, roles, API
-keys, custom fields, data models, bulk import, synthetic data, the audit trail and the definitions.
+keys, custom fields, data models, bulk import, synthetic data, the audit trail, webhook endpoints and the
+definitions.
 
 usage: recordsctl [--db URL] [--definitions DIR] [--json] COMMAND [ARGS]
 

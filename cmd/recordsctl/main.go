@@ -1,5 +1,6 @@
 // Command recordsctl administers a Workspace Records database: migrations, workspaces, members, roles,
-// keys, custom fields, data models, bulk import, synthetic data, the audit trail and definition linting.
+// keys, custom fields, data models, bulk import, synthetic data, the audit trail, webhook endpoints and
+// definition linting.
 // See README.md for every command, or run recordsctl help.
 //
 //	recordsctl [--db URL] [--definitions DIR] [--json] COMMAND [ARGS]
