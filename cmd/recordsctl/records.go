@@ -74,6 +74,13 @@ func cmdImport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			if err != nil {
 				return err
 			}
+			if b.Events != nil {
+				// Number the import's events now, as a server does after its writes, so the feed (and
+				// webhook deliveries) have them without waiting for a server's sweep.
+				if _, err := b.Events.Stamp(e.ctx, a.Workspace); err != nil {
+					return fmt.Errorf("imported %d %s, but numbering their events failed (a running server's sweep will): %w", n, r.Name, err)
+				}
+			}
 			return e.emit(map[string]any{"imported": n}, fmt.Sprintf("imported %d %s", n, r.Name))
 		})
 	}

@@ -71,42 +71,9 @@ func NewDispatcher(st store.Store, reg *Registry, svc *records.Service, seq *eve
 		Concurrency: DefaultConcurrency, Lease: DefaultLease, Poll: DefaultPoll, kick: make(chan struct{}, 1)}
 }
 
-// Numbered implements events.Subscriber: inside the numbering transaction q, one pending delivery per
-// event and matching enabled endpoint of workspace.
+// Numbered implements events.Subscriber (Registry.Numbered).
 func (d *Dispatcher) Numbered(ctx context.Context, q store.Querier, workspace string, evs []events.Numbered) error {
-	dl := d.st.Dialect()
-	var eps []Endpoint
-	err := q.Query(ctx, dl.Bind("SELECT "+endpointColumns+" FROM webhook_endpoints WHERE workspace_id = ? AND enabled = ?", workspace, true), func(row []any) error {
-		e, err := scanEndpoint(row)
-		if err == nil {
-			eps = append(eps, e)
-		}
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("webhook endpoints: %w", err)
-	}
-	if len(eps) == 0 {
-		return nil
-	}
-	now := d.Now().UTC()
-	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: []string{"id", "workspace_id", "endpoint_id", "event_id", "seq", "state", "attempts", "next_at", "created_at"}}
-	for _, ev := range evs {
-		for _, ep := range eps {
-			if ep.matches(ev.Type, ev.Resource) {
-				rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
-			}
-		}
-	}
-	per := rows.RowsPerStatement()
-	for start := 0; start < len(rows.Values); start += per {
-		part := rows
-		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
-		if _, err := q.Exec(ctx, dl.InsertRows(part)); err != nil {
-			return fmt.Errorf("webhook deliveries: %w", err)
-		}
-	}
-	return nil
+	return d.reg.Numbered(ctx, q, workspace, evs)
 }
 
 // Committed implements events.Subscriber: the deliveries just created are due now.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/store"
 	"github.com/workspace-records/records/runtime/webhooks"
@@ -295,6 +296,49 @@ func (g *Registry) Delete(ctx context.Context, workspace, id string) error {
 		return nil
 	})
 }
+
+// Numbered implements events.Subscriber: inside the numbering transaction q, one pending delivery per
+// event and matching enabled endpoint of workspace. Whoever numbers events (a server, or recordsctl
+// after an import) subscribes the registry, so no numbered event lacks its deliveries.
+func (g *Registry) Numbered(ctx context.Context, q store.Querier, workspace string, evs []events.Numbered) error {
+	dl := g.st.Dialect()
+	var eps []Endpoint
+	err := q.Query(ctx, dl.Bind("SELECT "+endpointColumns+" FROM webhook_endpoints WHERE workspace_id = ? AND enabled = ?", workspace, true), func(row []any) error {
+		e, err := scanEndpoint(row)
+		if err == nil {
+			eps = append(eps, e)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("webhook endpoints: %w", err)
+	}
+	if len(eps) == 0 {
+		return nil
+	}
+	now := g.now().UTC()
+	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: []string{"id", "workspace_id", "endpoint_id", "event_id", "seq", "state", "attempts", "next_at", "created_at"}}
+	for _, ev := range evs {
+		for _, ep := range eps {
+			if ep.matches(ev.Type, ev.Resource) {
+				rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
+			}
+		}
+	}
+	per := rows.RowsPerStatement()
+	for start := 0; start < len(rows.Values); start += per {
+		part := rows
+		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
+		if _, err := q.Exec(ctx, dl.InsertRows(part)); err != nil {
+			return fmt.Errorf("webhook deliveries: %w", err)
+		}
+	}
+	return nil
+}
+
+// Committed implements events.Subscriber: nothing to do without a dispatcher (a server's finds the
+// deliveries when it next looks).
+func (g *Registry) Committed(string) {}
 
 // matches reports whether e takes an event of type typ about resource.
 func (e Endpoint) matches(typ, resource string) bool {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/runtime/events"
-	"github.com/workspace-records/records/runtime/store"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // Writers commit events while four sequencers (the server's own and three more, as replicas) number

@@ -565,7 +565,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			// B's catalog of the resource shows nothing of A's.
 			do(t, "GET", "/v1/resources/"+r.Name+join(bq), nil, 200, "")
 			// B's change feed of the resource, from the start and waiting, holds B's own records only.
-			for _, q := range []string{"cursor=start&limit=1000", "cursor=0&type=" + r.Name + ".created,"+r.Name+".updated,"+r.Name+".archived&wait=1ms"} {
+			for _, q := range []string{"cursor=start&limit=1000", "cursor=0&type=" + r.Name + ".created," + r.Name + ".updated," + r.Name + ".archived&wait=1ms"} {
 				for _, ev := range do(t, "GET", "/v1/events?resource="+r.Name+"&"+q, nil, 200, "").List() {
 					if !contains(B.ids[r.Name], fmt.Sprint(ev["record_id"])) {
 						t.Errorf("B's feed of %s holds %v", r.Name, ev["record_id"])

@@ -145,6 +145,9 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
 	b.Records = records.New(rc)
 	b.Webhooks = dispatch.NewRegistry(b.Store, cat, cfg.WebhookAllowPrivate)
+	if b.Events != nil {
+		b.Events.Subscribe(b.Webhooks) // New subscribes the dispatcher instead, which also delivers
+	}
 	return b, nil
 }
 
