@@ -583,3 +583,21 @@ func (h *serverErrors) leaked() []string {
 	defer h.mu.Unlock()
 	return append([]string(nil), *h.secrets...)
 }
+
+// AwaitReady waits (at most 20 s) until /readyz answers 200: the schemas compile after the server starts
+// serving, a second or more on a loaded machine.
+func (e *Env) AwaitReady() {
+	e.T.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res, err := http.Get(e.URL + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			e.T.Fatalf("/readyz not 200 within 20 s (last: %v %v)", res, err)
+		}
+	}
+}
