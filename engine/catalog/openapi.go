@@ -104,7 +104,8 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 		}
 	}
 	tags = append(tags, map[string]any{"name": "discovery", "x-displayName": "Discovery", "description": "The API's entry point, this contract, the calling key and the catalog of resources and fields."},
-		map[string]any{"name": "probes", "x-displayName": "Probes", "description": "Liveness and readiness for load balancers and orchestrators, outside the versioned API. No key needed."})
+		map[string]any{"name": "probes", "x-displayName": "Probes", "description": "Liveness and readiness for load balancers and orchestrators, outside the versioned API. No key needed."},
+		map[string]any{"name": "events", "x-displayName": "Change feed", "description": "Every committed write as an event, in a per-workspace sequence to resume from; the same events are delivered to webhook endpoints (Standard Webhooks signatures)."})
 	for _, r := range cat.Resources {
 		tag := map[string]any{"name": r.Name, "x-displayName": r.LabelPlural, "description": r.Description}
 		if refused[r.Name] != nil {
@@ -113,7 +114,7 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 		}
 		tags = append(tags, tag)
 	}
-	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes"}}}, groups...)
+	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes", "events"}}}, groups...)
 	description := apiDescription
 	if ws != nil {
 		description += "\n\n" + ws.description()

@@ -46,8 +46,8 @@ type Config struct {
 	EventRetention time.Duration
 	// WebhookAllowPrivate lets webhook endpoints name loopback, private and link-local addresses.
 	WebhookAllowPrivate bool
-	Dev            bool   // seed a demo workspace into an empty database
-	DevKeyFile     string // where --dev writes the demo key
+	Dev                 bool   // seed a demo workspace into an empty database
+	DevKeyFile          string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
 	AllowDestructive bool
 	// CursorSecret signs list cursors. Empty: a secret generated once and kept in the database, so every
