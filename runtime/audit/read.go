@@ -1,9 +1,7 @@
 package audit
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -236,13 +234,13 @@ func scanAudit(row []any) (Row, time.Time, error) {
 	e := Row{ID: store.UUIDText(row[0]), Resource: store.Text(row[1]), RecordID: store.UUIDText(row[2]), Action: store.Text(row[3]),
 		MemberID: optText(store.UUIDText(row[4])), KeyID: optText(store.UUIDText(row[5])), RequestID: optText(store.Text(row[6]))}
 	var err error
-	if e.Changes, err = decodeAuditValues(row[7]); err != nil {
+	if e.Changes, err = store.JSONObject(row[7]); err != nil {
 		return e, time.Time{}, fmt.Errorf("audit entry %s changes: %w", e.ID, err)
 	}
 	if e.Changes == nil {
 		e.Changes = map[string]any{}
 	}
-	if e.Previous, err = decodeAuditValues(row[8]); err != nil {
+	if e.Previous, err = store.JSONObject(row[8]); err != nil {
 		return e, time.Time{}, fmt.Errorf("audit entry %s previous: %w", e.ID, err)
 	}
 	at, err := store.Time(row[9])
@@ -251,20 +249,6 @@ func scanAudit(row []any) (Row, time.Time, error) {
 	}
 	e.CreatedAt = at.UTC().Format(store.TimeLayout)
 	return e, at, nil
-}
-
-// decodeAuditValues reads a JSON column read as text, keeping numbers exact.
-func decodeAuditValues(v any) (map[string]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(store.JSON(v)))
-	dec.UseNumber()
-	var out map[string]any
-	if err := dec.Decode(&out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func optText(s string) *string {
@@ -295,15 +279,25 @@ func (s *Reader) visible(ctx context.Context, a Viewer, pol *access.Policy, e *R
 // ones removed and named in e.Withheld. A link names the other record by association: it is withheld
 // when the reader cannot read the other resource.
 func (s *Reader) redact(a Viewer, pol *access.Policy, e *Row) {
+	e.Withheld = Redact(pol, e.Action == ActionLink || e.Action == ActionUnlink, func(r *model.Resource) bool {
+		return a.Policy(r).Level != access.None
+	}, s.cat, e.Changes, e.Previous)
+}
+
+// Redact applies pol's field rules to the values of one write (the audit trail's changes and previous,
+// the change feed's data and previous), in place: masked fields are masked as in responses, hidden ones
+// removed. For a link (link true) the values name the other record by association: an association whose
+// target resource readable refuses is removed instead. It returns what it removed, sorted (nil: none).
+func Redact(pol *access.Policy, link bool, readable func(*model.Resource) bool, cat *model.Catalog, values ...map[string]any) []string {
 	withheld := map[string]bool{}
-	for _, m := range []map[string]any{e.Changes, e.Previous} {
+	for _, m := range values {
 		if m == nil {
 			continue
 		}
-		if e.Action == ActionLink || e.Action == ActionUnlink {
+		if link {
 			for k := range m {
 				if assoc, ok := pol.Resource.Association(k); ok {
-					if other, ok := s.cat.Resource(assoc.Target); ok && a.Policy(other).Level == access.None {
+					if other, ok := cat.Resource(assoc.Target); ok && !readable(other) {
 						delete(m, k)
 						withheld[k] = true
 					}
@@ -318,8 +312,10 @@ func (s *Reader) redact(a Viewer, pol *access.Policy, e *Row) {
 		}
 		pol.Apply(m)
 	}
+	var out []string
 	for k := range withheld {
-		e.Withheld = append(e.Withheld, k)
+		out = append(out, k)
 	}
-	sort.Strings(e.Withheld)
+	sort.Strings(out)
+	return out
 }

@@ -149,15 +149,7 @@ func (g *Registry) Replay(ctx context.Context, workspace, id, eventID string, af
 		rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, e.ID, e.Seq, StatePending, 0, d.Arg(now), d.Arg(now)})
 	}
 	err = g.st.Tx(ctx, func(q store.Querier) error {
-		per := rows.RowsPerStatement()
-		for start := 0; start < len(rows.Values); start += per {
-			part := rows
-			part.Values = rows.Values[start:min(start+per, len(rows.Values))]
-			if _, err := q.Exec(ctx, d.InsertRows(part)); err != nil {
-				return fmt.Errorf("replay webhook deliveries: %w", err)
-			}
-		}
-		return nil
+		return store.LaterRows(ctx, q, d, rows, func(err error) error { return fmt.Errorf("replay webhook deliveries: %w", err) })
 	})
 	if err != nil {
 		return 0, err

@@ -325,15 +325,7 @@ func (g *Registry) Numbered(ctx context.Context, q store.Querier, workspace stri
 			}
 		}
 	}
-	per := rows.RowsPerStatement()
-	for start := 0; start < len(rows.Values); start += per {
-		part := rows
-		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
-		if _, err := q.Exec(ctx, dl.InsertRows(part)); err != nil {
-			return fmt.Errorf("webhook deliveries: %w", err)
-		}
-	}
-	return nil
+	return store.LaterRows(ctx, q, dl, rows, func(err error) error { return fmt.Errorf("webhook deliveries: %w", err) })
 }
 
 // Committed implements events.Subscriber: nothing to do without a dispatcher (a server's finds the

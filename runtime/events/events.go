@@ -114,17 +114,7 @@ func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Actor, at
 	if err != nil {
 		return err
 	}
-	per := rows.RowsPerStatement()
-	for start := 0; start < len(rows.Values); start += per {
-		part := rows
-		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
-		if err := store.Later(ctx, q, d.InsertRows(part), false, func(err error) error {
-			return fmt.Errorf("events: %w", err)
-		}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return store.LaterRows(ctx, q, d, rows, func(err error) error { return fmt.Errorf("events: %w", err) })
 }
 
 // Copy inserts evs as Write does, with the bulk path's store.Copy: for the many events of an import.

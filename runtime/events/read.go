@@ -1,9 +1,7 @@
 package events
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -59,10 +57,10 @@ func read(ctx context.Context, st store.Store, workspace, where string, args []a
 			RecordID: store.UUIDText(row[4]), ModelID: store.UUIDText(row[5]), MemberID: store.UUIDText(row[6]),
 			KeyID: store.UUIDText(row[7]), RequestID: store.Text(row[8])}
 		var err error
-		if e.Data, err = decode(row[9]); err != nil {
+		if e.Data, err = store.JSONObject(row[9]); err != nil {
 			return fmt.Errorf("event %s data: %w", e.ID, err)
 		}
-		if e.Previous, err = decode(row[10]); err != nil {
+		if e.Previous, err = store.JSONObject(row[10]); err != nil {
 			return fmt.Errorf("event %s previous: %w", e.ID, err)
 		}
 		if e.CreatedAt, err = store.Time(row[11]); err != nil {
@@ -99,18 +97,4 @@ func in(where string, args []any, column string, values []string) (string, []any
 		args = append(args, v)
 	}
 	return where, args
-}
-
-// decode reads a JSON column read as text, keeping numbers exact.
-func decode(v any) (map[string]any, error) {
-	if v == nil {
-		return nil, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(store.JSON(v)))
-	dec.UseNumber()
-	var out map[string]any
-	if err := dec.Decode(&out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

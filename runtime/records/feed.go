@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -259,34 +260,11 @@ func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visibl
 		}
 	}
 	out := s.shape(e)
-	withheld := map[string]bool{}
 	link := strings.HasSuffix(e.Type, "."+events.Linked) || strings.HasSuffix(e.Type, "."+events.Unlinked)
-	for _, m := range []map[string]any{out.Data, out.Previous} {
-		if m == nil {
-			continue
-		}
-		if link {
-			for k := range m {
-				if assoc, ok := r.Association(k); ok {
-					if other, ok := s.cat.Resource(assoc.Target); ok && (!a.reaches(other) || a.Policy(other).Level == access.None) {
-						delete(m, k)
-						withheld[k] = true
-					}
-				}
-			}
-			continue
-		}
-		for k := range m {
-			if pol.Visibility(k) == access.Hidden {
-				withheld[k] = true
-			}
-		}
-		pol.Apply(m)
+	if w := audit.Redact(pol, link, func(other *model.Resource) bool { return a.reaches(other) && a.Policy(other).Level != access.None },
+		s.cat, out.Data, out.Previous); w != nil {
+		out.Withheld = w
 	}
-	for k := range withheld {
-		out.Withheld = append(out.Withheld, k)
-	}
-	sort.Strings(out.Withheld)
 	return out, true, nil
 }
 

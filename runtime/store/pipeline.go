@@ -38,6 +38,20 @@ func Later(ctx context.Context, q Querier, s sqlgen.Stmt, mustWrite bool, wrap f
 	return err
 }
 
+// LaterRows queues rows as multi-row INSERTs (each within sqlgen.MaxParams placeholders) with Later,
+// each error passed through wrap.
+func LaterRows(ctx context.Context, q Querier, d sqlgen.Dialect, rows sqlgen.Rows, wrap func(error) error) error {
+	per := rows.RowsPerStatement()
+	for start := 0; start < len(rows.Values); start += per {
+		part := rows
+		part.Values = rows.Values[start:min(start+per, len(rows.Values))]
+		if err := Later(ctx, q, d.InsertRows(part), false, wrap); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Check runs s, a SELECT, in the transaction q, which must go no further unless s returns a row: on
 // PostgreSQL it is queued like a Later statement, and one that returns no row fails with
 // ErrNoRowsAffected, so that nothing after it in the pipeline runs; elsewhere it runs at once. done is

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -88,4 +89,19 @@ func JSON(v any) []byte {
 	}
 	data, _ := json.Marshal(v)
 	return data
+}
+
+// JSONObject decodes a JSON object column (read as text), keeping numbers exact (json.Number); nil for
+// SQL NULL.
+func JSONObject(v any) (map[string]any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(JSON(v)))
+	dec.UseNumber()
+	var out map[string]any
+	if err := dec.Decode(&out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
