@@ -349,17 +349,7 @@ func cmdWebhookRotateSecret(fs *flag.FlagSet) func(*env, config.Config, []string
 	id := fs.String("endpoint", "", "endpoint id")
 	overlap := fs.Duration("overlap", 24*time.Hour, "how long the old secret keeps signing beside the new one, at most 168h (0: it stops now)")
 	return func(e *env, cfg config.Config, pos []string) error {
-		if err := errors.Join(need(pos, 0, webhookRotateUsage), required("workspace", *ws), required("endpoint", *id)); err != nil {
-			return err
-		}
-		if err := mustUUIDs([2]string{"workspace", *ws}); err != nil {
-			return err
-		}
-		return withBackend(e, cfg, func(b *server.Backend) error {
-			wsID := strings.ToLower(*ws)
-			if err := workspaceExists(b, e.ctx, wsID); err != nil {
-				return err
-			}
+		return onEndpoint(e, cfg, pos, webhookRotateUsage, *ws, *id, func(b *server.Backend, wsID string) error {
 			ep, err := b.Webhooks.RotateSecret(e.ctx, wsID, *id, *overlap)
 			if err != nil {
 				return webhookError(err, *id, "", cfg)
@@ -386,17 +376,7 @@ func cmdWebhookDelete(fs *flag.FlagSet) func(*env, config.Config, []string) erro
 	ws := fs.String("workspace", "", "workspace id")
 	id := fs.String("endpoint", "", "endpoint id")
 	return func(e *env, cfg config.Config, pos []string) error {
-		if err := errors.Join(need(pos, 0, webhookDeleteUsage), required("workspace", *ws), required("endpoint", *id)); err != nil {
-			return err
-		}
-		if err := mustUUIDs([2]string{"workspace", *ws}); err != nil {
-			return err
-		}
-		return withBackend(e, cfg, func(b *server.Backend) error {
-			wsID := strings.ToLower(*ws)
-			if err := workspaceExists(b, e.ctx, wsID); err != nil {
-				return err
-			}
+		return onEndpoint(e, cfg, pos, webhookDeleteUsage, *ws, *id, func(b *server.Backend, wsID string) error {
 			if err := b.Webhooks.Delete(e.ctx, wsID, *id); err != nil {
 				return webhookError(err, *id, "", cfg)
 			}
@@ -531,4 +511,22 @@ func cmdWebhookReplay(fs *flag.FlagSet) func(*env, config.Config, []string) erro
 				fmt.Sprintf("queued %d deliver%s to webhook endpoint %s", n, map[bool]string{true: "y", false: "ies"}[n == 1], strings.ToLower(*id)))
 		})
 	}
+}
+
+// onEndpoint runs fn for a command on one endpoint (flags --workspace and --endpoint, no positional
+// arguments) once the workspace is known to exist.
+func onEndpoint(e *env, cfg config.Config, pos []string, usage, ws, id string, fn func(b *server.Backend, wsID string) error) error {
+	if err := errors.Join(need(pos, 0, usage), required("workspace", ws), required("endpoint", id)); err != nil {
+		return err
+	}
+	if err := mustUUIDs([2]string{"workspace", ws}); err != nil {
+		return err
+	}
+	return withBackend(e, cfg, func(b *server.Backend) error {
+		wsID := strings.ToLower(ws)
+		if err := workspaceExists(b, e.ctx, wsID); err != nil {
+			return err
+		}
+		return fn(b, wsID)
+	})
 }
