@@ -18,6 +18,7 @@ import (
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -69,6 +70,9 @@ func TestMasksMatrix(t *testing.T) {
 			viewerID := e.NewMember("viewer@x.example", "viewer", "")
 			vkey := e.NewKey(viewerID, auth.KeyOptions{Access: "read"})
 			vwkey := e.NewKey(viewerID, auth.KeyOptions{Access: "write"})
+			// A webhook endpoint the viewer owns: its payloads are the events as the viewer reads them.
+			vHooks := newHookReceiver(t, time.Now)
+			newEndpoint(t, e, viewerID, vHooks, dispatch.Input{})
 			names := make([]string, 0, len(viewer.FieldRules))
 			for n := range viewer.FieldRules {
 				names = append(names, n)
@@ -186,6 +190,20 @@ func TestMasksMatrix(t *testing.T) {
 					}
 					if !seen {
 						t.Errorf("the viewer reads %s %s but not its event", name, id)
+					}
+					delivered := vHooks.await(t, 10*time.Second, "the viewer's webhook payload of "+name, func(got []received) bool {
+						for _, r := range got {
+							if r.event["record_id"] == id {
+								return true
+							}
+						}
+						return false
+					})
+					for _, r := range delivered {
+						if r.event["record_id"] == id {
+							raw, _ := json.Marshal(r.event)
+							check("webhook payload", &servertest.Response{Raw: raw})
+						}
 					}
 					for _, key := range keys {
 						f, _ := r.Field(key)

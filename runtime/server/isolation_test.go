@@ -16,6 +16,7 @@ import (
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -135,6 +136,9 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	const marker = "A-SECRET-MARKER"
 	A := newTenant(t, e, 11, map[string]auth.ModelField{"a_secret_code": {Type: "string"}})
 	B := newTenant(t, e, 12, map[string]auth.ModelField{"partner": {Type: "reference", Target: "companies"}})
+	// B's webhook endpoint, taking every event from here on: its payloads are checked with the answers.
+	bHooks := newHookReceiver(t, time.Now)
+	bEndpoint := newEndpointIn(t, e, B.ws, B.member, bHooks, dispatch.Input{})
 
 	// A's custom field (its value is a marker), B's custom reference field.
 	aField, err := be.Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_secret_tier", Type: "text"})
@@ -652,6 +656,31 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	do(t, "GET", "/v1/me", nil, 200, "")
 	do(t, "GET", "/v1/resources", nil, 200, "")
 
+	// B's webhook payloads, once delivered, hold nothing of A's.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		pending, err := be.Webhooks.Deliveries(ctx, B.ws, bEndpoint.ID, dispatch.StatePending, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("B's webhook deliveries still pending after 20 s")
+			break
+		}
+	}
+	for _, r := range bHooks.requests() {
+		raw, _ := json.Marshal(r.event)
+		for _, s := range secrets {
+			if strings.Contains(string(raw), s) {
+				t.Errorf("B's webhook payload holds %s of workspace A: %.300s", s, raw)
+			}
+		}
+		if !r.verified {
+			t.Errorf("B's webhook payload not verified: %.300s", raw)
+		}
+	}
 	after, _ := snapshot()
 	for path, v := range before {
 		if !reflect.DeepEqual(v, after[path]) {
@@ -665,7 +694,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		statuses = append(statuses, fmt.Sprintf("%d×%d", n, s))
 	}
 	sort.Strings(statuses)
-	t.Logf("BOLA matrix: %d requests with B's key (%s); A's snapshot: %d requests, before and after", counts.Requests, strings.Join(statuses, " "), counts.Snapshot)
+	t.Logf("BOLA matrix: %d requests with B's key (%s); A's snapshot: %d requests, before and after; %d webhook payloads to B", counts.Requests, strings.Join(statuses, " "), counts.Snapshot, len(bHooks.requests()))
 	return counts
 }
 

@@ -94,11 +94,18 @@ type offsetClock struct{ off atomic.Int64 }
 func (c *offsetClock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *offsetClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
+// newEndpoint makes an endpoint of e's workspace owned by member, posting to rc.
 func newEndpoint(t *testing.T, e *servertest.Env, member string, rc *hookReceiver, in dispatch.Input) dispatch.Endpoint {
+	t.Helper()
+	return newEndpointIn(t, e, e.Workspace, member, rc, in)
+}
+
+// newEndpointIn makes an endpoint of workspace owned by member, posting to rc.
+func newEndpointIn(t *testing.T, e *servertest.Env, workspace, member string, rc *hookReceiver, in dispatch.Input) dispatch.Endpoint {
 	t.Helper()
 	u := rc.URL
 	in.URL = &u
-	ep, err := e.Server.Backend().Webhooks.Create(context.Background(), e.Workspace, member, in)
+	ep, err := e.Server.Backend().Webhooks.Create(context.Background(), workspace, member, in)
 	if err != nil {
 		t.Fatal(err)
 	}
