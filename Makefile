@@ -147,10 +147,11 @@ bench-quick: build plugins
 # Three recordsd replicas over one PostgreSQL and one Redis (tests/cluster, docs/deployment.md), long
 # form: limits of 100/min, a quota of 300, 100 concurrent idempotent POSTs, five rounds of every
 # propagation check, six kill points (SIGKILL and SIGTERM) and a real wait for abandoned idempotency
-# leases. About 2 minutes. The short form (about 30 s) runs in make test.
+# leases; then TestWebhooksSurviveKills with 100 kill points (two replicas, a webhook receiver).
+# About 5 minutes. The short forms (about 30 s each) run in make test.
 .PHONY: cluster-test
 cluster-test:
-	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestCluster$$' ./tests/cluster/
+	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^(TestCluster|TestWebhooksSurviveKills)$$' ./tests/cluster/
 
 # The crash test (tests/crash), long form: one recordsd killed with SIGKILL at 200 random moments over
 # PostgreSQL (20 over SQLite) while six clients send idempotent creates, updates and archives; every

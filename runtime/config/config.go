@@ -46,8 +46,10 @@ type Config struct {
 	EventRetention time.Duration
 	// WebhookAllowPrivate lets webhook endpoints name loopback, private and link-local addresses.
 	WebhookAllowPrivate bool
-	Dev                 bool   // seed a demo workspace into an empty database
-	DevKeyFile          string // where --dev writes the demo key
+	// WebhookLease is how long a server holds a webhook delivery it attempts (dispatch.DefaultLease).
+	WebhookLease time.Duration
+	Dev          bool   // seed a demo workspace into an empty database
+	DevKeyFile   string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
 	AllowDestructive bool
 	// CursorSecret signs list cursors. Empty: a secret generated once and kept in the database, so every
@@ -153,6 +155,10 @@ func (c Config) check(s Setting) error {
 	case "request_timeout":
 		if c.RequestTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "webhook_lease":
+		if c.WebhookLease < time.Second {
+			return fmt.Errorf("%s: want a duration of at least 1s", shown)
 		}
 	case "event_retention":
 		if c.EventRetention < 0 {

@@ -154,12 +154,12 @@ func TestContractNames(t *testing.T) {
 	cfg := Default(env(map[string]string{"RECORDS_DB": "postgres://u@h/db", "RECORDS_DEFINITIONS": "/d", "RECORDS_PLUGINS": "/p",
 		"RECORDS_ADDR": ":1", "RECORDS_CURSOR_SECRET": "s", "RECORDS_TRUSTED_PROXIES": "10.0.0.1", "RECORDS_REDIS": "redis://r",
 		"RECORDS_PUBLIC_URL": "https://x.example/", "RECORDS_DEBUG_ADDR": ":2", "RECORDS_PLUGIN_TIMEOUT": "3s", "RECORDS_REQUEST_TIMEOUT": "4s",
-		"RECORDS_FAILED_AUTH_PER_MINUTE": " 25", "RECORDS_REDIS_TIMEOUT": "1500ms"}))
+		"RECORDS_FAILED_AUTH_PER_MINUTE": " 25", "RECORDS_REDIS_TIMEOUT": "1500ms", "RECORDS_WEBHOOK_LEASE": "5s"}))
 	want := Config{DB: "postgres://u@h/db", DefinitionsDir: "/d", PluginsDir: "/p", Addr: ":1", CursorSecret: "s",
 		TrustedProxies: "10.0.0.1", Redis: "redis://r", PublicURL: "https://x.example", DebugAddr: ":2", PluginTimeout: 3 * time.Second,
 		RequestTimeout: 4 * time.Second, DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, LogLevel: "info", LogFormat: "json",
 		FailedAuthPerMinute: 25, RedisTimeout: 1500 * time.Millisecond, KeyUsageInterval: 10 * time.Second,
-		Events: true, EventRetention: 30 * 24 * time.Hour}
+		Events: true, EventRetention: 30 * 24 * time.Hour, WebhookLease: 5 * time.Second}
 	if got := cfg; fields(got) != fields(want) {
 		t.Errorf("environment:\ngot  %s\nwant %s", fields(got), fields(want))
 	}
@@ -348,6 +348,7 @@ func TestValidate(t *testing.T) {
 		"same addresses":         {args: []string{"--addr", "127.0.0.1:9000", "--metrics-addr", "127.0.0.1:9000"}, want: `addr and metrics_addr are the same address`},
 		"bad duration from env":  {vars: map[string]string{"RECORDS_SHUTDOWN_GRACE": "long"}, want: `RECORDS_SHUTDOWN_GRACE: "long": want a duration`},
 		"zero plugin timeout":    {args: []string{"--plugin-timeout", "0s"}, want: `plugin_timeout (--plugin-timeout, RECORDS_PLUGIN_TIMEOUT) "0s": want a positive duration`},
+		"short webhook lease":    {args: []string{"--webhook-lease", "500ms"}, want: `webhook_lease (--webhook-lease, RECORDS_WEBHOOK_LEASE) "500ms": want a duration of at least 1s`},
 		"negative failed auth":   {args: []string{"--failed-auth-per-minute", "-1"}, want: `failed_auth_per_minute (--failed-auth-per-minute, RECORDS_FAILED_AUTH_PER_MINUTE) "-1": want 0 (no bound) or a positive number`},
 		"non-number failed auth": {vars: map[string]string{"RECORDS_FAILED_AUTH_PER_MINUTE": "lots"}, want: `"lots": want a whole number`},
 		"bad db":                 {args: []string{"--db", "mysql://root:hunter2@db/x"}, want: `db (--db, RECORDS_DB) "mysql://root:[redacted]@db/x": want sqlite:PATH or a postgres:// URL`},

@@ -150,6 +150,13 @@ func Settings() []Setting {
 				"and again when each delivery connects (after DNS, so a name that resolves inside is refused too).",
 		},
 		{
+			Name: "webhook_lease", Flag: "webhook-lease", Env: "RECORDS_WEBHOOK_LEASE", Key: "webhook_lease",
+			Kind: KindDuration, Default: "1m", Commands: Recordsd, field: func(c *Config) any { return &c.WebhookLease },
+			Help: "How long a server holds a webhook delivery it attempts. A server killed mid-delivery leaves it to " +
+				"another once the lease passes, and its endpoint's later events wait until then (they go in order). " +
+				"Keep it above the delivery timeout (15s): a shorter lease lets a slow receiver get an event twice.",
+		},
+		{
 			Name: "dev", Flag: "dev", Env: "RECORDS_DEV", Key: "dev", Kind: KindBool, Default: "false",
 			Commands: Recordsd, field: func(c *Config) any { return &c.Dev },
 			Help: "On an empty database, create a demo workspace (plan `growth`) with sample records, an admin and a " +

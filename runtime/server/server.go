@@ -294,6 +294,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Dispatcher = dispatch.NewDispatcher(b.Store, b.Webhooks, b.Records, b.Events,
 			webhooks.NewClient(webhooks.Options{AllowPrivate: cfg.WebhookAllowPrivate}))
 		b.Dispatcher.Metrics = m
+		if cfg.WebhookLease > 0 {
+			b.Dispatcher.Lease = cfg.WebhookLease
+		}
 		b.Events.Metrics = m
 		b.Events.Subscribe(b.Dispatcher)
 		b.Directory.Notified = func(ctx context.Context, q store.Querier, n auth.Notification) error {

@@ -96,8 +96,9 @@ type cluster struct {
 	rr       atomic.Uint64
 }
 
-// startCluster creates and migrates a database and starts n replicas sharing it and Redis.
-func startCluster(t *testing.T, n int) *cluster {
+// startCluster creates and migrates a database and starts n replicas sharing it and Redis; env is added
+// to each replica's environment (settings such as RECORDS_WEBHOOK_LEASE=3s).
+func startCluster(t *testing.T, n int, env ...string) *cluster {
 	t.Helper()
 	c := &cluster{scale: currentScale(), runID: randomHex(4)}
 	c.redis = redisURL(t)
@@ -121,7 +122,7 @@ func startCluster(t *testing.T, n int) *cluster {
 	}
 	for i, addr := range addrs {
 		c.replicas = append(c.replicas, &replica{index: i, addr: addr, Process: &proc.Process{
-			Name: fmt.Sprintf("replica %d", i), Path: filepath.Join(binDir, "recordsd"), Probe: "http://" + addr + "/v1", Log: &proc.Buffer{},
+			Name: fmt.Sprintf("replica %d", i), Path: filepath.Join(binDir, "recordsd"), Probe: "http://" + addr + "/v1", Log: &proc.Buffer{}, Env: env,
 			Args: []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--log-level", "warn"}}})
 	}
 	t.Cleanup(func() {
