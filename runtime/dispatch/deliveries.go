@@ -144,12 +144,18 @@ func (g *Registry) Replay(ctx context.Context, workspace, id, eventID string, af
 	}
 	d := g.st.Dialect()
 	now := g.now().UTC()
-	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: []string{"id", "workspace_id", "endpoint_id", "event_id", "seq", "state", "attempts", "next_at", "created_at"}}
+	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: deliveryColumns}
 	for _, e := range evs {
 		rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, e.ID, e.Seq, StatePending, 0, d.Arg(now), d.Arg(now)})
 	}
 	err = g.st.Tx(ctx, func(q store.Querier) error {
-		return store.LaterRows(ctx, q, d, rows, func(err error) error { return fmt.Errorf("replay webhook deliveries: %w", err) })
+		if _, err := q.Exec(ctx, d.Bind("SELECT 1 FROM webhook_endpoints WHERE id = ?"+forUpdate(d), ep.ID)); err != nil {
+			return fmt.Errorf("lock webhook endpoint: %w", err)
+		}
+		if err := store.LaterRows(ctx, q, d, rows, func(err error) error { return fmt.Errorf("replay webhook deliveries: %w", err) }); err != nil {
+			return err
+		}
+		return markDue(ctx, q, d, workspace, map[string]bool{ep.ID: true}, now)
 	})
 	if err != nil {
 		return 0, err

@@ -32,16 +32,26 @@ const (
 // Defaults of a Dispatcher.
 const (
 	DefaultConcurrency = 16
-	// DefaultLease is how long a server holds a delivery it attempts: longer than an attempt can take
-	// (webhooks.DefaultTimeout), so a live server never loses one; a killed server's deliveries are
-	// attempted again by another once it passes.
+	// DefaultLease is how long a server holds an endpoint it delivers to. A server gives the endpoint up
+	// after Lease/4 (DrainFor) and an attempt takes at most webhooks.DefaultTimeout, so a live server
+	// never loses one; a killed server's endpoint is taken by another once the lease passes.
 	DefaultLease = time.Minute
-	// DefaultPoll is how often a server looks for due deliveries that no kick announced (retries coming
+	// DefaultPoll is how often a server looks for endpoints that came due without a kick (retries coming
 	// due, deliveries another server created).
 	DefaultPoll = time.Second
+	// drainBatch is how many pending deliveries of one endpoint are read at once.
+	drainBatch = 100
 )
 
-// Dispatcher attempts due deliveries. Every server runs one.
+// Dispatcher delivers to the endpoints that are due. Every server runs one.
+//
+// It leases endpoints, not deliveries: an endpoint is due when its first pending delivery is
+// (webhook_endpoints.due_at), and the server holding its lease sends its pending deliveries one after
+// another in sequence order, the event, the owner's view and the secrets read once per batch, until
+// one fails (its retry time becomes the endpoint's due_at), none is left or its time share ends. Then
+// it gives the lease up with the new due_at. The numbering transaction locks the endpoint's row while
+// it adds deliveries and sets a missing due_at, and giving the lease up locks it before reading what is
+// pending, so a delivery added meanwhile is never left without a due time.
 type Dispatcher struct {
 	st     store.Store
 	reg    *Registry
@@ -55,10 +65,12 @@ type Dispatcher struct {
 	Now func() time.Time
 	// Schedule returns the wait before the next attempt after attempts failed ones, false when the
 	// schedule is spent (webhooks.NextAttempt with jitter).
-	Schedule    func(attempts int) (time.Duration, bool)
+	Schedule func(attempts int) (time.Duration, bool)
+	// Concurrency is how many endpoints a server delivers to at once.
 	Concurrency int
-	Lease       time.Duration
-	Poll        time.Duration
+	// Lease is how long a server holds an endpoint (the setting webhook_lease).
+	Lease time.Duration
+	Poll  time.Duration
 
 	kick chan struct{}
 }
@@ -79,7 +91,7 @@ func (d *Dispatcher) Numbered(ctx context.Context, q store.Querier, workspace st
 // Committed implements events.Subscriber: the deliveries just created are due now.
 func (d *Dispatcher) Committed(string) { d.Kick() }
 
-// Kick makes Run look for due deliveries now.
+// Kick makes Run look for due endpoints now.
 func (d *Dispatcher) Kick() {
 	select {
 	case d.kick <- struct{}{}:
@@ -87,7 +99,7 @@ func (d *Dispatcher) Kick() {
 	}
 }
 
-// Run attempts due deliveries until ctx ends.
+// Run delivers to due endpoints until ctx ends.
 func (d *Dispatcher) Run(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(d.Poll)
 	defer t.Stop()
@@ -97,7 +109,7 @@ func (d *Dispatcher) Run(ctx context.Context, log *slog.Logger) {
 			log.Warn("webhook deliveries", "err", err)
 		}
 		if n > 0 && err == nil {
-			continue // more may be due at once: the next of each endpoint
+			continue // an endpoint given up for fairness may be due again at once
 		}
 		select {
 		case <-ctx.Done():
@@ -107,112 +119,203 @@ func (d *Dispatcher) Run(ctx context.Context, log *slog.Logger) {
 	}
 }
 
-// claimed is a delivery this server holds the lease of.
+// leased is an endpoint this server holds the lease of.
+type leased struct{ workspace, endpoint string }
+
+// claimed is a pending delivery of a leased endpoint.
 type claimed struct {
 	id, workspace, endpoint, event string
 	seq                            int64
 	attempts                       int
+	next                           time.Time
 }
 
-// RunOnce leases the due deliveries (at most Concurrency), attempts them at once, and returns how many
-// it attempted.
+// RunOnce leases the due endpoints (at most Concurrency), delivers to them at once, and returns how many
+// endpoints it served.
 func (d *Dispatcher) RunOnce(ctx context.Context) (int, error) {
-	batch, err := d.claim(ctx)
-	if err != nil || len(batch) == 0 {
+	eps, err := d.claim(ctx)
+	if err != nil || len(eps) == 0 {
 		return 0, err
 	}
 	var wg sync.WaitGroup
-	errs := make([]error, len(batch))
-	for i, c := range batch {
-		wg.Go(func() { errs[i] = d.attempt(ctx, c) })
+	errs := make([]error, len(eps))
+	for i, l := range eps {
+		wg.Go(func() { errs[i] = d.drain(ctx, l) })
 	}
 	wg.Wait()
-	return len(batch), errors.Join(errs...)
+	return len(eps), errors.Join(errs...)
 }
 
-// claim leases the deliveries that are due: pending, past next_at, not leased by a live attempt, of an
-// enabled endpoint, and the first pending one of their endpoint (sequence order).
-func (d *Dispatcher) claim(ctx context.Context) ([]claimed, error) {
+// claim leases the endpoints that are due: enabled, due_at passed, not leased by a live server.
+func (d *Dispatcher) claim(ctx context.Context) ([]leased, error) {
 	dl := d.st.Dialect()
 	now := d.Now().UTC()
 	lock := " FOR UPDATE SKIP LOCKED"
 	if dl.Kind() == sqlgen.SQLite {
 		lock = "" // one process, one writer
 	}
-	var out []claimed
+	var out []leased
 	// In a transaction: on SQLite, only the writer's connection writes.
 	err := d.st.Tx(ctx, func(q store.Querier) error {
 		out = out[:0]
-		return q.Query(ctx, dl.Bind(`UPDATE webhook_deliveries SET lease_owner = ?, lease_until = ?
-WHERE id IN (SELECT w.id FROM webhook_deliveries w
-  WHERE w.state = 'pending' AND w.next_at <= ? AND (w.lease_until IS NULL OR w.lease_until < ?)
-    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled = ?)
-    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries o WHERE o.endpoint_id = w.endpoint_id AND o.state = 'pending'
-      AND (o.seq < w.seq OR (o.seq = w.seq AND o.id < w.id)))
-  ORDER BY w.next_at LIMIT ?`+lock+`)
-RETURNING id, workspace_id, endpoint_id, event_id, seq, attempts`, d.owner, now.Add(d.Lease), now, now, true, d.Concurrency), func(row []any) error {
-			out = append(out, claimed{id: store.UUIDText(row[0]), workspace: store.UUIDText(row[1]), endpoint: store.UUIDText(row[2]),
-				event: store.UUIDText(row[3]), seq: store.Int(row[4]), attempts: int(store.Int(row[5]))})
+		return q.Query(ctx, dl.Bind(`UPDATE webhook_endpoints SET lease_owner = ?, lease_until = ?
+WHERE id IN (SELECT e.id FROM webhook_endpoints e
+  WHERE e.due_at IS NOT NULL AND e.due_at <= ? AND e.enabled = ? AND (e.lease_until IS NULL OR e.lease_until < ?)
+  ORDER BY e.due_at LIMIT ?`+lock+`)
+RETURNING workspace_id, id`, d.owner, now.Add(d.Lease), now, true, now, d.Concurrency), func(row []any) error {
+			out = append(out, leased{workspace: store.UUIDText(row[0]), endpoint: store.UUIDText(row[1])})
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lease webhook deliveries: %w", err)
+		return nil, fmt.Errorf("lease webhook endpoints: %w", err)
 	}
 	return out, nil
 }
 
-// attempt makes one attempt of c and records it.
-func (d *Dispatcher) attempt(ctx context.Context, c claimed) error {
-	wctx := store.WithWorkspace(ctx, c.workspace)
-	ep, secrets, err := d.reg.signing(wctx, c.workspace, c.endpoint, d.Now())
+// drain sends l's pending deliveries in sequence order until one fails, none is due, or its share of the
+// lease (Lease/4) is spent, then gives the lease up.
+func (d *Dispatcher) drain(ctx context.Context, l leased) error {
+	wctx := store.WithWorkspace(ctx, l.workspace)
+	until := d.Now().Add(d.Lease / 4)
+	ep, secrets, err := d.reg.signing(wctx, l.workspace, l.endpoint, d.Now())
 	if errors.Is(err, ErrNotFound) {
 		return nil // deleted meanwhile, with its deliveries
 	}
 	if err != nil {
-		return err
+		return d.release(ctx, l, err)
 	}
-	stored, found, err := events.ReadOne(wctx, d.st, c.workspace, c.event)
-	if err != nil {
-		return err
+	owner, err := d.svc.MemberActor(wctx, l.workspace, ep.Member)
+	ownerGone := errors.Is(err, records.ErrMemberNotFound)
+	if err != nil && !ownerGone {
+		return d.release(ctx, l, err)
 	}
-	if !found {
-		return d.finish(wctx, c, StateSkipped) // past the feed's retention
+	for {
+		batch, err := d.pending(wctx, l)
+		if err != nil || len(batch) == 0 {
+			return d.release(ctx, l, err)
+		}
+		ids := make([]string, len(batch))
+		for i, c := range batch {
+			ids[i] = c.event
+		}
+		evs, err := events.ReadIDs(wctx, d.st, l.workspace, ids)
+		if err != nil {
+			return d.release(ctx, l, err)
+		}
+		for _, c := range batch {
+			if now := d.Now(); c.next.After(now) || now.After(until) || ctx.Err() != nil {
+				return d.release(ctx, l, nil) // the first is waiting for its retry, or the share is spent
+			}
+			stored, found := evs[c.event]
+			if !found || ownerGone {
+				// Past the feed's retention, or the owner left the workspace: nothing to send.
+				if err := d.skip(wctx, c); err != nil {
+					return d.release(ctx, l, err)
+				}
+				continue
+			}
+			ev, visible, err := d.svc.EventFor(wctx, owner, stored)
+			if err != nil {
+				return d.release(ctx, l, err)
+			}
+			if !visible {
+				if err := d.skip(wctx, c); err != nil {
+					return d.release(ctx, l, err)
+				}
+				continue
+			}
+			body, err := json.Marshal(ev)
+			if err != nil {
+				return d.release(ctx, l, fmt.Errorf("webhook payload of event %s: %w", ev.ID, err))
+			}
+			at := d.Now()
+			a := webhooks.Deliver(ctx, d.client, ep.URL, secrets[0], ev.ID, at, body, secrets[1:]...)
+			if a.Outcome == webhooks.OutcomeCanceled {
+				// The server is stopping: not an attempt. The lease ends and another server (or this
+				// one, restarted) makes it.
+				return d.release(context.WithoutCancel(ctx), l, nil)
+			}
+			d.Metrics.WebhookAttempt(a.Outcome.String(), a.Outcome == webhooks.OutcomeDelivered, at.Sub(stored.CreatedAt))
+			more, err := d.record(context.WithoutCancel(wctx), c, ep, a, at)
+			if err != nil {
+				return d.release(ctx, l, err)
+			}
+			if !more {
+				return nil // record gave the lease up
+			}
+		}
 	}
-	owner, err := d.svc.MemberActor(wctx, c.workspace, ep.Member)
-	if errors.Is(err, records.ErrMemberNotFound) {
-		return d.finish(wctx, c, StateSkipped)
-	}
-	if err != nil {
-		return err
-	}
-	ev, visible, err := d.svc.EventFor(wctx, owner, stored)
-	if err != nil {
-		return err
-	}
-	if !visible {
-		return d.finish(wctx, c, StateSkipped)
-	}
-	body, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("webhook payload of event %s: %w", ev.ID, err)
-	}
-	at := d.Now()
-	a := webhooks.Deliver(ctx, d.client, ep.URL, secrets[0], ev.ID, at, body, secrets[1:]...)
-	if a.Outcome == webhooks.OutcomeCanceled {
-		// The server is stopping: not an attempt. The lease ends and another server (or this one,
-		// restarted) attempts it.
-		_, err := d.st.Exec(context.WithoutCancel(wctx), d.st.Dialect().Bind("UPDATE webhook_deliveries SET lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?", c.id, d.owner))
-		return err
-	}
-	d.Metrics.WebhookAttempt(a.Outcome.String(), a.Outcome == webhooks.OutcomeDelivered, at.Sub(stored.CreatedAt))
-	return d.record(context.WithoutCancel(wctx), c, ep, a, at)
 }
 
-// record writes attempt a of c in the log and schedules what follows: done when delivered, the next
-// attempt when the schedule has one, and otherwise the end: the delivery failed, the endpoint is
-// disabled and its owner told (a webhook_endpoints.disabled notice in the feed).
-func (d *Dispatcher) record(ctx context.Context, c claimed, ep Endpoint, a webhooks.Attempt, at time.Time) error {
+// pending reads the first pending deliveries of l's endpoint, in sequence order.
+func (d *Dispatcher) pending(ctx context.Context, l leased) ([]claimed, error) {
+	var out []claimed
+	err := d.st.Query(ctx, d.st.Dialect().Bind(fmt.Sprintf(`SELECT id, event_id, seq, attempts, next_at FROM webhook_deliveries
+WHERE endpoint_id = ? AND state = 'pending' ORDER BY seq, id LIMIT %d`, drainBatch), l.endpoint), func(row []any) error {
+		c := claimed{id: store.UUIDText(row[0]), workspace: l.workspace, endpoint: l.endpoint, event: store.UUIDText(row[1]),
+			seq: store.Int(row[2]), attempts: int(store.Int(row[3]))}
+		var err error
+		c.next, err = store.Time(row[4])
+		out = append(out, c)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pending webhook deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// lockOwned locks endpoint's row inside q (PostgreSQL) and reports whether this server still holds its
+// lease.
+func (d *Dispatcher) lockOwned(ctx context.Context, q store.Querier, endpoint string) (bool, error) {
+	dl := d.st.Dialect()
+	lock := " FOR UPDATE"
+	if dl.Kind() == sqlgen.SQLite {
+		lock = ""
+	}
+	owned := false
+	_, err := store.QueryOne(ctx, q, dl.Bind("SELECT lease_owner FROM webhook_endpoints WHERE id = ?"+lock, endpoint), func(row []any) error {
+		owned = store.Text(row[0]) == d.owner
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("lock webhook endpoint: %w", err)
+	}
+	return owned, nil
+}
+
+// release gives l's lease up, its due_at the time of its first pending delivery (none: NULL), and
+// returns cause. The row is locked before the pending deliveries are read, so a numbering transaction
+// that adds one either committed before (and is seen) or finds due_at NULL after (and sets it).
+func (d *Dispatcher) release(ctx context.Context, l leased, cause error) error {
+	dl := d.st.Dialect()
+	err := d.st.Tx(context.WithoutCancel(ctx), func(q store.Querier) error {
+		if owned, err := d.lockOwned(ctx, q, l.endpoint); err != nil || !owned {
+			return err
+		}
+		var due any
+		if _, err := store.QueryOne(ctx, q, dl.Bind("SELECT min(next_at) FROM webhook_deliveries WHERE endpoint_id = ? AND state = 'pending'", l.endpoint), func(row []any) error {
+			due = row[0]
+			return nil
+		}); err != nil {
+			return fmt.Errorf("next webhook delivery: %w", err)
+		}
+		_, err := q.Exec(ctx, dl.Bind("UPDATE webhook_endpoints SET due_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?", due, l.endpoint, d.owner))
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("give webhook endpoint %s up: %w", l.endpoint, err)
+	}
+	return errors.Join(cause, err)
+}
+
+// record writes attempt a of c in the log and schedules what follows, and reports whether the drain goes
+// on: it does when delivered; otherwise the next attempt's time becomes the endpoint's due_at and the
+// lease is given up, or, the schedule spent, the delivery failed, the endpoint is disabled and its owner
+// told (a webhook_endpoints.disabled notice in the feed). An attempt made after the lease passed is
+// logged and changes nothing else: the server that took the endpoint decides.
+func (d *Dispatcher) record(ctx context.Context, c claimed, ep Endpoint, a webhooks.Attempt, at time.Time) (bool, error) {
 	dl := d.st.Dialect()
 	n := c.attempts + 1
 	now := d.Now().UTC()
@@ -220,38 +323,45 @@ func (d *Dispatcher) record(ctx context.Context, c claimed, ep Endpoint, a webho
 	if a.Status != 0 {
 		status = a.Status
 	}
-	disabled := false
+	more, disabled := false, false
 	err := d.st.Tx(ctx, func(q store.Querier) error {
-		_, err := q.Exec(ctx, dl.Bind(`INSERT INTO webhook_attempts (delivery_id, n, workspace_id, endpoint_id, at, status, outcome, latency_ms, error, response, server)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.id, n, c.workspace, c.endpoint, at.UTC(), status, a.Outcome.String(), a.Latency.Milliseconds(), nullable(a.Err), nullable(a.ResponseExcerpt), d.owner))
+		more, disabled = false, false
+		owned, err := d.lockOwned(ctx, q, c.endpoint)
 		if err != nil {
-			return fmt.Errorf("log webhook attempt: %w", err)
+			return err
+		}
+		if err := store.Later(ctx, q, dl.Bind(`INSERT INTO webhook_attempts (delivery_id, n, workspace_id, endpoint_id, at, status, outcome, latency_ms, error, response, server)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.id, n, c.workspace, c.endpoint, at.UTC(), status, a.Outcome.String(), a.Latency.Milliseconds(), nullable(a.Err), nullable(a.ResponseExcerpt), d.owner), false,
+			func(err error) error { return fmt.Errorf("log webhook attempt: %w", err) }); err != nil {
+			return err
+		}
+		if !owned {
+			return nil
 		}
 		state, next, done := StatePending, now, any(nil)
-		switch wait, more := d.Schedule(n); {
+		switch wait, again := d.Schedule(n); {
 		case a.Outcome == webhooks.OutcomeDelivered:
-			state, done = StateDelivered, now
-		case more:
+			state, done, more = StateDelivered, now, true
+		case again:
 			next = now.Add(max(wait, min(a.RetryAfter, time.Hour)))
 		default:
 			state, done, disabled = StateFailed, now, true
 		}
-		res, err := q.Exec(ctx, dl.Bind(`UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, done_at = ?, lease_owner = NULL, lease_until = NULL,
-last_status = ?, last_outcome = ?, last_error = ? WHERE id = ? AND lease_owner = ?`, state, n, next, done, status, a.Outcome.String(), nullable(a.Err), c.id, d.owner))
-		if err != nil {
-			return fmt.Errorf("schedule webhook delivery: %w", err)
+		if err := store.Later(ctx, q, dl.Bind(`UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, done_at = ?, last_status = ?, last_outcome = ?, last_error = ?
+WHERE id = ?`, state, n, next, done, status, a.Outcome.String(), nullable(a.Err), c.id), false,
+			func(err error) error { return fmt.Errorf("schedule webhook delivery: %w", err) }); err != nil {
+			return err
 		}
-		if res == 0 {
-			// The lease passed and another server took the delivery: its outcome stands; this attempt
-			// stays in the log.
-			disabled = false
+		switch {
+		case more:
 			return nil
-		}
-		if !disabled {
-			return nil
+		case !disabled:
+			_, err := q.Exec(ctx, dl.Bind("UPDATE webhook_endpoints SET due_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ?", next, c.endpoint))
+			return err
 		}
 		reason := fmt.Sprintf("every attempt to deliver event %d failed for %s (last: %s)", c.seq, webhooks.NominalRetrySpan.Round(time.Minute), a.Outcome)
-		if _, err := q.Exec(ctx, dl.Bind("UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?, updated_at = ? WHERE workspace_id = ? AND id = ?", false, reason, now, c.workspace, c.endpoint)); err != nil {
+		if _, err := q.Exec(ctx, dl.Bind("UPDATE webhook_endpoints SET enabled = ?, disabled_reason = ?, due_at = NULL, lease_owner = NULL, lease_until = NULL, updated_at = ? WHERE workspace_id = ? AND id = ?",
+			false, reason, now, c.workspace, c.endpoint)); err != nil {
 			return fmt.Errorf("disable webhook endpoint: %w", err)
 		}
 		return events.Write(ctx, q, dl, events.Actor{Workspace: c.workspace}, now, []events.Event{{
@@ -259,18 +369,21 @@ last_status = ?, last_outcome = ?, last_error = ? WHERE id = ? AND lease_owner =
 			Data: map[string]any{"endpoint_id": c.endpoint, "url": ep.URL, "member_id": ep.Member, "reason": reason, "failed_event_sequence": c.seq},
 		}})
 	})
-	if err == nil && disabled && d.seq != nil {
+	if err != nil {
+		return false, err
+	}
+	if disabled && d.seq != nil {
 		d.seq.Kick(c.workspace)
 	}
-	return err
+	return more, nil
 }
 
-// finish ends c without an attempt.
-func (d *Dispatcher) finish(ctx context.Context, c claimed, state string) error {
-	_, err := d.st.Exec(ctx, d.st.Dialect().Bind("UPDATE webhook_deliveries SET state = ?, done_at = ?, lease_owner = NULL, lease_until = NULL WHERE id = ? AND lease_owner = ?",
-		state, d.Now().UTC(), c.id, d.owner))
+// skip ends c without an attempt: the endpoint's owner may not read its event, or it left the feed.
+func (d *Dispatcher) skip(ctx context.Context, c claimed) error {
+	_, err := d.st.Exec(ctx, d.st.Dialect().Bind("UPDATE webhook_deliveries SET state = ?, done_at = ? WHERE id = ? AND state = 'pending'",
+		StateSkipped, d.Now().UTC(), c.id))
 	if err != nil {
-		return fmt.Errorf("end webhook delivery: %w", err)
+		return fmt.Errorf("skip webhook delivery: %w", err)
 	}
 	return nil
 }

@@ -234,8 +234,10 @@ func (g *Registry) Update(ctx context.Context, workspace, id string, in Input) (
 		e.DisabledReason = ""
 	}
 	e.UpdatedAt = g.now().UTC()
-	_, err = g.st.Exec(ctx, g.st.Dialect().Bind(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, resources = ?, enabled = ?, disabled_reason = ?, updated_at = ?
-WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, nullable(e.DisabledReason), e.UpdatedAt, workspace, e.ID))
+	// An endpoint enabled again is due at once: its dispatcher finds what is pending (or nothing).
+	_, err = g.st.Exec(ctx, g.st.Dialect().Bind(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, resources = ?, enabled = ?, disabled_reason = ?, updated_at = ?,
+due_at = CASE WHEN ? THEN ? ELSE due_at END WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, nullable(e.DisabledReason), e.UpdatedAt,
+		in.Enabled != nil && *in.Enabled, e.UpdatedAt, workspace, e.ID))
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
 	}
@@ -303,7 +305,8 @@ func (g *Registry) Delete(ctx context.Context, workspace, id string) error {
 func (g *Registry) Numbered(ctx context.Context, q store.Querier, workspace string, evs []events.Numbered) error {
 	dl := g.st.Dialect()
 	var eps []Endpoint
-	err := q.Query(ctx, dl.Bind("SELECT "+endpointColumns+" FROM webhook_endpoints WHERE workspace_id = ? AND enabled = ?", workspace, true), func(row []any) error {
+	// The rows stay locked until the numbering commits: see Dispatcher.release.
+	err := q.Query(ctx, dl.Bind("SELECT "+endpointColumns+" FROM webhook_endpoints WHERE workspace_id = ? AND enabled = ?"+forUpdate(dl), workspace, true), func(row []any) error {
 		e, err := scanEndpoint(row)
 		if err == nil {
 			eps = append(eps, e)
@@ -317,15 +320,45 @@ func (g *Registry) Numbered(ctx context.Context, q store.Querier, workspace stri
 		return nil
 	}
 	now := g.now().UTC()
-	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: []string{"id", "workspace_id", "endpoint_id", "event_id", "seq", "state", "attempts", "next_at", "created_at"}}
+	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: deliveryColumns}
+	touched := map[string]bool{}
 	for _, ev := range evs {
 		for _, ep := range eps {
 			if ep.matches(ev.Type, ev.Resource) {
 				rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
+				touched[ep.ID] = true
 			}
 		}
 	}
-	return store.LaterRows(ctx, q, dl, rows, func(err error) error { return fmt.Errorf("webhook deliveries: %w", err) })
+	if err := store.LaterRows(ctx, q, dl, rows, func(err error) error { return fmt.Errorf("webhook deliveries: %w", err) }); err != nil {
+		return err
+	}
+	return markDue(ctx, q, dl, workspace, touched, now)
+}
+
+// deliveryColumns are the columns a new delivery fills.
+var deliveryColumns = []string{"id", "workspace_id", "endpoint_id", "event_id", "seq", "state", "attempts", "next_at", "created_at"}
+
+// markDue makes the endpoints that got deliveries due at now when nothing made them due before (a due_at
+// already set is their first delivery's, earlier, or its retry's, which the new ones wait behind).
+// The caller holds their rows locked.
+func markDue(ctx context.Context, q store.Querier, dl sqlgen.Dialect, workspace string, endpoints map[string]bool, now time.Time) error {
+	for id := range endpoints {
+		if err := store.Later(ctx, q, dl.Bind("UPDATE webhook_endpoints SET due_at = ? WHERE workspace_id = ? AND id = ? AND due_at IS NULL", now, workspace, id), false,
+			func(err error) error { return fmt.Errorf("webhook endpoint due: %w", err) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forUpdate locks the rows a SELECT reads until the transaction ends (PostgreSQL; SQLite's one writer
+// needs none).
+func forUpdate(dl sqlgen.Dialect) string {
+	if dl.Kind() == sqlgen.SQLite {
+		return ""
+	}
+	return " FOR UPDATE"
 }
 
 // Committed implements events.Subscriber: nothing to do without a dispatcher (a server's finds the

@@ -48,6 +48,20 @@ func ReadOne(ctx context.Context, st store.Store, workspace, id string) (Stored,
 	return evs[0], true, nil
 }
 
+// ReadIDs returns workspace's numbered events of ids by id (those not found are left out).
+func ReadIDs(ctx context.Context, st store.Store, workspace string, ids []string) (map[string]Stored, error) {
+	out := make(map[string]Stored, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	where, args := in("workspace_id = ? AND seq IS NOT NULL", []any{workspace}, "id", ids)
+	evs, err := read(ctx, st, workspace, where, args)
+	for _, e := range evs {
+		out[e.ID] = e
+	}
+	return out, err
+}
+
 func read(ctx context.Context, st store.Store, workspace, where string, args []any) ([]Stored, error) {
 	ctx = store.WithWorkspace(ctx, workspace)
 	sql := "SELECT seq, id, type, resource, record_id, model_id, member_id, key_id, request_id, CAST(data AS TEXT), CAST(previous AS TEXT), created_at FROM events WHERE " + where

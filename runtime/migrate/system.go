@@ -236,8 +236,9 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   workspace_id {uuid} PRIMARY KEY,
   last {int} NOT NULL
 ){strict}`)}},
-		// Webhooks (runtime/dispatch): endpoints, one delivery per event and endpoint (created when the
-		// event is numbered), and the log of every attempt.
+		// Webhooks (runtime/dispatch): endpoints (due_at: when the first pending delivery is due; the
+		// lease: the server delivering to it), one delivery per event and endpoint (created when the event
+		// is numbered), and the log of every attempt.
 		{"webhook_endpoints", []string{r(`CREATE TABLE webhook_endpoints (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,
@@ -251,11 +252,15 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   previous_secret_until {ts},
   enabled {bool} NOT NULL,
   disabled_reason TEXT,
+  due_at {ts},
+  lease_owner TEXT,
+  lease_until {ts},
   created_at {ts} NOT NULL,
   updated_at {ts} NOT NULL,
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
-			`CREATE UNIQUE INDEX webhook_endpoints_id_idx ON webhook_endpoints (id)`}},
+			`CREATE UNIQUE INDEX webhook_endpoints_id_idx ON webhook_endpoints (id)`,
+			`CREATE INDEX webhook_endpoints_due_idx ON webhook_endpoints (due_at) WHERE due_at IS NOT NULL`}},
 		{"webhook_deliveries", []string{r(`CREATE TABLE webhook_deliveries (
   id {uuid} PRIMARY KEY,
   workspace_id {uuid} NOT NULL,
@@ -265,15 +270,12 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   state TEXT NOT NULL,
   attempts {int} NOT NULL,
   next_at {ts} NOT NULL,
-  lease_owner TEXT,
-  lease_until {ts},
   last_status {int},
   last_outcome TEXT,
   last_error TEXT,
   created_at {ts} NOT NULL,
   done_at {ts}
 ){strict}`),
-			`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_at) WHERE state = 'pending'`,
 			`CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, state, seq)`,
 			`CREATE INDEX webhook_deliveries_event_idx ON webhook_deliveries (workspace_id, endpoint_id, event_id)`}},
 		{"webhook_attempts", []string{r(`CREATE TABLE webhook_attempts (

@@ -289,9 +289,11 @@ func (h *hookRun) count(query string, args ...any) int {
 	return n
 }
 
-// leased counts the deliveries a replica holds the lease of now.
+// leased counts the pending deliveries of endpoints a replica holds the lease of now (a replica leases
+// an endpoint and sends its pending deliveries in order).
 func (h *hookRun) leased() int {
-	return h.count("SELECT count(*) FROM webhook_deliveries WHERE workspace_id = ? AND state = 'pending' AND lease_until > ?", h.tn.ws, time.Now().UTC())
+	return h.count(`SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+WHERE d.workspace_id = ? AND d.state = 'pending' AND e.lease_until > ?`, h.tn.ws, time.Now().UTC())
 }
 
 func (h *hookRun) eventIDs() map[string]bool {
