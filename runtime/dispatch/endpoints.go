@@ -4,12 +4,11 @@
 // event as that member may read it in the feed (runtime/records.Service.EventFor), so the owner's role,
 // record rules and masks apply. When the sequencer numbers events (runtime/events), Numbered creates one
 // delivery per matching enabled endpoint in the same transaction: an event is numbered and its
-// deliveries exist, or neither. Every server runs a Dispatcher that leases due deliveries (FOR UPDATE
-// SKIP LOCKED on PostgreSQL; the one process on SQLite), so N servers make each attempt once; a server
-// killed mid-delivery leaves the delivery to another once its lease ends. An endpoint receives its
-// events in sequence order: a delivery is due only when no earlier delivery of its endpoint is
-// pending, so a failing endpoint holds its later events back while it is retried (at-least-once, in
-// order). Attempts follow runtime/webhooks' schedule (about 27.6 hours); an endpoint whose delivery
+// deliveries exist, or neither. Every server runs a Dispatcher that leases due endpoints (FOR UPDATE
+// SKIP LOCKED on PostgreSQL; the one process on SQLite) and sends their pending deliveries in sequence
+// order, so N servers make each attempt once; a server killed mid-delivery leaves the endpoint to
+// another once its lease ends. A failing endpoint holds its later events back while its first is
+// retried (at-least-once, in order). Attempts follow runtime/webhooks' schedule (about 27.6 hours); an endpoint whose delivery
 // exhausts it is disabled, and a webhook_endpoints.disabled notice goes to the feed.
 package dispatch
 
