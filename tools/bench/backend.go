@@ -40,9 +40,10 @@ type report struct {
 	custom      int // records matching the custom-field filter
 	phases      []phase
 	rounds      []sample
-	pool        int    // connection pool of recordsd, the floor and raw SQL
-	tls         string // what the database connections negotiated
-	redisKeys   int    // keys of the Redis configuration (0: not run)
+	pool        int             // connection pool of recordsd, the floor and raw SQL
+	tls         string          // what the database connections negotiated
+	redisKeys   int             // keys of the Redis configuration (0: not run)
+	delivery    *deliveryReport // the webhook delivery phases (nil: not run)
 }
 
 // phase is one operation at one concurrency on its targets, and recordsd's state after it.
@@ -53,7 +54,12 @@ type phase struct {
 	api, floor, raw, su     result // su: the API connected as the superuser (list reads on PostgreSQL)
 	hasFloor, hasRaw, hasSU bool
 	vsFloor, vsRaw, vsSU    []float64 // the API's rate over the other target's, one per round
-	after                   sample
+	// off: the same operation on a recordsd started with --events=false (create_events_off); vsOff is
+	// the API's (outbox on) rate over it, one per round.
+	off    result
+	hasOff bool
+	vsOff  []float64
+	after  sample
 }
 
 type sample struct {
@@ -74,6 +80,7 @@ type bench struct {
 	secret    string
 	api       *proc
 	apiSU     *proc // PostgreSQL: the same server connected as the superuser (no row-level security)
+	apiOff    *proc // the same server with the change feed off (--events=false): create_events_off
 	floor     *proc
 	raw       *db
 	ids       []string
@@ -165,6 +172,13 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 		}
 		defer b.apiSU.stop()
 	}
+	if b.selected("create_events_off") {
+		// What the outbox costs a create: the same binary and database, no event written or numbered.
+		if b.apiOff, err = startRecordsd(ctx, o, b.dsn, b.secret, "--events=false"); err != nil {
+			return nil, err
+		}
+		defer b.apiOff.stop()
+	}
 	if b.floor, err = startFloor(ctx, b.suDSN, b.workspace); err != nil {
 		return nil, err
 	}
@@ -173,7 +187,7 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 		return nil, err
 	}
 	for _, op := range b.operations() {
-		if len(o.only) > 0 && !o.only[op.name] {
+		if !b.selected(op.name) && (op.name != "create" || b.apiOff == nil) {
 			continue
 		}
 		for _, c := range o.conc {
@@ -202,8 +216,21 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 		b.closeClients()
 		b.rep.rounds = append(b.rep.rounds, sample{b.api.rssMB(), b.api.goroutines()})
 	}
+	if b.selected("deliveries") {
+		// Every server's dispatcher leases deliveries: only the delivery phase's may run (the others
+		// would refuse the loopback receiver and put the deliveries off to a retry).
+		b.api.stop()
+		b.apiSU.stop()
+		b.apiOff.stop()
+		if err := b.runDeliveries(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return b.rep, nil
 }
+
+// selected reports whether -only asks for the named operation (every operation without -only).
+func (b *bench) selected(name string) bool { return len(b.o.only) == 0 || b.o.only[name] }
 
 // listOps are the reads whose cost under row-level security is compared with the superuser's.
 var listOps = map[string]bool{"first_page": true, "deep_page": true, "filter_declared": true, "filter_custom": true, "query": true}
@@ -220,7 +247,7 @@ func (b *bench) runPhase(ctx context.Context, op operation, c int, label string)
 		w      worker
 		slices *[]result
 	}
-	var apiS, floorS, rawS, suS []result
+	var apiS, floorS, rawS, suS, offS []result
 	ts := []target{{op.api(c), &apiS}}
 	if op.floor != nil {
 		ts = append(ts, target{op.floor(c), &floorS})
@@ -233,6 +260,10 @@ func (b *bench) runPhase(ctx context.Context, op operation, c int, label string)
 	if b.apiSU != nil && listOps[op.name] && label == "" {
 		ts = append(ts, target{b.onServer(b.apiSU, op.api)(c), &suS})
 		ph.hasSU = true
+	}
+	if b.apiOff != nil && op.name == "create" && label == "" {
+		ts = append(ts, target{b.onServer(b.apiOff, op.api)(c), &offS})
+		ph.hasOff = true
 	}
 	slice := b.o.duration / time.Duration(b.o.repeats)
 	stopProfile := b.profile(fmt.Sprintf("%s-%s%s-c%d", b.backend, op.name, label, c), time.Duration(b.o.repeats)*(slice+settle)+b.o.warmup)
@@ -254,13 +285,17 @@ func (b *bench) runPhase(ctx context.Context, op operation, c int, label string)
 	b.closeClients()
 	ph.api, ph.floor, ph.raw, ph.su = combine(apiS), combine(floorS), combine(rawS), combine(suS)
 	ph.vsFloor, ph.vsRaw, ph.vsSU = ratios(apiS, floorS), ratios(apiS, rawS), ratios(apiS, suS)
+	ph.off, ph.vsOff = combine(offS), ratios(apiS, offS)
 	ph.after = sample{b.api.rssMB(), b.api.goroutines()}
 	fmt.Fprintf(os.Stderr, " api %8.0f/s  floor %8.0f/s  raw %8.0f/s", ph.api.Rate(), ph.floor.Rate(), ph.raw.Rate())
 	if ph.hasSU {
 		fmt.Fprintf(os.Stderr, "  superuser %8.0f/s", ph.su.Rate())
 	}
+	if ph.hasOff {
+		fmt.Fprintf(os.Stderr, "  events off %8.0f/s (on/off %s)", ph.off.Rate(), spread(ph.vsOff))
+	}
 	fmt.Fprintf(os.Stderr, "  rss %5.1f MB\n", ph.after.rssMB)
-	for _, r := range []result{ph.api, ph.floor, ph.raw, ph.su} {
+	for _, r := range []result{ph.api, ph.floor, ph.raw, ph.su, ph.off} {
 		if r.Errors > 0 {
 			return fmt.Errorf("%s%s c=%d: %d errors, first: %s\nrecordsd log:\n%s", op.name, label, c, r.Errors, r.FirstErr, b.api.Log.Tail())
 		}

@@ -53,6 +53,7 @@ func render(o options, reps []*report, cpus int) string {
 				fmt.Fprintf(&b, "| %s | %d | %.0f | %s | %.0f | %s | %s |\n", p.op, p.c, p.api.Rate(), ms(p.api.P50), p.su.Rate(), ms(p.su.P50), spread(p.vsSU))
 			}
 		}
+		b.WriteString(renderFeed(r))
 		b.WriteString("\nClosing rounds (get, first page and create at c=32, back to back):")
 		for i, s := range r.rounds {
 			fmt.Fprintf(&b, " round %d %.1f MB / %d goroutines;", i+1, s.rssMB, s.goroutines)
@@ -177,6 +178,7 @@ func targets(reps []*report) []verdict {
 			x := medianOf(p.vsRaw)
 			out = append(out, verdict{tag + "create with validation and Idempotency-Key ≥ 0.5× raw insert at c=8", spread(p.vsRaw), x >= 0.5})
 		}
+		out = append(out, feedTargets(r)...)
 		if p, ok := r.phase("update", 8); ok && p.hasFloor {
 			x := medianOf(p.vsFloor)
 			out = append(out, verdict{tag + "update with Idempotency-Key ≥ 0.8× the floor's update at c=8", spread(p.vsFloor), x >= 0.8})
