@@ -106,7 +106,9 @@ func TestReceiver(t *testing.T) {
 // TestFeedTargets: the outbox on/off verdict per concurrency (median of rounds), delivery completeness
 // and the 1 s p99 lag at the paced rate, and the report's section.
 func TestFeedTargets(t *testing.T) {
-	res := func(rate float64, p50 time.Duration) result { return result{N: int(rate), Elapsed: time.Second, P50: p50} }
+	res := func(rate float64, p50 time.Duration) result {
+		return result{N: int(rate), Elapsed: time.Second, P50: p50}
+	}
 	r := &report{backend: "postgres", phases: []phase{
 		{op: "create", c: 1, api: res(300, 3*time.Millisecond), off: res(320, 3*time.Millisecond), hasOff: true, vsOff: []float64{0.8, 0.93, 0.95}},
 		{op: "create", c: 8, api: res(900, 9*time.Millisecond), off: res(1100, 7*time.Millisecond), hasOff: true, vsOff: []float64{0.82, 0.85, 0.97}},
@@ -119,10 +121,10 @@ func TestFeedTargets(t *testing.T) {
 		got[v.name] = v
 	}
 	for name, want := range map[string]bool{
-		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=1 (median of rounds)":                       true,
-		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=8 (median of rounds)":                       false,
+		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=1 (median of rounds)":                     true,
+		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=8 (median of rounds)":                     false,
 		"[postgres] every acknowledged create's event delivered to the webhook receiver, every signature verified": true,
-		"[postgres] webhook arrives within 1 s of the create at p99 under 500 writes/s":                              false,
+		"[postgres] webhook arrives within 1 s of the create at p99 under 500 writes/s":                            false,
 	} {
 		if v, ok := got[name]; !ok || v.ok != want {
 			t.Errorf("%s: %+v (present %v), want %v", name, v, ok, want)
