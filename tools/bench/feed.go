@@ -74,8 +74,9 @@ type pacedRun struct {
 	lagDB     lagStats // arrival − the event's created_at
 }
 
-// achieved is the write rate the paced phase kept.
-func (r pacedRun) achieved() float64 { return perSecond(r.writes, r.duration) }
+// achieved is the write rate the paced phase kept: acknowledged creates over the time from the first
+// send to the last answer, or over the asked duration when that was shorter.
+func (r pacedRun) achieved() float64 { return perSecond(r.writes, max(r.duration, r.sentFor)) }
 
 // lagStats are percentiles of delivery lags.
 type lagStats struct {
