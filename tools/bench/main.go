@@ -3,7 +3,8 @@
 // and drives the API at several concurrencies next to a bare net/http + driver + encoding/json server
 // over the same tables (the floor) and raw SQL, printing one table of throughput, latency and ratios,
 // with the server's memory and goroutines after each phase, and checking the targets of
-// docs/benchmarks.md.
+// docs/benchmarks.md. The change feed of issue 22 is measured too (feed.go): create with the outbox on
+// against a recordsd started with --events=false, and webhook delivery to a receiver in the harness.
 //
 //	go run ./tools/bench [-backend postgres|sqlite|both] [-rows 1000000] [-duration 4s] [-out FILE]
 //	go run ./tools/bench soak [-duration 10m] [-warmup 1m] [-out FILE]   (soak.go)
@@ -100,7 +101,7 @@ func parseFlags(args []string) (options, error) {
 	defs := fs.String("definitions", "definitions", "definitions directory")
 	out := fs.String("out", "", "also write the report (Markdown) to this file")
 	keep := fs.Bool("keep", false, "keep the database after the run")
-	only := fs.String("only", "", "comma-separated operations to run (default: all)")
+	only := fs.String("only", "", "comma-separated operations to run (default: all): get, first_page, deep_page, filter_declared, filter_custom, query, create, update, batch_create, create_hooked, create_events_off (create against a --events=false recordsd in the create phase's rounds), deliveries (webhook delivery throughput and lag)")
 	profile := fs.String("profile", "", "write a CPU profile of recordsd during each API phase into this directory")
 	repeats := fs.Int("repeats", 4, "rounds per phase: each target runs duration/repeats per round, interleaved with the others")
 	redis := os.Getenv("RECORDS_TEST_REDIS")
