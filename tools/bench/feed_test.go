@@ -68,7 +68,7 @@ func TestReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
-	r.setSecret(secret)
+	r.addSecret(secret)
 	post := func(id, record, key string) int {
 		body := []byte(`{"id":"` + id + `","type":"companies.created","record_id":"` + record + `","created_at":"2026-11-25T10:00:00.5Z"}`)
 		now := time.Now()
@@ -112,19 +112,21 @@ func TestFeedTargets(t *testing.T) {
 	r := &report{backend: "postgres", phases: []phase{
 		{op: "create", c: 1, api: res(300, 3*time.Millisecond), off: res(320, 3*time.Millisecond), hasOff: true, vsOff: []float64{0.8, 0.93, 0.95}},
 		{op: "create", c: 8, api: res(900, 9*time.Millisecond), off: res(1100, 7*time.Millisecond), hasOff: true, vsOff: []float64{0.82, 0.85, 0.97}},
-	}, delivery: &deliveryReport{burstC: 32, duplicates: 2,
+	}, delivery: &deliveryReport{burstC: 32, duplicates: 2, wait: 2 * time.Minute,
 		burst: burstRun{writes: 3000, writeFor: 3 * time.Second, delivered: 3000, span: 12 * time.Second, drain: 9 * time.Second},
-		paced: pacedRun{rate: 500, duration: 5 * time.Second, writes: 2500, delivered: 2500,
-			lag: lagStats{n: 2500, p50: 400 * time.Millisecond, p90: 800 * time.Millisecond, p99: 1200 * time.Millisecond, max: 2 * time.Second}}}}
+		paced: []pacedRun{{rate: 50, duration: 5 * time.Second, writes: 250, delivered: 250, lag: lagStats{n: 250, p50: 20 * time.Millisecond, p99: 90 * time.Millisecond}},
+			{rate: 500, duration: 5 * time.Second, writes: 2500, delivered: 2500,
+				lag: lagStats{n: 2500, p50: 400 * time.Millisecond, p90: 800 * time.Millisecond, p99: 1200 * time.Millisecond, max: 2 * time.Second}}}}}
 	got := map[string]verdict{}
 	for _, v := range targets([]*report{r}) {
 		got[v.name] = v
 	}
 	for name, want := range map[string]bool{
-		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=1 (median of rounds)":                     true,
-		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=8 (median of rounds)":                     false,
-		"[postgres] every acknowledged create's event delivered to the webhook receiver, every signature verified": true,
-		"[postgres] webhook arrives within 1 s of the create at p99 under 500 writes/s":                            false,
+		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=1 (median of rounds)":                                              true,
+		"[postgres] create with the outbox on ≥ 0.9× the outbox off at c=8 (median of rounds)":                                              false,
+		"[postgres] every acknowledged create's event delivered to the webhook receiver (within 2m0s of its run), every signature verified": true,
+		"[postgres] webhook arrives within 1 s of the create at p99 under 50 writes/s":                                                      true,
+		"[postgres] webhook arrives within 1 s of the create at p99 under 500 writes/s":                                                     false,
 	} {
 		if v, ok := got[name]; !ok || v.ok != want {
 			t.Errorf("%s: %+v (present %v), want %v", name, v, ok, want)
@@ -133,22 +135,22 @@ func TestFeedTargets(t *testing.T) {
 	if v := got["[postgres] create with the outbox on ≥ 0.9× the outbox off at c=8 (median of rounds)"]; v.got != "0.85× (0.82–0.97) (900 vs 1100 req/s)" {
 		t.Errorf("on/off figure %q", v.got)
 	}
-	r.delivery.paced.lag.p99 = 900 * time.Millisecond
+	r.delivery.paced[1].lag.p99 = 900 * time.Millisecond
 	r.delivery.burst.delivered = 2999
 	for _, v := range feedTargets(r) {
 		if strings.Contains(v.name, "within 1 s") && !v.ok || strings.Contains(v.name, "every acknowledged") && v.ok {
 			t.Errorf("%s: %v (%s)", v.name, v.ok, v.got)
 		}
 	}
-	r.delivery.paced.sentFor = 6 * time.Second // the API did not keep the rate: no verdict on lag at 500/s
+	r.delivery.paced[1].sentFor = 6 * time.Second // the API did not keep the rate: no verdict on lag at 500/s
 	for _, v := range feedTargets(r) {
-		if strings.Contains(v.name, "within 1 s") && v.ok {
-			t.Errorf("%s passes at %.0f writes/s", v.name, r.delivery.paced.achieved())
+		if strings.Contains(v.name, "under 500 writes/s") && v.ok {
+			t.Errorf("%s passes at %.0f writes/s", v.name, r.delivery.paced[1].achieved())
 		}
 	}
 	text := renderFeed(r)
 	for _, s := range []string{"| create | 8 | 900 | 9.00 ms | – | 1100 | 7.00 ms | – | 0.85× (0.82–0.97) |",
-		"| burst, closed loop c=32 | 3000 | 1000/s | 2999 | 250 events/s | 9000.00 ms |", "Duplicates (an event delivered more than once): 2"} {
+		"| burst, closed loop c=32 | 3000 | 1000/s | 2999 | 250 events/s | 9000.00 ms |", "| paced, open loop 50/s for 5s | 250 | 50/s (0 late) | 250 |", "Duplicates (an event delivered more than once): 2"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("report lacks %q:\n%s", s, text)
 		}
