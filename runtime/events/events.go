@@ -2,14 +2,16 @@
 // write's own transaction (so a write that rolls back leaves none), and numbered after commit with a
 // per-workspace sequence that consumers resume from.
 //
-// Numbering. A write inserts its events with seq NULL. The Sequencer then gives each workspace's
-// unnumbered events the next numbers of event_sequences, in the order of their ids (time-ordered
-// UUIDs), in one transaction that holds the workspace's counter row: numbers are assigned once, only to
-// committed events, and strictly grow in the order they are assigned. So a consumer that has seen every
-// event up to sequence N and asks for those after N misses none, whatever order concurrent writes
-// committed in — which numbering inside the write transaction (a bigserial) cannot promise, and a
-// counter row updated by every write would serialise the workspace's writes. The writer kicks its
-// server's sequencer after commit; a periodic sweep numbers what a server that died between commit and
+// Numbering. A write inserts its events (table events, written once) and their ids in event_queue. The
+// Sequencer then takes each workspace's queued events that committed, deletes them from the queue and
+// gives them the next numbers of event_sequences (event_numbers: seq, event id), in the order of their
+// ids (time-ordered UUIDs), in one transaction that holds the workspace's counter row: numbers are
+// assigned once, only to committed events, and strictly grow in the order they are assigned. So a
+// consumer that has seen every event up to sequence N and asks for those after N misses none, whatever
+// order concurrent writes committed in — which numbering inside the write transaction (a bigserial)
+// cannot promise, and a counter row updated by every write would serialise the workspace's writes.
+// Numbering writes two narrow rows per event and never rewrites one. The writer kicks its server's
+// sequencer after commit; a periodic sweep numbers what a server that died between commit and
 // numbering left behind.
 //
 // Reading. Page returns stored events after a sequence, unredacted; runtime/records applies the
@@ -76,7 +78,7 @@ type Actor struct {
 	Workspace, Member, Key, RequestID string
 }
 
-// columns of the events table a write fills (seq is left NULL for the Sequencer).
+// columns of the events table.
 var columns = []string{"workspace_id", "id", "type", "resource", "record_id", "model_id", "member_id", "key_id", "request_id", "data", "previous", "created_at"}
 
 // Rows are the events table's rows of evs, caused by who at time at.
@@ -105,7 +107,8 @@ func Rows(d sqlgen.Dialect, who Actor, at time.Time, evs []Event) (sqlgen.Rows, 
 	return rows, nil
 }
 
-// Write inserts evs inside the write's transaction q, queued with its next statement or its COMMIT.
+// Write inserts evs, and their places in the queue of events to number, inside the write's transaction
+// q, queued with its next statement or its COMMIT.
 func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Actor, at time.Time, evs []Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -114,7 +117,11 @@ func Write(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Actor, at
 	if err != nil {
 		return err
 	}
-	return store.LaterRows(ctx, q, d, rows, func(err error) error { return fmt.Errorf("events: %w", err) })
+	wrap := func(err error) error { return fmt.Errorf("events: %w", err) }
+	if err := store.LaterRows(ctx, q, d, rows, wrap); err != nil {
+		return err
+	}
+	return store.LaterRows(ctx, q, d, queueRows(rows), wrap)
 }
 
 // Copy inserts evs as Write does, with the bulk path's store.Copy: for the many events of an import.
@@ -126,10 +133,21 @@ func Copy(ctx context.Context, q store.Querier, d sqlgen.Dialect, who Actor, at 
 	if err != nil {
 		return err
 	}
-	if _, err := store.Copy(ctx, q, d, rows); err != nil {
-		return fmt.Errorf("events: %w", err)
+	for _, r := range []sqlgen.Rows{rows, queueRows(rows)} {
+		if _, err := store.Copy(ctx, q, d, r); err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
 	}
 	return nil
+}
+
+// queueRows are the event_queue rows of events' rows (workspace and id, their first two columns).
+func queueRows(events sqlgen.Rows) sqlgen.Rows {
+	out := sqlgen.Rows{Table: "event_queue", Columns: []string{"workspace_id", "id"}, Values: make([][]any, len(events.Values))}
+	for i, v := range events.Values {
+		out.Values[i] = v[:2:2]
+	}
+	return out
 }
 
 func nullable(s string) any {

@@ -32,16 +32,16 @@ func Read(ctx context.Context, st store.Store, workspace string, f Filter) ([]St
 	if f.Resources != nil && len(f.Resources) == 0 {
 		return nil, nil
 	}
-	where, args := "workspace_id = ? AND seq > ?", []any{workspace, f.After}
-	where, args = in(where, args, "resource", f.Resources)
-	where, args = in(where, args, "type", f.Types)
-	return read(ctx, st, workspace, where+fmt.Sprintf(" ORDER BY seq LIMIT %d", max(f.Limit, 1)), args)
+	where, args := "n.workspace_id = ? AND n.seq > ?", []any{workspace, f.After}
+	where, args = in(where, args, "n.resource", f.Resources)
+	where, args = in(where, args, "n.type", f.Types)
+	return read(ctx, st, workspace, where+fmt.Sprintf(" ORDER BY n.seq LIMIT %d", max(f.Limit, 1)), args)
 }
 
 // ReadOne returns workspace's numbered event id, and false when there is none (never numbered, or past
 // the retention).
 func ReadOne(ctx context.Context, st store.Store, workspace, id string) (Stored, bool, error) {
-	evs, err := read(ctx, st, workspace, "workspace_id = ? AND id = ? AND seq IS NOT NULL", []any{workspace, id})
+	evs, err := read(ctx, st, workspace, "n.workspace_id = ? AND n.event_id = ?", []any{workspace, id})
 	if err != nil || len(evs) == 0 {
 		return Stored{}, false, err
 	}
@@ -54,7 +54,7 @@ func ReadIDs(ctx context.Context, st store.Store, workspace string, ids []string
 	if len(ids) == 0 {
 		return out, nil
 	}
-	where, args := in("workspace_id = ? AND seq IS NOT NULL", []any{workspace}, "id", ids)
+	where, args := in("n.workspace_id = ?", []any{workspace}, "n.event_id", ids)
 	evs, err := read(ctx, st, workspace, where, args)
 	for _, e := range evs {
 		out[e.ID] = e
@@ -64,7 +64,8 @@ func ReadIDs(ctx context.Context, st store.Store, workspace string, ids []string
 
 func read(ctx context.Context, st store.Store, workspace, where string, args []any) ([]Stored, error) {
 	ctx = store.WithWorkspace(ctx, workspace)
-	sql := "SELECT seq, id, type, resource, record_id, model_id, member_id, key_id, request_id, CAST(data AS TEXT), CAST(previous AS TEXT), created_at FROM events WHERE " + where
+	sql := `SELECT n.seq, e.id, e.type, e.resource, e.record_id, e.model_id, e.member_id, e.key_id, e.request_id, CAST(e.data AS TEXT), CAST(e.previous AS TEXT), e.created_at
+FROM event_numbers n JOIN events e ON e.workspace_id = n.workspace_id AND e.id = n.event_id WHERE ` + where
 	var out []Stored
 	err := st.Query(ctx, st.Dialect().Bind(sql, args...), func(row []any) error {
 		e := Stored{Seq: store.Int(row[0]), ID: store.UUIDText(row[1]), Type: store.Text(row[2]), Resource: store.Text(row[3]),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,12 @@ const (
 	// DefaultSweep is how often a server numbers events that no kick announced (left by a server that
 	// stopped between a write's commit and its numbering).
 	DefaultSweep = 2 * time.Second
+	// DefaultGather spaces numbering rounds under load: at most this much is added to the time from a
+	// write's commit to its event's number.
+	DefaultGather = 50 * time.Millisecond
+	// notifyEvery spaces a server's announcements to the others (NOTIFY, whose commit serialises on
+	// PostgreSQL's notification queue); the last one of a burst is always sent.
+	notifyEvery = 50 * time.Millisecond
 	// DefaultRetention is how long events are kept.
 	DefaultRetention = 30 * 24 * time.Hour
 	// stampBatch bounds the events one numbering transaction takes; more wait for the next round.
@@ -36,6 +43,8 @@ type Sequencer struct {
 	hub *Hub
 	// Sweep is the interval of the sweep over every workspace (DefaultSweep).
 	Sweep time.Duration
+	// Gather is the least time between two numbering rounds of kicked workspaces (DefaultGather).
+	Gather time.Duration
 	// Retention is how long events are kept (DefaultRetention); 0 keeps them forever.
 	Retention time.Duration
 	// Now is the clock of the retention (time.Now).
@@ -49,6 +58,11 @@ type Sequencer struct {
 	mu      sync.Mutex
 	pending map[string]bool
 	kick    chan struct{}
+
+	// Announcements to other servers (announce).
+	notifyMu   sync.Mutex
+	notifiedAt time.Time
+	notifyDue  bool // a trailing announcement is scheduled
 }
 
 // Numbered is an event as the sequencer numbered it.
@@ -69,7 +83,7 @@ func (s *Sequencer) Subscribe(sub Subscriber) { s.sub = sub }
 
 // NewSequencer returns a sequencer of st's events that wakes hub's readers.
 func NewSequencer(st store.Store, hub *Hub) *Sequencer {
-	return &Sequencer{st: st, hub: hub, Sweep: DefaultSweep, Retention: DefaultRetention, Now: time.Now,
+	return &Sequencer{st: st, hub: hub, Sweep: DefaultSweep, Gather: DefaultGather, Retention: DefaultRetention, Now: time.Now,
 		pending: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
@@ -116,6 +130,12 @@ func (s *Sequencer) Run(ctx context.Context, log *slog.Logger) {
 					log.Warn("number events (the sweep retries)", "workspace", ws, "err", err)
 				}
 			}
+			// Under a stream of writes, one numbering transaction per Gather takes all that came
+			// meanwhile, instead of one (with its commit) per write.
+			select {
+			case <-ctx.Done():
+			case <-time.After(s.Gather):
+			}
 		case <-tick.C:
 			prune := s.Retention > 0 && s.Now().Sub(pruned) >= pruneEvery
 			if err := s.SweepOnce(ctx, prune); err != nil && ctx.Err() == nil {
@@ -148,21 +168,32 @@ ON CONFLICT (workspace_id) DO UPDATE SET last = event_sequences.last RETURNING l
 			}); err != nil {
 				return fmt.Errorf("lock the event counter: %w", err)
 			}
-			top := last
-			err := q.Query(ctx, d.Bind(`UPDATE events SET seq = ? + o.n
-FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE workspace_id = ? AND seq IS NULL ORDER BY id LIMIT ?) AS o
-WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq, events.id, events.type, events.resource`, last, workspace, stampBatch, workspace), func(row []any) error {
-				e := Numbered{Seq: store.Int(row[0]), ID: store.UUIDText(row[1]), Type: store.Text(row[2]), Resource: store.Text(row[3])}
-				top = max(top, e.Seq)
-				numbered = append(numbered, e)
+			// The queue's committed events leave it; they get the next numbers in the order of their ids.
+			var ids []any
+			err := q.Query(ctx, d.Bind(`DELETE FROM event_queue WHERE workspace_id = ? AND id IN
+(SELECT id FROM event_queue WHERE workspace_id = ? ORDER BY id LIMIT ?) RETURNING id`, workspace, workspace, stampBatch), func(row []any) error {
+				ids = append(ids, store.UUIDText(row[0]))
 				n++
 				return nil
 			})
 			if err != nil {
-				return fmt.Errorf("number events: %w", err)
+				return fmt.Errorf("take events to number: %w", err)
 			}
 			if n == 0 {
 				return nil
+			}
+			top := last
+			args := append([]any{last, workspace}, ids...)
+			err = q.Query(ctx, d.Bind(`INSERT INTO event_numbers (workspace_id, seq, event_id, type, resource)
+SELECT workspace_id, ? + row_number() OVER (ORDER BY id), id, type, resource FROM events WHERE workspace_id = ? AND id IN (`+marks(len(ids))+`)
+RETURNING seq, event_id, type, resource`, args...), func(row []any) error {
+				e := Numbered{Seq: store.Int(row[0]), ID: store.UUIDText(row[1]), Type: store.Text(row[2]), Resource: store.Text(row[3])}
+				top = max(top, e.Seq)
+				numbered = append(numbered, e)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("number events: %w", err)
 			}
 			if s.sub != nil {
 				sort.Slice(numbered, func(i, j int) bool { return numbered[i].Seq < numbered[j].Seq })
@@ -193,15 +224,37 @@ WHERE events.workspace_id = ? AND events.id = o.id RETURNING events.seq, events.
 	return total, nil
 }
 
-// announce wakes the readers waiting for workspace's events, here and, on PostgreSQL, on every server.
+// announce wakes the readers waiting for workspace's events, here at once and, on PostgreSQL, on every
+// server: at most one NOTIFY per notifyEvery, the last of a burst sent when the interval ends.
 func (s *Sequencer) announce(ctx context.Context, workspace string) error {
 	s.hub.Publish(workspace)
-	if n, ok := s.st.(interface {
+	n, ok := s.st.(interface {
 		Notify(ctx context.Context, channel string) error
-	}); ok {
-		if err := n.Notify(context.WithoutCancel(ctx), Channel); err != nil {
-			return fmt.Errorf("announce events: %w", err)
-		}
+	})
+	if !ok {
+		return nil
+	}
+	s.notifyMu.Lock()
+	wait := notifyEvery - time.Since(s.notifiedAt)
+	switch {
+	case s.notifyDue:
+		s.notifyMu.Unlock()
+		return nil // the trailing announcement covers this one
+	case wait > 0:
+		s.notifyDue = true
+		s.notifyMu.Unlock()
+		time.AfterFunc(wait, func() {
+			s.notifyMu.Lock()
+			s.notifyDue, s.notifiedAt = false, time.Now()
+			s.notifyMu.Unlock()
+			_ = n.Notify(context.WithoutCancel(ctx), Channel) // a lost one costs readers elsewhere their next poll
+		})
+		return nil
+	}
+	s.notifiedAt = time.Now()
+	s.notifyMu.Unlock()
+	if err := n.Notify(context.WithoutCancel(ctx), Channel); err != nil {
+		return fmt.Errorf("announce events: %w", err)
 	}
 	return nil
 }
@@ -220,7 +273,7 @@ func (s *Sequencer) SweepOnce(ctx context.Context, prune bool) error {
 	cutoff := s.Now().Add(-s.Retention).UTC()
 	for _, ws := range workspaces {
 		wctx := store.WithWorkspace(ctx, ws)
-		found, err := store.QueryOne(wctx, s.st, d.Bind("SELECT 1 FROM events WHERE workspace_id = ? AND seq IS NULL LIMIT 1", ws), func([]any) error { return nil })
+		found, err := store.QueryOne(wctx, s.st, d.Bind("SELECT 1 FROM event_queue WHERE workspace_id = ? LIMIT 1", ws), func([]any) error { return nil })
 		if err != nil {
 			return fmt.Errorf("workspace %s: find unnumbered events: %w", ws, err)
 		}
@@ -230,7 +283,15 @@ func (s *Sequencer) SweepOnce(ctx context.Context, prune bool) error {
 			}
 		}
 		if prune && s.Retention > 0 {
-			if _, err := s.st.Exec(wctx, d.Bind("DELETE FROM events WHERE workspace_id = ? AND created_at < ? AND seq IS NOT NULL", ws, cutoff)); err != nil {
+			err := s.st.Tx(wctx, func(q store.Querier) error {
+				if _, err := q.Exec(wctx, d.Bind("DELETE FROM event_numbers WHERE workspace_id = ? AND event_id IN (SELECT id FROM events WHERE workspace_id = ? AND created_at < ?)", ws, ws, cutoff)); err != nil {
+					return err
+				}
+				_, err := q.Exec(wctx, d.Bind(`DELETE FROM events WHERE workspace_id = ? AND created_at < ?
+AND NOT EXISTS (SELECT 1 FROM event_queue q WHERE q.workspace_id = events.workspace_id AND q.id = events.id)`, ws, cutoff))
+				return err
+			})
+			if err != nil {
 				return fmt.Errorf("workspace %s: delete events past retention: %w", ws, err)
 			}
 		}
@@ -279,3 +340,6 @@ func (h *Hub) PublishAll() {
 		delete(h.waits, ws)
 	}
 }
+
+// marks is n comma-separated placeholders.
+func marks(n int) string { return strings.TrimSuffix(strings.Repeat("?, ", n), ", ") }

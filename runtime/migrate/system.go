@@ -213,11 +213,13 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 ){strict}`),
 			`CREATE INDEX audit_log_record_idx ON audit_log (workspace_id, resource, record_id, created_at)`,
 			auditTimeIndex, auditResourceIndex}},
-		// The change feed (runtime/events): seq is NULL until the sequencer numbers the event.
+		// The change feed (runtime/events): events hold what happened (written once, by the write);
+		// event_queue names the events not numbered yet (written by the write, deleted when numbered);
+		// event_numbers gives each numbered event its place. Numbering writes two narrow rows and
+		// never rewrites an event.
 		{"events", []string{r(`CREATE TABLE events (
   workspace_id {uuid} NOT NULL,
   id {uuid} NOT NULL,
-  seq {int},
   type TEXT NOT NULL,
   resource TEXT NOT NULL,
   record_id {uuid},
@@ -230,8 +232,21 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   created_at {ts} NOT NULL,
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
-			`CREATE UNIQUE INDEX events_seq_idx ON events (workspace_id, seq)`,
-			`CREATE INDEX events_unnumbered_idx ON events (workspace_id, id) WHERE seq IS NULL`}},
+			`CREATE INDEX events_time_idx ON events (workspace_id, created_at)`}},
+		{"event_queue", []string{r(`CREATE TABLE event_queue (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  PRIMARY KEY (workspace_id, id)
+){strict}`)}},
+		{"event_numbers", []string{r(`CREATE TABLE event_numbers (
+  workspace_id {uuid} NOT NULL,
+  seq {int} NOT NULL,
+  event_id {uuid} NOT NULL,
+  type TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, seq)
+){strict}`),
+			`CREATE UNIQUE INDEX event_numbers_event_idx ON event_numbers (workspace_id, event_id)`}},
 		{"event_sequences", []string{r(`CREATE TABLE event_sequences (
   workspace_id {uuid} PRIMARY KEY,
   last {int} NOT NULL
@@ -296,6 +311,15 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 	}
 	if d.Kind() == sqlgen.SQLite {
 		tables = append(tables, systemTable{AuthChangesTable, authChangesDDL()})
+	} else {
+		for i := range tables {
+			if tables[i].name == "event_queue" {
+				// A queue: every row is deleted within milliseconds of its insert. Vacuumed by count, not
+				// by the default fraction of the table, so numbering never walks past thousands of dead
+				// rows to find the live ones.
+				tables[i].ddl = append(tables[i].ddl, `ALTER TABLE event_queue SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 0)`)
+			}
+		}
 	}
 	return tables
 }

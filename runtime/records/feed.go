@@ -112,12 +112,15 @@ func (s *Service) Events(ctx context.Context, a Actor, q EventQuery) (*EventPage
 		if left <= 0 {
 			return page, nil
 		}
-		t := time.NewTimer(left)
+		// Look again at least every second: an announcement from another server may have been lost.
+		t := time.NewTimer(min(left, time.Second))
 		select {
 		case <-woken:
 			t.Stop()
 		case <-t.C:
-			return page, nil
+			if left <= time.Second {
+				return page, nil
+			}
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()

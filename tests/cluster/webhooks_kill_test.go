@@ -312,9 +312,9 @@ func (h *hookRun) eventIDs() map[string]bool {
 func (h *hookRun) settle() bool {
 	deadline := time.Now().Add(hookSettle)
 	for {
-		unnumbered := h.count("SELECT count(*) FROM events WHERE workspace_id = ? AND seq IS NULL", h.tn.ws)
-		undelivered := h.count(`SELECT count(*) FROM events e WHERE e.workspace_id = ? AND e.seq IS NOT NULL AND NOT EXISTS
-  (SELECT 1 FROM webhook_deliveries d WHERE d.workspace_id = e.workspace_id AND d.endpoint_id = ? AND d.event_id = e.id AND d.state = 'delivered')`, h.tn.ws, h.endpoint)
+		unnumbered := h.count("SELECT count(*) FROM event_queue WHERE workspace_id = ?", h.tn.ws)
+		undelivered := h.count(`SELECT count(*) FROM event_numbers e WHERE e.workspace_id = ? AND NOT EXISTS
+  (SELECT 1 FROM webhook_deliveries d WHERE d.workspace_id = e.workspace_id AND d.endpoint_id = ? AND d.event_id = e.event_id AND d.state = 'delivered')`, h.tn.ws, h.endpoint)
 		if unnumbered == 0 && undelivered <= len(h.before) {
 			return true
 		}
@@ -330,10 +330,12 @@ func (h *hookRun) settle() bool {
 // deliveries.
 func (h *hookRun) dumpUndelivered() {
 	n := 0
-	_ = h.st.Query(h.wctx, h.st.Dialect().Bind(`SELECT e.id, e.seq, e.type, d.id, d.state, d.attempts, d.next_at, d.lease_owner, d.lease_until, d.last_outcome, d.last_error
-FROM events e LEFT JOIN webhook_deliveries d ON d.workspace_id = e.workspace_id AND d.event_id = e.id
+	_ = h.st.Query(h.wctx, h.st.Dialect().Bind(`SELECT e.id, n.seq, e.type, d.id, d.state, d.attempts, d.next_at, w.lease_owner, w.lease_until, d.last_outcome, d.last_error
+FROM events e LEFT JOIN event_numbers n ON n.workspace_id = e.workspace_id AND n.event_id = e.id
+LEFT JOIN webhook_deliveries d ON d.workspace_id = e.workspace_id AND d.event_id = e.id
+LEFT JOIN webhook_endpoints w ON w.id = d.endpoint_id
 WHERE e.workspace_id = ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.workspace_id = e.workspace_id AND x.event_id = e.id AND x.state = 'delivered')
-ORDER BY e.seq NULLS FIRST LIMIT 20`, h.tn.ws), func(row []any) error {
+ORDER BY n.seq NULLS FIRST LIMIT 20`, h.tn.ws), func(row []any) error {
 		n++
 		h.t.Logf("undelivered: event %s seq %v %s; delivery %v state %v attempts %v next_at %v lease %v until %v; last %v %v",
 			store.UUIDText(row[0]), row[1], store.Text(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[10])

@@ -35,7 +35,7 @@ var eventTypes = map[string]string{"create": "companies.created", "update": "com
 func (c *crash) unnumbered() int {
 	var n int
 	ctx := store.WithWorkspace(context.Background(), c.ws)
-	if _, err := store.QueryOne(ctx, c.st, c.st.Dialect().Bind("SELECT count(*) FROM events WHERE workspace_id = ? AND seq IS NULL", c.ws), func(row []any) error {
+	if _, err := store.QueryOne(ctx, c.st, c.st.Dialect().Bind("SELECT count(*) FROM event_queue WHERE workspace_id = ?", c.ws), func(row []any) error {
 		n = int(store.Int(row[0]))
 		return nil
 	}); err != nil {
@@ -48,7 +48,7 @@ func (c *crash) unnumbered() int {
 // while no recordsd runs, they are what the killed processes committed and did not number.
 func (c *crash) noteUnnumbered(left map[string]bool) {
 	ctx := store.WithWorkspace(context.Background(), c.ws)
-	if err := c.st.Query(ctx, c.st.Dialect().Bind("SELECT id FROM events WHERE workspace_id = ? AND seq IS NULL", c.ws), func(row []any) error {
+	if err := c.st.Query(ctx, c.st.Dialect().Bind("SELECT id FROM event_queue WHERE workspace_id = ?", c.ws), func(row []any) error {
 		left[store.UUIDText(row[0])] = true
 		return nil
 	}); err != nil {
@@ -82,7 +82,7 @@ func (c *crash) checkFeed(left map[string]bool) {
 	}
 	var stored, top int64
 	ctx := store.WithWorkspace(context.Background(), c.ws)
-	if _, err := store.QueryOne(ctx, c.st, c.st.Dialect().Bind("SELECT count(*), coalesce(max(seq), 0) FROM events WHERE workspace_id = ?", c.ws), func(row []any) error {
+	if _, err := store.QueryOne(ctx, c.st, c.st.Dialect().Bind("SELECT count(*), coalesce(max(seq), 0) FROM event_numbers WHERE workspace_id = ?", c.ws), func(row []any) error {
 		stored, top = store.Int(row[0]), store.Int(row[1])
 		return nil
 	}); err != nil {
@@ -231,7 +231,7 @@ func (c *crash) readFeed(cursor string) ([]feedEvent, bool) {
 // dumpUnnumbered logs the events still unnumbered, for a failure's report.
 func (c *crash) dumpUnnumbered() {
 	ctx := store.WithWorkspace(context.Background(), c.ws)
-	_ = c.st.Query(ctx, c.st.Dialect().Bind("SELECT id, type, record_id, created_at FROM events WHERE workspace_id = ? AND seq IS NULL ORDER BY id LIMIT 20", c.ws), func(row []any) error {
+	_ = c.st.Query(ctx, c.st.Dialect().Bind("SELECT e.id, e.type, e.record_id, e.created_at FROM event_queue q JOIN events e ON e.workspace_id = q.workspace_id AND e.id = q.id WHERE q.workspace_id = ? ORDER BY q.id LIMIT 20", c.ws), func(row []any) error {
 		c.t.Logf("unnumbered: %s %s %s %v", store.UUIDText(row[0]), store.Text(row[1]), store.UUIDText(row[2]), row[3])
 		return nil
 	})
