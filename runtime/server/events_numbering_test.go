@@ -39,6 +39,7 @@ func TestEventNumberingConcurrent(t *testing.T) {
 							t.Error(err)
 							return
 						}
+						time.Sleep(time.Millisecond) // replicas at their busiest, not a loop that starves the suite
 					}
 				})
 			}
