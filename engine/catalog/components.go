@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/workspace-records/records/engine/apierr"
@@ -80,6 +81,8 @@ func components(cat *model.Catalog) map[string]any {
 		"PageSize":       map[string]any{"name": "page_size", "in": "query", "description": "Records per page.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "default": listplan.DefaultSize}},
 		"Cursor":         map[string]any{"name": "cursor", "in": "query", "description": "Keyset pagination: `start` begins a walk; then send each response's `meta.next_cursor` verbatim until it is null. Reaches any depth. Not with `page`.", "schema": map[string]any{"type": "string", "maxLength": listplan.MaxCursorLen}},
 		"Order":          map[string]any{"name": "order", "in": "query", "description": "Sort direction.", "schema": map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}},
+		"Count": map[string]any{"name": "count", "in": "query", "description": fmt.Sprintf("`exact`, `estimated` or `none` (default): add `meta.total_count`. Exact counts run the list's own predicate; `estimated` is the planner's estimate where no record rule narrows the rows, otherwise an exact count stopped at %d (then `meta.total_count_estimated`).", listplan.EstimateExactCap),
+			"schema": map[string]any{"type": "string", "enum": []string{"exact", "estimated", "none"}}},
 		"IncludeArchived": map[string]any{"name": "include_archived", "in": "query", "description": "Include archived records.",
 			"schema": map[string]any{"type": "boolean", "default": false}},
 		"FilterQuery": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
@@ -114,10 +117,12 @@ func components(cat *model.Catalog) map[string]any {
 		"ListMeta": map[string]any{
 			"type": "object", "required": []string{"next_cursor"}, "description": "About the page.",
 			"properties": map[string]any{
-				"next_cursor": map[string]any{"type": []string{"string", "null"}, "description": "Send verbatim as `cursor` to get the next page; null when the walk is finished."},
-				"has_more":    map[string]any{"type": "boolean", "description": "Whether more records follow this page."},
-				"page":        map[string]any{"type": "integer", "minimum": 1, "description": "The page number, in page mode."},
-				"page_size":   map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "description": "The page size used."},
+				"next_cursor":           map[string]any{"type": []string{"string", "null"}, "description": "Send verbatim as `cursor` to get the next page; null when the walk is finished."},
+				"has_more":              map[string]any{"type": "boolean", "description": "Whether more records follow this page."},
+				"page":                  map[string]any{"type": "integer", "minimum": 1, "description": "The page number, in page mode."},
+				"page_size":             map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "description": "The page size used."},
+				"total_count":           map[string]any{"type": "integer", "minimum": 0, "description": "With `count=exact` or `estimated`: how many records the list selects, every page, under the same tenancy, record rules, search and filters as the records."},
+				"total_count_estimated": map[string]any{"type": "boolean", "enum": []bool{true}, "description": fmt.Sprintf("Present (true) when `total_count` is an estimate: PostgreSQL's planner's where no record rule narrows the caller's rows; elsewhere an exact count stopped at %d.", listplan.EstimateExactCap)},
 			},
 		},
 		"Event": map[string]any{

@@ -152,7 +152,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["description"] = "A page of " + lowerFirst(r.LabelPlural) + " the key may see, newest first unless sorted. No total count is computed."
 		params = append(params, ref("parameters", "Page"), ref("parameters", "Cursor"), ref("parameters", "PageSize"),
 			map[string]any{"name": "sort", "in": "query", "description": sortDesc(r), "schema": sortSchema(r)},
-			ref("parameters", "Order"), ref("parameters", "IncludeArchived"), ref("parameters", "FilterQuery"), ref("parameters", "Join"), ref("parameters", "Fields"))
+			ref("parameters", "Order"), ref("parameters", "IncludeArchived"), ref("parameters", "FilterQuery"), ref("parameters", "Join"), ref("parameters", "Fields"), ref("parameters", "Count"))
 		if len(r.Search) > 0 {
 			params = append(params, ref("parameters", "Search"))
 		}
@@ -167,6 +167,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 			"sort":             sortSchema(r),
 			"order":            map[string]any{"type": "string", "enum": []string{"asc", "desc"}},
 			"include_archived": map[string]any{"type": "boolean"},
+			"count":            map[string]any{"type": "string", "enum": []string{"exact", "estimated", "none"}, "description": "As in list."},
 			"filters":          map[string]any{"type": "array", "items": schemaRef("FilterItem")},
 			"join":             map[string]any{"type": "string", "enum": []string{"and", "or"}},
 			"fields":           map[string]any{"type": "array", "maxItems": listplan.MaxFields, "items": map[string]any{"type": "string"}, "description": "Properties to return; id always kept; names the records lack are skipped and reported in `Records-Unknown-Fields`."},

@@ -21,6 +21,16 @@ import (
 )
 
 // Limits of list requests.
+// What count= takes.
+const (
+	CountNone      = "none"
+	CountExact     = "exact"
+	CountEstimated = "estimated"
+	// EstimateExactCap bounds the exact count that stands in for an estimate where the planner's cannot
+	// be used (a record rule narrows the rows, or SQLite): past it, the count is the cap, said estimated.
+	EstimateExactCap = 10000
+)
+
 // Bounds of the change feed (GET /v1/events; runtime/records.Service.Events).
 const (
 	DefaultEventPage = 100
@@ -56,6 +66,7 @@ type Params struct {
 	Fields          []string
 	HasFields       bool
 	ModelID         string
+	Count           string // count=exact|estimated|none ("" = none)
 }
 
 // Filter is one resolved filter item.
@@ -91,6 +102,9 @@ type Plan struct {
 	Fingerprint     string
 	// Policy limits the records and fields the plan may touch; nil is unrestricted.
 	Policy *access.Policy
+	// Count asks for the number of records the plan selects (every page): CountExact, CountEstimated,
+	// or "" / CountNone.
+	Count string
 }
 
 // CursorMode reports whether the plan walks with a keyset cursor.
@@ -127,6 +141,8 @@ func FromQuery(q url.Values) (Params, field.ErrorList) {
 			p.Order = v
 		case "search":
 			p.Search = v
+		case "count":
+			p.Count = v
 		case "include_archived":
 			b, err := strconv.ParseBool(v)
 			if err != nil || (v != "true" && v != "false") {
@@ -229,6 +245,8 @@ func FromBody(body map[string]any) (Params, field.ErrorList) {
 			p.Join, _ = strOf(path, v)
 		case "model_id":
 			p.ModelID, _ = strOf(path, v)
+		case "count":
+			p.Count, _ = strOf(path, v)
 		case "include_archived":
 			b, ok := v.(bool)
 			if !ok {
@@ -280,7 +298,12 @@ type Scope struct {
 // Build resolves p against res. Every problem is returned at once.
 func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) {
 	var errs field.ErrorList
-	plan := &Plan{Resource: res, PageSize: DefaultSize, IncludeArchived: p.IncludeArchived, ModelID: p.ModelID, Policy: scope.Policy}
+	plan := &Plan{Resource: res, PageSize: DefaultSize, IncludeArchived: p.IncludeArchived, ModelID: p.ModelID, Policy: scope.Policy, Count: p.Count}
+	switch p.Count {
+	case "", CountNone, CountExact, CountEstimated:
+	default:
+		errs = append(errs, field.New(field.CodeOption, field.NewPath("count"), "must be exact, estimated or none"))
+	}
 	readable := func(key string) bool { return scope.Policy == nil || scope.Policy.Readable(key) }
 
 	if p.PageSize != nil {

@@ -26,7 +26,7 @@ var paramCodes = map[field.Code]bool{
 }
 
 var listParams = map[string]bool{"page": true, "page_size": true, "cursor": true, "sort": true, "order": true,
-	"search": true, "include_archived": true, "filter": true, "join": true, "fields": true, "model_id": true}
+	"search": true, "include_archived": true, "filter": true, "join": true, "fields": true, "model_id": true, "count": true}
 
 const fixedID = "0190a6d4-0000-7000-8000-00000000000a"
 

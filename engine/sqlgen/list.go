@@ -181,3 +181,22 @@ func (d Dialect) filter(f listplan.Filter, a *args) string {
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
+
+// Count counts the records plan selects in workspace, every page of it (the cursor's position and the
+// page are left out), under the same predicate as List: tenancy, the record rule, archived records,
+// search and filters. limit > 0 stops counting at limit.
+func (d Dialect) Count(plan *listplan.Plan, workspace string, limit int) Stmt {
+	a := &args{d: d}
+	inner := fmt.Sprintf("SELECT 1 FROM %s WHERE %s", Quote(plan.Resource.Table), d.where(plan, workspace, a))
+	if limit > 0 {
+		inner += " LIMIT " + a.add(int64(limit))
+	}
+	return Stmt{SQL: "SELECT count(*) FROM (" + inner + ") AS counted", Args: a.vals}
+}
+
+// Estimate asks PostgreSQL's planner how many records plan selects in workspace (EXPLAIN in JSON: the
+// top plan node's "Plan Rows"); the same predicate as Count.
+func (d Dialect) Estimate(plan *listplan.Plan, workspace string) Stmt {
+	a := &args{d: d}
+	return Stmt{SQL: fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT 1 FROM %s WHERE %s", Quote(plan.Resource.Table), d.where(plan, workspace, a)), Args: a.vals}
+}

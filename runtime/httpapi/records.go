@@ -160,6 +160,12 @@ func writePage(w http.ResponseWriter, page *records.Page) {
 		data[i] = rec
 	}
 	meta := map[string]any{"next_cursor": page.NextCursor, "has_more": page.HasMore, "page_size": page.PageSize}
+	if page.TotalCount != nil {
+		meta["total_count"] = *page.TotalCount
+		if page.TotalEstimated {
+			meta["total_count_estimated"] = true
+		}
+	}
 	if page.Page > 0 {
 		meta["page"] = page.Page
 	}

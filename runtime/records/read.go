@@ -2,7 +2,9 @@ package records
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/workspace-records/records/engine/access"
@@ -144,6 +146,10 @@ type Page struct {
 	Page int
 	// UnknownFields are the names of the fields selection no record carries (Collection.UnknownFields).
 	UnknownFields []string
+	// TotalCount is the number of records the list selects, every page (count=exact|estimated); nil
+	// when not asked. TotalEstimated says it is an estimate.
+	TotalCount     *int64
+	TotalEstimated bool
 }
 
 // ListRequest is a list as the caller asked for it: the query string of GET /v1/{resource}, or the
@@ -191,7 +197,61 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 	}
 	page.PageSize, page.Page = plan.PageSize, plan.Page
 	page.UnknownFields = c.UnknownFields(plan.Fields)
+	if err := s.count(ctx, c, plan, page); err != nil {
+		return nil, err
+	}
 	return page, nil
+}
+
+// count sets page's total count when the plan asks for one. Exact counts run the list's own predicate
+// (tenancy, record rule, archived, search, filters). An estimate is PostgreSQL's planner's where the
+// caller's policy has no record rule; where one narrows the rows (the planner knows nothing of it, and
+// its estimate would tell how many records the caller cannot see) and on SQLite, it is an exact count
+// stopped at listplan.EstimateExactCap, said estimated when it reaches the cap.
+func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan, page *Page) error {
+	if plan.Count == "" || plan.Count == listplan.CountNone {
+		return nil
+	}
+	ctx = store.WithWorkspace(ctx, c.Workspace)
+	limit := 0
+	if plan.Count == listplan.CountEstimated {
+		if s.d.Kind() == sqlgen.Postgres && (plan.Policy == nil || plan.Policy.Rule == access.All) {
+			n, err := s.estimate(ctx, c, plan)
+			if err != nil {
+				return err
+			}
+			page.TotalCount, page.TotalEstimated = &n, true
+			return nil
+		}
+		limit = listplan.EstimateExactCap
+	}
+	var n int64
+	if _, err := store.QueryOne(ctx, s.st, s.d.Count(plan, c.Workspace, limit), func(row []any) error {
+		n = store.Int(row[0])
+		return nil
+	}); err != nil {
+		return fmt.Errorf("count %s: %w", plan.Resource.Name, err)
+	}
+	page.TotalCount, page.TotalEstimated = &n, limit > 0 && n >= int64(limit)
+	return nil
+}
+
+// estimate reads the planner's row estimate of plan.
+func (s *Service) estimate(ctx context.Context, c *Collection, plan *listplan.Plan) (int64, error) {
+	var out []struct {
+		Plan struct {
+			Rows float64 `json:"Plan Rows"`
+		} `json:"Plan"`
+	}
+	if _, err := store.QueryOne(ctx, s.st, s.d.Estimate(plan, c.Workspace), func(row []any) error {
+		return json.Unmarshal(store.JSON(row[0]), &out)
+	}); err != nil {
+		return 0, fmt.Errorf("estimate %s: %w", plan.Resource.Name, err)
+	}
+	if len(out) == 0 {
+		return 0, fmt.Errorf("estimate %s: no plan", plan.Resource.Name)
+	}
+	return int64(math.Round(out[0].Plan.Rows)), nil
 }
 
 // list returns one page of plan in c.
