@@ -95,10 +95,7 @@ func (g *Registry) check(in Input, create bool) field.ErrorList {
 	}
 	if in.EventTypes != nil {
 		for i, t := range *in.EventTypes {
-			name, action, _ := strings.Cut(t, ".")
-			_, known := g.cat.Resource(name)
-			ok := events.IsNotice(t) || (known && slices.Contains([]string{events.Created, events.Updated, events.Archived, events.Restored, events.Linked, events.Unlinked}, action))
-			if !ok {
+			if !events.KnownType(t, func(name string) bool { _, ok := g.cat.Resource(name); return ok }) {
 				errs = append(errs, field.New(field.CodeOption, field.NewPath("event_types").Index(i), fmt.Sprintf("%q is not an event type", t)))
 			}
 		}

@@ -21,6 +21,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,6 +53,20 @@ const (
 
 // NoticeResources are the resource names of notices.
 var NoticeResources = []string{KeysResource, EndpointsResource}
+
+// KnownType reports whether typ is an event type: a notice's, or "<resource>.<action>" of a resource
+// isResource knows and one of the record actions.
+func KnownType(typ string, isResource func(name string) bool) bool {
+	if IsNotice(typ) {
+		return true
+	}
+	name, action, _ := strings.Cut(typ, ".")
+	switch action {
+	case Created, Updated, Archived, Restored, Linked, Unlinked:
+		return isResource(name)
+	}
+	return false
+}
 
 // IsNotice reports whether typ is a notice's type.
 func IsNotice(typ string) bool { return typ == KeyExpiring || typ == EndpointDisabled }

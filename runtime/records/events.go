@@ -51,6 +51,3 @@ func (s *Service) numberEvents(workspace string) {
 		s.events.Kick(workspace)
 	}
 }
-
-// EventsOn reports whether writes record events.
-func (s *Service) EventsOn() bool { return s.events != nil }

@@ -149,9 +149,7 @@ func (s *Service) eventFilter(a Actor, q EventQuery) (events.Filter, field.Error
 		named[name] = true
 	}
 	for _, t := range q.Types {
-		name, action, _ := strings.Cut(t, ".")
-		_, known := s.cat.Resource(name)
-		if !events.IsNotice(t) && (!known || !validAction(action)) {
+		if !events.KnownType(t, s.isResource) {
 			errs = append(errs, field.New(field.CodeOption, field.NewPath("type"), fmt.Sprintf("%q is not an event type (<resource>.created, .updated, .archived, .restored, .linked or .unlinked)", t)))
 		}
 	}
@@ -173,12 +171,9 @@ func (s *Service) eventFilter(a Actor, q EventQuery) (events.Filter, field.Error
 	return f, errs
 }
 
-func validAction(action string) bool {
-	switch action {
-	case events.Created, events.Updated, events.Archived, events.Restored, events.Linked, events.Unlinked:
-		return true
-	}
-	return false
+func (s *Service) isResource(name string) bool {
+	_, ok := s.cat.Resource(name)
+	return ok
 }
 
 // eventPage reads one page after sequence after.
