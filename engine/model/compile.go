@@ -31,6 +31,7 @@ func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 	sort.Slice(c.Resources, func(i, j int) bool { return c.Resources[i].Name < c.Resources[j].Name })
 	errs = append(errs, checkInverses(c, specs)...)
 	linkAttributes(c)
+	errs = append(errs, checkRelations(c, specs)...)
 	errs = append(errs, checkRequiredCycles(c, specs)...)
 
 	roles, rerrs := c.CompileRoles("roles.yaml", set.Roles)

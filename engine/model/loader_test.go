@@ -71,6 +71,8 @@ func TestLoaderErrors(t *testing.T) {
 			[]string{"resources/widgets.yaml: fields.size.type:"}},
 		{"name differs from file", map[string]string{"resources/widgets.yaml": strings.Replace(widget, "name: widgets", "name: gadgets", 1)},
 			[]string{`resources/widgets.yaml: name: name "gadgets" must equal the file name "widgets"`}},
+		{"relation name taken by a field", map[string]string{"resources/widgets.yaml": widget + "  company: {type: string}\n  company_id: {type: reference, target: companies}\n"},
+			[]string{`resources/widgets.yaml: fields.company_id: its relation name "company" (for expand and filter paths) is also a field of widgets`}},
 		{"unknown target", map[string]string{"resources/widgets.yaml": widget + "  owner: {type: reference, target: people}\n"},
 			[]string{`resources/widgets.yaml: fields.owner.target: unknown resource "people"`}},
 		{"reference without target", map[string]string{"resources/widgets.yaml": widget + "  owner: {type: reference}\n"},

@@ -64,3 +64,35 @@ func TestShippedDefinitionsCompile(t *testing.T) {
 		}
 	}
 }
+
+func TestRelations(t *testing.T) {
+	set, _ := spec.Load(definitions.FS)
+	cat, errs := model.Compile(set)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	deals, _ := cat.Resource("deals")
+	company, ok := deals.Relation("company")
+	if !ok || company.Target != "companies" || company.Field == nil || company.Field.Key != "company_id" || company.Many() {
+		t.Fatalf("deals.company: %+v %v", company, ok)
+	}
+	contacts, ok := deals.Relation("contacts")
+	if !ok || contacts.Target != "contacts" || contacts.Assoc == nil || !contacts.Many() {
+		t.Fatalf("deals.contacts: %+v %v", contacts, ok)
+	}
+	if _, ok := deals.Relation("company_id"); ok {
+		t.Fatal("a reference field's key is not its relation name")
+	}
+	n := 0
+	for _, r := range cat.Resources {
+		for _, rel := range r.Relations() {
+			if _, ok := cat.Resource(rel.Target); !ok {
+				t.Errorf("%s.%s leads to unknown %s", r.Name, rel.Name, rel.Target)
+			}
+			n++
+		}
+	}
+	if n < 50 {
+		t.Errorf("only %d relations over the shipped resources", n)
+	}
+}
