@@ -44,6 +44,8 @@ type report struct {
 	tls         string          // what the database connections negotiated
 	redisKeys   int             // keys of the Redis configuration (0: not run)
 	delivery    *deliveryReport // the webhook delivery phases (nil: not run)
+	reads       []readPair      // the read-power comparisons (issue 23; reads.go)
+	readsSetup  *readsSetup     // what they seeded (nil: not run)
 }
 
 // phase is one operation at one concurrency on its targets, and recordsd's state after it.
@@ -198,6 +200,11 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 	}
 	if backend == "postgres" && o.redis != "" && (len(o.only) == 0 || o.only["get"]) {
 		if err := b.runRedisKeys(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if b.selected("reads") {
+		if err := b.runReads(ctx); err != nil {
 			return nil, err
 		}
 	}
