@@ -74,6 +74,8 @@ func TestHealthEndpoints(t *testing.T) {
 			if live.status != 200 || live.body["status"] != "ok" {
 				t.Errorf("/healthz: %d %v", live.status, live.body)
 			}
+			// Schemas compile after the listener opens; readiness waits for them (check "schemas").
+			e.AwaitReady()
 			ready := getProbe(t, e.URL+"/readyz")
 			if ready.status != 200 || ready.body["status"] != "ok" {
 				t.Fatalf("/readyz: %d %v", ready.status, ready.body)
@@ -109,6 +111,7 @@ func TestReadinessFollowsPostgres(t *testing.T) {
 	t.Parallel()
 	pg := servertest.NewPGCluster(t)
 	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: pg.URL()})
+	e.AwaitReady() // schemas compile after the listener opens
 	if p := getProbe(t, e.URL+"/readyz"); p.status != 200 {
 		t.Fatalf("/readyz before the outage: %d %v", p.status, p.body)
 	}
@@ -164,6 +167,7 @@ func TestReadinessNamesAFailingPlugin(t *testing.T) {
 		copyFile(t, filepath.Join(shipped, name), filepath.Join(dir, name))
 	}
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{PluginsDir: dir})
+	e.AwaitReady() // schemas compile after the listener opens
 	if p := getProbe(t, e.URL+"/readyz"); p.status != 200 {
 		t.Fatalf("/readyz: %d %v", p.status, p.body)
 	}
