@@ -202,6 +202,7 @@ func components(cat *model.Catalog) map[string]any {
 				"read_only":    map[string]any{"type": "boolean", "description": "Only list, query and get exist."},
 				"searchable":   map[string]any{"type": "boolean", "description": "Lists take `search`."},
 				"model_scoped": map[string]any{"type": "boolean", "description": "Records live inside a custom data model (`model_id`)."},
+				"history_path": str("The path of a record's history (`GET`, its audit entries newest first; `model_id` too for a model-scoped resource)."),
 				"access":       map[string]any{"type": "string", "enum": []string{"read", "write"}, "description": "What this key may do with it."},
 			},
 		},
