@@ -5,16 +5,18 @@ package catalog
 import (
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/schema"
 )
 
-// Summary is one entry of GET /v1/resources.
+// Summary is one entry of GET /v1/resources: the resource, its operations and, where its records have a
+// history (route.Histories), the path of a record's history.
 func Summary(r *model.Resource) map[string]any {
 	ops := make([]string, 0, 7)
 	for _, op := range r.Ops.List() {
 		ops = append(ops, op.String())
 	}
-	return map[string]any{
+	out := map[string]any{
 		"name":         r.Name,
 		"label":        r.Label,
 		"label_plural": r.LabelPlural,
@@ -26,6 +28,10 @@ func Summary(r *model.Resource) map[string]any {
 		"searchable":   len(r.Search) > 0,
 		"model_scoped": r.ModelScoped,
 	}
+	if route.Histories(r) {
+		out["history_path"] = route.OpenAPIPath(route.Pattern(r.Name, route.History))
+	}
+	return out
 }
 
 // Field renders one field for the catalog.

@@ -33,7 +33,7 @@ func TestSummary(t *testing.T) {
 		want := map[string]any{
 			"name": r.Name, "label": r.Label, "label_plural": r.LabelPlural, "group": r.Group, "description": r.Description,
 			"path": "/v1/" + tc.resource, "operations": tc.ops, "read_only": tc.readOnly, "searchable": tc.searchable,
-			"model_scoped": tc.scoped,
+			"model_scoped": tc.scoped, "history_path": "/v1/" + tc.resource + "/{id}/history",
 		}
 		if !reflect.DeepEqual(s, want) {
 			t.Errorf("Summary(%s) =\n%v\nwant\n%v", tc.resource, s, want)

@@ -130,19 +130,32 @@ func components(cat *model.Catalog) map[string]any {
 			"required":    []string{"id", "sequence", "type", "resource", "record_id", "model_id", "actor", "data", "previous", "withheld", "created_at"},
 			"description": "One committed write, as the caller may see it: the record's field masks apply to `data` and `previous`, hidden fields are left out and named in `withheld`.",
 			"properties": map[string]any{
-				"id":        map[string]any{"type": "string", "format": "uuid", "description": "The event's id; a webhook delivery carries it as `webhook-id`."},
-				"sequence":  map[string]any{"type": "integer", "minimum": 1, "description": "The event's place in the workspace's feed: strictly increasing, assigned once the write committed. Send it as `cursor` to resume after it."},
-				"type":      str("`<resource>.<action>`: `created`, `updated`, `archived`, `restored`, `linked` or `unlinked` (an imported record is `created`)."),
-				"resource":  str("The resource of the record."),
-				"record_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid", "description": "The record written (for a link, the record the association starts from)."},
-				"model_id":  map[string]any{"type": []string{"string", "null"}, "format": "uuid", "description": "The data model of a `data_model_records` record; null otherwise."},
-				"actor": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"member_id", "key_id", "request_id"},
-					"description": "Who wrote: null members on the administration path (recordsctl).",
-					"properties": map[string]any{"member_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"},
-						"key_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"}, "request_id": map[string]any{"type": []string{"string", "null"}, "description": "The write's `X-Request-Id`."}}},
+				"id":         map[string]any{"type": "string", "format": "uuid", "description": "The event's id; a webhook delivery carries it as `webhook-id`."},
+				"sequence":   map[string]any{"type": "integer", "minimum": 1, "description": "The event's place in the workspace's feed: strictly increasing, assigned once the write committed. Send it as `cursor` to resume after it."},
+				"type":       str("`<resource>.<action>`: `created`, `updated`, `archived`, `restored`, `linked` or `unlinked` (an imported record is `created`)."),
+				"resource":   str("The resource of the record."),
+				"record_id":  map[string]any{"type": []string{"string", "null"}, "format": "uuid", "description": "The record written (for a link, the record the association starts from)."},
+				"model_id":   map[string]any{"type": []string{"string", "null"}, "format": "uuid", "description": "The data model of a `data_model_records` record; null otherwise."},
+				"actor":      actorSchema(),
 				"data":       map[string]any{"type": "object", "additionalProperties": true, "description": "The record as stored after the write (custom fields by key under `custom_fields`); for `linked` and `unlinked`, the association's name → the other record's id, and the link's `attributes`."},
 				"previous":   map[string]any{"type": []string{"object", "null"}, "additionalProperties": true, "description": "For `updated`, the values the changed fields had before (the changed fields are its keys); for a link that replaced attributes and for `unlinked`, the former `attributes`; otherwise null."},
 				"withheld":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Fields (or, for a link, the association) left out because the caller's role hides them or cannot read the other resource."},
+				"created_at": map[string]any{"type": "string", "format": "date-time", "description": "When the write happened."},
+			},
+		},
+		"HistoryEntry": map[string]any{
+			"type": "object", "additionalProperties": false,
+			"required":    []string{"id", "resource", "record_id", "action", "actor", "changes", "previous", "withheld", "created_at"},
+			"description": "One audit entry of a record, as the caller may see it: the record's field masks apply to `changes` and `previous`, hidden fields are left out and named in `withheld`.",
+			"properties": map[string]any{
+				"id":         map[string]any{"type": "string", "format": "uuid", "description": "The audit entry's id."},
+				"resource":   str("The record's resource."),
+				"record_id":  map[string]any{"type": "string", "format": "uuid", "description": "The record."},
+				"action":     map[string]any{"type": "string", "enum": []string{"create", "update", "archive", "restore", "link", "unlink", "import"}, "description": "What the write did (`import`: `recordsctl records import`)."},
+				"actor":      actorSchema(),
+				"changes":    map[string]any{"type": "object", "additionalProperties": true, "description": "The values written, by field key (custom fields by key under `custom_fields`): for `create` and `import` the record's values, for `update` only the fields whose value changed, for `archive` its `archive_reason` when one was given (else empty), for `restore` nothing; for `link` and `unlink`, the association's name → the other record's id, and the link's `attributes`."},
+				"previous":   map[string]any{"type": []string{"object", "null"}, "additionalProperties": true, "description": "For `update`, the values the changed fields had before (same keys as `changes`); for a link that replaced attributes and for `unlink`, the former `attributes`; otherwise null."},
+				"withheld":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Fields (or, for a link, the association) left out because the caller's role hides them or the caller cannot use the other resource."},
 				"created_at": map[string]any{"type": "string", "format": "date-time", "description": "When the write happened."},
 			},
 		},
@@ -189,6 +202,7 @@ func components(cat *model.Catalog) map[string]any {
 				"read_only":    map[string]any{"type": "boolean", "description": "Only list, query and get exist."},
 				"searchable":   map[string]any{"type": "boolean", "description": "Lists take `search`."},
 				"model_scoped": map[string]any{"type": "boolean", "description": "Records live inside a custom data model (`model_id`)."},
+				"history_path": str("The path of a record's history (`GET`, its audit entries newest first; `model_id` too for a model-scoped resource)."),
 				"access":       map[string]any{"type": "string", "enum": []string{"read", "write"}, "description": "What this key may do with it."},
 			},
 		},
@@ -248,6 +262,14 @@ func components(cat *model.Catalog) map[string]any {
 		"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "wsk_<64 hex>",
 			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."}},
 	}
+}
+
+// actorSchema is who wrote, in an event and in a record's history entry.
+func actorSchema() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": false, "required": []string{"member_id", "key_id", "request_id"},
+		"description": "Who wrote: null members on the administration path (recordsctl).",
+		"properties": map[string]any{"member_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"},
+			"key_id": map[string]any{"type": []string{"string", "null"}, "format": "uuid"}, "request_id": map[string]any{"type": []string{"string", "null"}, "description": "The write's `X-Request-Id`."}}}
 }
 
 // errs returns the responses of the given error statuses.

@@ -282,8 +282,30 @@ func (d *doc) resource(r *model.Resource) {
 			d.add(route.OpenAPIPath(rt.Path), "put", d.upsertOperation(r))
 		case route.BatchWrite:
 			d.add(route.OpenAPIPath(rt.Path), "post", d.batchOperation(r))
+		case route.RecordHistory:
+			d.add(route.OpenAPIPath(rt.Path), "get", historyOperation(r))
 		}
 	}
+}
+
+// historyOperation describes GET /v1/{resource}/{id}/history: a record's audit entries, newest first.
+func historyOperation(r *model.Resource) map[string]any {
+	params := []any{ref("parameters", "Id"), ref("parameters", "PageSize"),
+		map[string]any{"name": "cursor", "in": "query", "description": "Keyset pagination: omit it (or send `start`) for the newest entries, then send each response's `meta.next_cursor` verbatim until it is null. A cursor of another record's history, or an edited one, is 400.",
+			"schema": map[string]any{"type": "string", "maxLength": listplan.MaxCursorLen}}}
+	if r.ModelScoped {
+		params = append(params, map[string]any{"name": "model_id", "in": "query", "required": true, "description": "The data model the record belongs to.", "schema": map[string]any{"type": "string", "format": "uuid"}})
+	}
+	return withResponses(map[string]any{"operationId": "listHistory" + SchemaName(r), "tags": []string{r.Name}, "summary": "History of a " + lowerFirst(r.Label),
+		"description": "The audit entries of one " + lowerFirst(r.Label) + ", newest first: every create, update (with the values it replaced), archive, restore, " +
+			"import, and link and unlink written from this side. Readable exactly when the record is (archived or not): the key's allowlist, the plan and the role " +
+			"as for a get (403), the record rule as the record is now (404). The caller's field masks apply to the values: masked fields are masked, hidden ones " +
+			"left out and named in `withheld`; a link whose other resource the caller cannot use withholds the association.",
+		"parameters": params},
+		"200", map[string]any{"description": "One page of the record's history.", "headers": headerRefs(append([]string{"X-Request-Id"}, usageHeaders...)...),
+			"content": jsonContent(map[string]any{"type": "object", "required": []string{"data", "meta"}, "additionalProperties": false,
+				"properties": map[string]any{"data": map[string]any{"type": "array", "items": schemaRef("HistoryEntry")}, "meta": schemaRef("ListMeta")}})},
+		"400", "401", "403", "404", "429", "500", "503")
 }
 func lowerFirst(s string) string {
 	if s == "" {

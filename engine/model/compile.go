@@ -296,7 +296,7 @@ var ReservedNames = map[string]bool{"resources": true, "me": true, "events": tru
 	"api_keys": true, "webhook_endpoints": true}
 
 // reservedAssociation are path segments an association may not be named after.
-var reservedAssociation = map[string]bool{"restore": true, "query": true}
+var reservedAssociation = map[string]bool{"restore": true, "query": true, "history": true}
 
 // NewFieldSet returns a resource made only of fields, for validating values that are not a record's
 // declared fields (association attributes, a workspace's custom fields).

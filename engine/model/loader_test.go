@@ -83,6 +83,8 @@ func TestLoaderErrors(t *testing.T) {
 			[]string{`resources/widgets.yaml: search[0]: field "n" is integer`, `resources/widgets.yaml: search[1]: unknown field "missing"`}},
 		{"reserved resource name", map[string]string{"resources/events.yaml": strings.NewReplacer("widgets", "events", "Widget", "Event").Replace(widget)},
 			[]string{"resources/events.yaml: name: is reserved: /v1/events is a route of the API itself"}},
+		{"association named after a record route", map[string]string{"resources/widgets.yaml": widget + "associations:\n  history: {target: tags}\n"},
+			[]string{"resources/widgets.yaml: associations.history: is a reserved path segment"}},
 		{"managed name", map[string]string{"resources/widgets.yaml": widget + "  created_at: {type: datetime}\n"},
 			[]string{"resources/widgets.yaml: fields.created_at: is reserved"}},
 		{"default outside options", map[string]string{"resources/widgets.yaml": widget + "  size: {type: string, options: [s, m], default: xl}\n"},

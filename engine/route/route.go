@@ -23,6 +23,7 @@ const (
 	Link                        // /v1/{resource}/{id}/{association}/{target_id}
 	Upsert                      // /v1/{resource}/by/{key}/{value}
 	Batch                       // /v1/{resource}/batch
+	History                     // /v1/{resource}/{id}/history
 )
 
 // Endpoint is what a route serves: the handler the router mounts on it and the operation the OpenAPI
@@ -47,6 +48,7 @@ const (
 	UpsertRecord                        // PUT /v1/{resource}/by/:key/:value
 	BatchWrite                          // POST /v1/{resource}/batch
 	Events                              // GET /v1/events, the change feed
+	RecordHistory                       // GET /v1/{resource}/:id/history, a record's audit entries
 )
 
 // Route is one method on one path pattern (bunrouter syntax). The route table (Table) is the one list
@@ -67,7 +69,7 @@ type Route struct {
 	Documented bool
 	Resource   *model.Resource // nil outside a resource
 	Op         model.Operation // for Record
-	Shape      Shape           // for Record, ListLinks, PutLink, DeleteLink
+	Shape      Shape           // for Record, ListLinks, PutLink, DeleteLink, RecordHistory
 }
 
 // fixed are the routes outside any resource.
@@ -182,9 +184,16 @@ func Pattern(name string, s Shape) string {
 		return "/v1/" + name + "/by/:key/:value"
 	case Batch:
 		return "/v1/" + name + "/batch"
+	case History:
+		return "/v1/" + name + "/:id/history"
 	}
 	return "/v1/" + name
 }
+
+// Histories reports whether r serves the history of its records (GET /v1/{resource}/{id}/history): every
+// resource whose records can be read one by one, since a caller may read a record's history exactly when
+// it may read the record.
+func Histories(r *model.Resource) bool { return r.Ops.Has(model.OpGet) }
 
 // Upserts reports whether r serves upserts: it takes creates and updates and is not model-scoped (a
 // data model's fields cannot be unique keys). Which keys it has is the workspace's (custom unique
@@ -237,6 +246,9 @@ func Records(cat *model.Catalog) []Route {
 		if Batches(r) {
 			out = append(out, Route{Method: "POST", Path: Pattern(r.Name, Batch), Endpoint: BatchWrite, Label: "batch", Key: true, Documented: true, Resource: r, Shape: Batch})
 		}
+		if Histories(r) {
+			out = append(out, Route{Method: "GET", Path: Pattern(r.Name, History), Endpoint: RecordHistory, Label: "history", Key: true, Documented: true, Resource: r, Shape: History})
+		}
 	}
 	return out
 }
@@ -260,6 +272,11 @@ func Allow(r *model.Resource, s Shape) []string {
 	case Batch:
 		if Batches(r) {
 			return []string{"POST"}
+		}
+		return nil
+	case History:
+		if Histories(r) {
+			return []string{"GET", "HEAD"}
 		}
 		return nil
 	}
@@ -303,6 +320,8 @@ func Match(cat *model.Catalog, path string) (r *model.Resource, s Shape, unknown
 		return r, Item, false
 	case len(segs) == 3 && segs[2] == "restore":
 		return r, Restore, false
+	case len(segs) == 3 && segs[2] == "history" && Histories(r):
+		return r, History, false
 	case len(segs) == 3 && isAssociation(r, segs[2]):
 		return r, Links, false
 	case len(segs) == 4 && isAssociation(r, segs[2]):

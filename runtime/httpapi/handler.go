@@ -160,6 +160,8 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 		return h.upsert(rt.Resource)
 	case route.BatchWrite:
 		return h.batch(rt.Resource)
+	case route.RecordHistory:
+		return h.history(rt.Resource)
 	}
 	panic(fmt.Sprintf("httpapi: no handler for endpoint %d of %s %s", rt.Endpoint, rt.Method, rt.Path))
 }

@@ -205,6 +205,50 @@ func TestMasksMatrix(t *testing.T) {
 							check("webhook payload", &servertest.Response{Raw: raw})
 						}
 					}
+					// The record's history: an update (where the resource takes one) clears the restricted
+					// fields that may be empty, so that their values are in its previous; the viewer reads
+					// every entry with masked values masked and hidden fields named in withheld.
+					cleared := map[string]any{}
+					for key := range rules {
+						if f, _ := r.Field(key); !f.Required && f.Writable() {
+							cleared[key] = nil
+						}
+					}
+					wantActions := "create"
+					if r.ReadOnly() {
+						wantActions = "import"
+					} else if r.Ops.Has(model.OpUpdate) && len(cleared) > 0 {
+						e.Expect(e.Do("PATCH", "/v1/"+name+"/"+id, cleared), 200, "")
+						wantActions = "update,create"
+					}
+					hist := e.DoKey(vkey, "GET", "/v1/"+name+"/"+id+"/history", nil)
+					e.Expect(hist, 200, "")
+					check("history", hist)
+					if got := actions(hist.List()); got != wantActions {
+						t.Errorf("the viewer reads the history of %s %s as %s, want %s", name, id, got, wantActions)
+					}
+					for _, en := range hist.List() {
+						withheld := fmt.Sprint(en["withheld"])
+						changes, _ := en["changes"].(map[string]any)
+						previous, _ := en["previous"].(map[string]any)
+						for key, rule := range rules {
+							_, inChanges := changes[key]
+							_, inPrevious := previous[key]
+							// The update's entry holds only the fields it changed: the cleared ones.
+							_, written := cleared[key]
+							written = written || en["action"] != "update"
+							switch {
+							case rule == "hidden" && (inChanges || inPrevious):
+								t.Errorf("the %s entry of %s shows hidden %s: %v", en["action"], name, key, en)
+							case rule == "hidden" && written && !strings.Contains(withheld, key):
+								t.Errorf("the %s entry of %s does not name hidden %s in withheld %s", en["action"], name, key, withheld)
+							case rule == "masked" && written && !inChanges:
+								t.Errorf("the %s entry of %s leaves out masked %s: %v", en["action"], name, key, en)
+							case rule == "masked" && written && en["action"] == "update" && !inPrevious:
+								t.Errorf("the update entry of %s leaves out the previous value of masked %s: %v", name, key, en)
+							}
+						}
+					}
 					for _, key := range keys {
 						f, _ := r.Field(key)
 						if f.Filterable {
@@ -349,6 +393,13 @@ func TestRecordRules(t *testing.T) {
 				e.Expect(e.DoKey(alice, c.method, c.path, body), 404, "not_found")
 			}
 			e.Expect(e.DoKey(bob, "GET", "/v1/deals/"+aliceDealID, nil), 404, "not_found")
+			// A record's history is read exactly when the record is: the admin's deal and bob's view of
+			// alice's deal are 404, as their gets; alice reads her own deal's history.
+			e.Expect(e.DoKey(alice, "GET", "/v1/deals/"+adminDeal+"/history", nil), 404, "not_found")
+			e.Expect(e.DoKey(bob, "GET", "/v1/deals/"+aliceDealID+"/history", nil), 404, "not_found")
+			if h := e.DoKey(alice, "GET", "/v1/deals/"+aliceDealID+"/history", nil); h.Status != 200 || actions(h.List()) != "create" {
+				t.Errorf("alice reads her deal's history: %d %s", h.Status, h.Raw)
+			}
 			if l := e.DoKey(alice, "GET", "/v1/deals?include_archived=true", nil).List(); len(l) != 1 || l[0]["id"] != aliceDealID {
 				t.Errorf("alice lists deals %v", l)
 			}

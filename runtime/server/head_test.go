@@ -76,6 +76,8 @@ func TestHead(t *testing.T) {
 				{"/v1/companies/" + company + "?fields=bogus,name", bearer, 200, false},
 				{"/v1/companies/00000000-0000-4000-8000-000000000000", bearer, 404, false},
 				{"/v1/contacts/" + contact + "/companies", bearer, 200, false},
+				{"/v1/companies/" + company + "/history?page_size=1", bearer, 200, false},
+				{"/v1/companies/00000000-0000-4000-8000-000000000000/history", bearer, 404, false},
 				{"/v1/companies/" + company + "/restore", bearer, 404, false}, // the links route, for no association
 				{"/v1/companies", nil, 401, false},
 				{"/v1/companies/" + company, []string{"Authorization", "Bearer wsk_" + "00000000000000000000000000000000000000000000000000000000000000ff"}, 401, false},

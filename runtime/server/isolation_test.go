@@ -247,6 +247,21 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		}
 	}
 
+	// A's history cursors, one per resource whose first record has two entries or more.
+	historyCursors := map[string]string{}
+	for _, r := range cat.Resources {
+		if !route.Histories(r) {
+			continue
+		}
+		path := strings.Replace(route.Pattern(r.Name, route.History), ":id", A.ids[r.Name][0], 1)
+		if c := nextCursor(e.DoKey(A.key, "GET", path+"?"+aQuery(r)+"page_size=1", nil)); c != "" {
+			historyCursors[r.Name] = c
+		}
+	}
+	if historyCursors["companies"] == "" {
+		t.Fatal("A's first company's history has no second page")
+	}
+
 	// Everything of A's that must never reach B (unless B sent it itself).
 	secrets := []string{A.ws, A.member, A.model, aField.ID, marker, strings.TrimPrefix(aModelFilterKey, "cfv:")}
 	secrets = append(secrets, aCustomIDs...)
@@ -521,6 +536,24 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 							break
 						}
 					}
+				}
+			}
+
+			// A record's history, from the route table: A's ids are 404 (with B's model and A's), and A's
+			// history cursor is 400 on B's own record.
+			if route.Histories(r) {
+				for _, id := range A.ids[r.Name] {
+					path := strings.Replace(route.Pattern(r.Name, route.History), ":id", id, 1)
+					for _, q := range []string{bq, aq} {
+						do(t, "GET", path+join(q), nil, 404, "not_found")
+						if !r.ModelScoped {
+							break
+						}
+					}
+				}
+				if c, ok := historyCursors[r.Name]; ok {
+					path := strings.Replace(route.Pattern(r.Name, route.History), ":id", B.ids[r.Name][0], 1)
+					do(t, "GET", path+join(bq, "cursor="+url.QueryEscape(c)), nil, 400, "invalid_request")
 				}
 			}
 
