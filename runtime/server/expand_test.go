@@ -19,8 +19,8 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/engine/sqlgen"
-	"github.com/workspace-records/records/runtime/store"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // expandWorld makes records of any resource in one workspace, their required references included.
