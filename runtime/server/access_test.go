@@ -280,6 +280,8 @@ func TestMasksMatrix(t *testing.T) {
 					t.Errorf("the viewer's catalog of %s shows writable %v", r.Name, w)
 				}
 			}
+			// Expansions into records with masked and hidden fields (expand_test.go).
+			checkExpandMasks(t, e, "viewer", "member")
 		})
 	}
 }

@@ -9,16 +9,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -460,5 +464,104 @@ func TestExpandStatements(t *testing.T) {
 				t.Errorf("get: %d statements with 5 expansions, %d without", expanded, plain)
 			}
 		})
+	}
+}
+
+// checkExpandMasks is TestMasksMatrix's part for expansions: for every role of roles and every
+// resource it masks or hides fields of, a record holding secret values in those fields, expanded by
+// the role from every relation into it (the catalog's), shows its masked fields masked and its hidden
+// fields absent, and no answer carries a secret; a source the role's record rule narrows is left out
+// (TestRecordRules covers those).
+func checkExpandMasks(t *testing.T, e *servertest.Env, roles ...string) {
+	w := newExpandWorld(t, e)
+	for _, roleName := range roles {
+		role, _ := w.cat.Role(roleName)
+		key := e.NewKey(e.NewMember(roleName+"-expand@x.example", roleName, ""), auth.KeyOptions{Access: "read"})
+		for _, name := range slices.Sorted(maps.Keys(role.FieldRules)) {
+			rules := role.FieldRules[name]
+			r, _ := w.cat.Resource(name)
+			t.Run(roleName+"/expand/"+name, func(t *testing.T) {
+				w.t = t
+				set := map[string]any{}
+				var secrets []string
+				for k := range rules {
+					f, _ := r.Field(k)
+					v := secretValue(f)
+					if s, ok := v.(string); ok && f.Type == model.Email {
+						v = roleName + "." + s
+					}
+					set[k] = v
+					secrets = append(secrets, rawText(v))
+				}
+				target := w.create(r, set)
+				checked := 0
+				for _, src := range w.cat.Resources {
+					pol := access.For(role, src, "", "")
+					if src.ModelScoped || pol.Level == access.None || pol.Rule != access.All {
+						continue
+					}
+					for _, rel := range src.Relations() {
+						if rel.Target != name {
+							continue
+						}
+						sid := w.source(src, rel, target)
+						for _, path := range []string{"/v1/" + src.Name + "/" + sid + "?expand=" + rel.Name, "/v1/" + src.Name + "?filter=" + idFilter(sid) + "&expand=" + rel.Name} {
+							res := e.DoKey(key, "GET", path, nil)
+							e.Expect(res, 200, "")
+							for _, s := range secrets {
+								if strings.Contains(string(res.Raw), s) {
+									t.Errorf("%s as %s leaks %q: %s", path, roleName, s, res.Raw)
+								}
+							}
+							rec := res.Body["data"]
+							if l, ok := rec.([]any); ok {
+								rec = l[0]
+							}
+							got := rec.(map[string]any)[rel.Name]
+							if m, ok := got.(map[string]any); ok && rel.Many() {
+								got = m["data"].([]any)[0]
+							}
+							exp, ok := got.(map[string]any)
+							if !ok || exp["id"] != target {
+								t.Errorf("%s as %s: %s is %v, want the record %s", path, roleName, rel.Name, got, target)
+								continue
+							}
+							for k, rule := range rules {
+								if _, present := exp[k]; present != (rule == "masked") {
+									t.Errorf("%s as %s: %s (%s) present %v inside %s", path, roleName, k, rule, present, rel.Name)
+								}
+							}
+							checked++
+						}
+					}
+				}
+				t.Logf("%d expansions into %s read as %s", checked, name, roleName)
+			})
+		}
+	}
+	// A reference whose field the role masks cannot be expanded (it would reveal the id); one whose
+	// field it hides is unknown, as the field is. The catalog says so.
+	roles2, _ := json.Marshal(map[string]any{"version": 1, "roles": map[string]any{"refmask": map[string]any{"label": "refmask", "permissions": []string{"api.access"},
+		"resources": map[string]string{"*": "read"}, "field_rules": map[string]any{"deals": map[string]string{"company_id": "masked", "stage_id": "hidden"}}}}})
+	if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", roles2, true); err != nil {
+		t.Fatal(err)
+	}
+	rkey := e.NewKey(e.NewMember("refmask@x.example", "refmask", ""), auth.KeyOptions{Access: "read"})
+	for expand, want := range map[string]string{"company": "company_id is not readable", "stage": "unknown relation", "primary_contact.company": ""} {
+		res := e.DoKey(rkey, "GET", "/v1/deals?expand="+expand, nil)
+		if want == "" {
+			e.Expect(res, 200, "")
+			continue
+		}
+		e.Expect(res, 400, "invalid_request")
+		if !strings.Contains(string(res.Raw), want) || strings.Contains(string(res.Raw), `"stage"`) {
+			t.Errorf("expand=%s as refmask: %s, want %q", expand, res.Raw, want)
+		}
+	}
+	doc := e.DoKey(rkey, "GET", "/v1/resources/deals", nil)
+	e.Expect(doc, 200, "")
+	text := string(mustJSON(doc.Data()["expand"]))
+	if !strings.Contains(text, `{"expandable":false,"field":"company_id","kind":"reference","name":"company","target":"companies"}`) || strings.Contains(text, `"stage"`) {
+		t.Errorf("refmask's catalog expand: %s", text)
 	}
 }
