@@ -47,9 +47,9 @@ func Count(exps []*Expansion) int {
 	return n
 }
 
-// splitExpand reads the value of the expand query parameter: comma-separated paths. An empty value
+// SplitExpand reads the value of the expand query parameter: comma-separated paths. An empty value
 // names none.
-func splitExpand(v string) []string {
+func SplitExpand(v string) []string {
 	if v == "" {
 		return []string{}
 	}

@@ -175,7 +175,7 @@ func FromQuery(q url.Values) (Params, field.ErrorList) {
 		case "model_id":
 			p.ModelID = v
 		case "expand":
-			p.Expand = splitExpand(v)
+			p.Expand = SplitExpand(v)
 		default:
 			errs = append(errs, field.New(field.CodeUnknown, path, "is not a list parameter"))
 		}

@@ -50,8 +50,7 @@ func (s *Service) GetSelected(ctx context.Context, a Actor, c *Collection, id st
 		if len(vals) != 1 {
 			return nil, 0, nil, apierr.Invalid("expand must be given once.", nil)
 		}
-		p, _ := listplan.FromQuery(map[string][]string{"expand": vals})
-		paths = p.Expand
+		paths = listplan.SplitExpand(vals[0])
 	}
 	exps, err := s.expandPaths(a, c.Resource, paths)
 	if err != nil {
