@@ -262,7 +262,9 @@ func (d *doc) discovery() {
 // request body.
 func (d *doc) resource(r *model.Resource) {
 	name := SchemaName(r)
-	d.comps["schemas"].(map[string]any)[name+"Record"] = d.recordSchema(r)
+	for level, suffix := range recordLevels {
+		d.comps["schemas"].(map[string]any)[name+suffix] = d.recordSchema(r, level)
+	}
 	if s := d.schemas.Resource(r.Name); s != nil && !r.ReadOnly() {
 		d.comps["requestBodies"].(map[string]any)[name+"Create"] = map[string]any{"required": true,
 			"description": "The " + lowerFirst(r.Label) + " to create: the fields to set; omitted fields take their defaults.",

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/workspace-records/records/engine/listplan"
@@ -13,8 +14,10 @@ import (
 // masks them, and masked text keeps its shape but not its format, so text formats, patterns and options
 // are described rather than asserted; hidden fields and fields left out by `fields` are absent, so only id
 // is required. custom_fields holds any field values, or in a workspace's document its custom fields typed
-// (and still any value for a field added since).
-func (d *doc) recordSchema(r *model.Resource) map[string]any {
+// (and still any value for a field added since). level says where the record is: a record of the answer
+// (0, <Name>Record), expanded from one (1, <Name>Expanded) or expanded at the second level (2,
+// <Name>Nested, which holds no expansions): three schemas, so that none refers to itself.
+func (d *doc) recordSchema(r *model.Resource, level int) map[string]any {
 	props := map[string]any{}
 	for _, f := range r.Fields {
 		props[f.Key] = responseProperty(f)
@@ -27,8 +30,14 @@ func (d *doc) recordSchema(r *model.Resource) map[string]any {
 		props["custom_fields"] = map[string]any{"type": "object", "properties": custom, "additionalProperties": schemaRef("FieldValue"),
 			"description": "The custom field values, keyed by field key (masks applied)."}
 	}
-	out := map[string]any{"type": "object", "required": []string{"id"}, "properties": props,
-		"description": "A " + lowerFirst(r.Label) + " record. " + r.Description}
+	desc := "A " + lowerFirst(r.Label) + " record. " + r.Description
+	if level < listplan.MaxExpandDepth {
+		d.expansionProps(r, props, recordLevels[level+1])
+	}
+	if level > 0 {
+		desc = fmt.Sprintf("A %s record expanded from another (level %d of %d). %s", lowerFirst(r.Label), level, listplan.MaxExpandDepth, r.Description)
+	}
+	out := map[string]any{"type": "object", "required": []string{"id"}, "properties": props, "description": desc}
 	if r.ModelScoped {
 		out["additionalProperties"] = true // the data model's own fields
 	} else {
@@ -152,7 +161,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["description"] = "A page of " + lowerFirst(r.LabelPlural) + " the key may see, newest first unless sorted. No total count is computed."
 		params = append(params, ref("parameters", "Page"), ref("parameters", "Cursor"), ref("parameters", "PageSize"),
 			map[string]any{"name": "sort", "in": "query", "description": sortDesc(r), "schema": sortSchema(r)},
-			ref("parameters", "Order"), ref("parameters", "IncludeArchived"), ref("parameters", "FilterQuery"), ref("parameters", "Join"), ref("parameters", "Fields"), ref("parameters", "Count"))
+			ref("parameters", "Order"), ref("parameters", "IncludeArchived"), ref("parameters", "FilterQuery"), ref("parameters", "Join"), ref("parameters", "Fields"), ref("parameters", "Count"), d.expandParam(r))
 		if len(r.Search) > 0 {
 			params = append(params, ref("parameters", "Search"))
 		}
@@ -170,7 +179,8 @@ func (d *doc) operation(rt route.Route) map[string]any {
 			"count":            map[string]any{"type": "string", "enum": []string{"exact", "estimated", "none"}, "description": "As in list."},
 			"filters":          map[string]any{"type": "array", "items": schemaRef("FilterItem")},
 			"join":             map[string]any{"type": "string", "enum": []string{"and", "or"}},
-			"fields":           map[string]any{"type": "array", "maxItems": listplan.MaxFields, "items": map[string]any{"type": "string"}, "description": "Properties to return; id always kept; names the records lack are skipped and reported in `Records-Unknown-Fields`."},
+			"fields":           map[string]any{"type": "array", "maxItems": listplan.MaxFields, "items": map[string]any{"type": "string"}, "description": "Properties to return; id always kept; names the records lack are skipped and reported in `Records-Unknown-Fields`; `relation.field` selects inside an expansion."},
+			"expand":           d.expandMember(r),
 		}
 		if len(r.Search) > 0 {
 			props["search"] = map[string]any{"type": "string", "maxLength": 200}
@@ -185,7 +195,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 	case model.OpGet:
 		op["summary"] = "Get a " + lowerFirst(r.Label)
 		op["description"] = "One " + lowerFirst(r.Label) + ", archived or not. A record the key may not see is 404."
-		params = append(params, ref("parameters", "Id"), ref("parameters", "Fields"), ref("parameters", "IfNoneMatch"))
+		params = append(params, ref("parameters", "Id"), ref("parameters", "Fields"), d.expandParam(r), ref("parameters", "IfNoneMatch"))
 		withResponses(op, "200", ok("The record.", rec, "Records-Unknown-Fields", "ETag"), "400", "401", "403", "404", "429", "500", "503")
 		op["responses"].(map[string]any)["304"] = map[string]any{"description": "Unchanged since the `ETag` sent in `If-None-Match`; no body.", "headers": headerRefs("X-Request-Id", "ETag")}
 	case model.OpCreate:

@@ -67,6 +67,9 @@ type Params struct {
 	HasFields       bool
 	ModelID         string
 	Count           string // count=exact|estimated|none ("" = none)
+	// Expand are the expand paths as sent (resolved by Expand, not by Build: they name other
+	// resources, and change what each record holds, not which records a page has).
+	Expand []string
 }
 
 // Filter is one resolved filter item.
@@ -171,6 +174,8 @@ func FromQuery(q url.Values) (Params, field.ErrorList) {
 			}
 		case "model_id":
 			p.ModelID = v
+		case "expand":
+			p.Expand = SplitExpand(v)
 		default:
 			errs = append(errs, field.New(field.CodeUnknown, path, "is not a list parameter"))
 		}
@@ -278,6 +283,8 @@ func FromBody(body map[string]any) (Params, field.ErrorList) {
 				}
 				p.Fields = append(p.Fields, s)
 			}
+		case "expand":
+			p.Expand, errs = expandMember(path, v, errs)
 		default:
 			errs = append(errs, field.New(field.CodeUnknown, path, "is not a query member"))
 		}

@@ -181,6 +181,9 @@ type info struct {
 	resource  string // "-" outside a resource
 	operation string
 	principal *auth.Principal
+	// statements counts the database statements the request runs (records.CountStatements), for
+	// the access line.
+	statements records.StatementCounter
 }
 
 // tagged names the resource and operation of a route for the access log and the metrics.
@@ -243,6 +246,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		timeout += records.MaxEventWait // a long poll waits up to that long before its work
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), timeout)
+	ctx = records.CountStatements(ctx, &in.statements)
 	defer cancel()
 	r = r.WithContext(ctx)
 	var err error
@@ -313,7 +317,7 @@ func (h *Handler) accessLog(r *http.Request, id string, in *info, sw *statusWrit
 	if in.resource != "-" {
 		attrs = append(attrs, slog.String("resource", in.resource))
 	}
-	attrs = append(attrs, slog.String("operation", in.operation))
+	attrs = append(attrs, slog.String("operation", in.operation), slog.Int64("statements", in.statements.Count()))
 	if code != "" {
 		attrs = append(attrs, slog.String("code", code))
 	}

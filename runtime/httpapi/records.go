@@ -55,15 +55,11 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 			return apierr.InvalidField(field.CodeFormat, "id", "must be a UUID")
 		}
 		if rt.Op == model.OpGet {
-			fields, err := records.Fieldset(query)
+			rec, version, unknown, err := h.svc.GetSelected(ctx, a, c, id, query)
 			if err != nil {
 				return err
 			}
-			rec, version, err := h.svc.GetVersioned(ctx, c, id, fields)
-			if err != nil {
-				return err
-			}
-			reportUnknown(w, c.UnknownFields(fields))
+			reportUnknown(w, unknown)
 			body := encode(map[string]any{"data": rec})
 			etag := records.ETag(version, body)
 			w.Header().Set("ETag", etag)
@@ -125,10 +121,10 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 }
 
 // modelParam reads model_id from the query (given at most once) and refuses any other parameter but a
-// get's fields; what model_id must be is the service's rule (records.Service.Collection).
+// get's fields and expand; what model_id must be is the service's rule (records.Service.Collection).
 func modelParam(q map[string][]string, op model.Operation) (string, error) {
 	for k := range q {
-		if k == "model_id" || (k == "fields" && op == model.OpGet) {
+		if k == "model_id" || ((k == "fields" || k == "expand") && op == model.OpGet) {
 			continue
 		}
 		return "", apierr.InvalidField(field.CodeUnknown, k, "is not a parameter of this endpoint")

@@ -10,6 +10,7 @@ import (
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -34,7 +35,42 @@ func (s *Service) GetVersioned(ctx context.Context, c *Collection, id string, fi
 		return nil, 0, err
 	}
 	v, _ := VersionOf(rec)
-	return selectFields(c.view(rec), fields), v, nil
+	return selectFields(c.view(rec), fields, nil), v, nil
+}
+
+// GetSelected is GetVersioned for a's get request with query (fields=, expand=): the record with its
+// expansions, its fields selected, and the names of fields that selected nothing (see UnknownFields).
+func (s *Service) GetSelected(ctx context.Context, a Actor, c *Collection, id string, query map[string][]string) (Record, int64, []string, error) {
+	fields, err := Fieldset(query)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	var paths []string
+	if vals, ok := query["expand"]; ok {
+		if len(vals) != 1 {
+			return nil, 0, nil, apierr.Invalid("expand must be given once.", nil)
+		}
+		paths = listplan.SplitExpand(vals[0])
+	}
+	exps, err := s.expandPaths(a, c.Resource, paths)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	ctx = store.WithWorkspace(ctx, c.Workspace)
+	if !model.IsUUID(id) {
+		return nil, 0, nil, ErrNotFound
+	}
+	rec, err := s.get(ctx, s.st, c.Resource, c.key(id, c.Policy), false)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	v, _ := VersionOf(rec)
+	top, unmatched := listplan.SplitFields(fields, exps)
+	rec = c.view(rec)
+	if err := s.expand(ctx, a, c.Workspace, []Record{rec}, exps); err != nil {
+		return nil, 0, nil, err
+	}
+	return selectFields(rec, top, exps), v, s.unknownSelected(a, c, fields, top, unmatched, exps), nil
 }
 
 // key addresses record id of c, inside pol's record rule (nil: any record of the workspace).
@@ -102,8 +138,9 @@ func (c *Collection) UnknownFields(names []string) []string {
 	return out
 }
 
-// selectFields keeps the named top-level properties (and id); nil keeps everything.
-func selectFields(rec Record, names []string) Record {
+// selectFields keeps the named top-level properties, id and the members of the expansions exps; nil
+// names keep everything.
+func selectFields(rec Record, names []string, exps []*listplan.Expansion) Record {
 	if names == nil {
 		return rec
 	}
@@ -111,6 +148,11 @@ func selectFields(rec Record, names []string) Record {
 	for _, n := range names {
 		if v, ok := rec[n]; ok {
 			out[n] = v
+		}
+	}
+	for _, e := range exps {
+		if v, ok := rec[e.Relation.Name]; ok {
+			out[e.Relation.Name] = v
 		}
 	}
 	return out
@@ -185,6 +227,12 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 	}
 	params.ModelID = c.ModelID
 	plan, fl := listplan.Build(r, params, listplan.Scope{Workspace: c.Workspace, Secret: s.secret, Policy: c.Policy, Custom: c.Fields.FilterFields()})
+	var exps []*listplan.Expansion
+	if len(params.Expand) > 0 {
+		var efl field.ErrorList
+		exps, efl = listplan.Expand(s.cat, r, params.Expand, a.Policy)
+		fl = append(fl, efl...)
+	}
 	if len(fl) > 0 {
 		return nil, apierr.Invalid("", fl)
 	}
@@ -192,11 +240,15 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 	if err != nil {
 		return nil, err
 	}
+	top, unmatched := listplan.SplitFields(plan.Fields, exps)
+	if err := s.expand(store.WithWorkspace(ctx, c.Workspace), a, c.Workspace, page.Records, exps); err != nil {
+		return nil, err
+	}
 	for i, rec := range page.Records {
-		page.Records[i] = selectFields(rec, plan.Fields)
+		page.Records[i] = selectFields(rec, top, exps)
 	}
 	page.PageSize, page.Page = plan.PageSize, plan.Page
-	page.UnknownFields = c.UnknownFields(plan.Fields)
+	page.UnknownFields = s.unknownSelected(a, c, plan.Fields, top, unmatched, exps)
 	if err := s.count(ctx, c, plan, page); err != nil {
 		return nil, err
 	}
@@ -369,6 +421,15 @@ func (s *Service) Describe(a Actor, c *Collection) map[string]any {
 		custom = append(custom, entry)
 	}
 	doc["sort_keys"], doc["filter_keys"], doc["unique_keys"] = sortKeys, filterKeys, uniqueKeys
+	expand := []any{}
+	for _, rel := range listplan.Expandable(s.cat, r, c.Policy) {
+		entry := map[string]any{"name": rel.Name, "kind": "association", "target": rel.Target, "expandable": true}
+		if rel.Field != nil {
+			entry["kind"], entry["field"], entry["expandable"] = "reference", rel.Field.Key, c.Policy.Readable(rel.Field.Key)
+		}
+		expand = append(expand, entry)
+	}
+	doc["expand"] = expand
 	doc["custom_fields"] = custom
 	return doc
 }

@@ -4,6 +4,7 @@
 package records
 
 import (
+	"context"
 	"time"
 
 	"github.com/google/uuid"
@@ -120,3 +121,12 @@ func jsonText(v map[string]any) string {
 
 // NewID returns a new record id: a time-ordered UUID (version 7), which keeps primary key inserts local.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// StatementCounter counts the database statements run with a context that carries it.
+type StatementCounter = store.Counter
+
+// CountStatements returns ctx carrying c: every statement the service runs with it counts in c (see
+// store.Counter).
+func CountStatements(ctx context.Context, c *StatementCounter) context.Context {
+	return store.WithCounter(ctx, c)
+}

@@ -324,6 +324,8 @@ func TestMasksMatrix(t *testing.T) {
 					t.Errorf("the viewer's catalog of %s shows writable %v", r.Name, w)
 				}
 			}
+			// Expansions into records with masked and hidden fields (expand_test.go).
+			checkExpandMasks(t, e, "viewer", "member")
 		})
 	}
 }
@@ -374,7 +376,7 @@ func TestRecordRules(t *testing.T) {
 				id := e.NewMember(email, "member", department)
 				return id, e.NewKey(id, auth.KeyOptions{Access: "write"})
 			}
-			_, alice := newMember("alice@x.example", dept)
+			aliceID, alice := newMember("alice@x.example", dept)
 			_, bob := newMember("bob@x.example", dept)
 			_, carol := newMember("carol@x.example", other)
 
@@ -488,6 +490,58 @@ func TestRecordRules(t *testing.T) {
 				fm := f.(map[string]any)
 				if fm["key"] == "annual_revenue" && (fm["visibility"] != "masked" || fm["writable"] != false || fm["sortable"] != false) {
 					t.Errorf("catalog entry for annual_revenue: %v", fm)
+				}
+			}
+
+			// Expansions keep the targets' record rules: a deal alice does not own expands to null (the
+			// reference's id stays, as before), a company's linked deals leave it out; her own deals expand,
+			// archived ones too (as a get shows them). A key limited to scope_documents expands no deal.
+			scopes := map[string]string{}
+			for name, deal := range map[string]string{"admin": adminDeal, "alice": aliceDealID, "archived": aliceDeal2} {
+				scopes[name] = e.Do("POST", "/v1/scope_documents", map[string]any{"title": name + " scope", "deal_id": deal}).Data()["id"].(string)
+			}
+			company := e.Do("POST", "/v1/companies", map[string]any{"name": "Linked to both"}).Data()["id"].(string)
+			for _, deal := range []string{adminDeal, aliceDealID} {
+				e.Expect(e.Do("PUT", "/v1/companies/"+company+"/deals/"+deal, map[string]any{}), 200, "")
+			}
+			limited := e.NewKey(aliceID, auth.KeyOptions{Access: "read", Resources: []string{"scope_documents", "companies"}})
+			for _, c := range []struct {
+				who, key string
+				deals    map[string]string // scope document → the expanded deal's id ("" for null)
+				linked   string
+			}{
+				{"alice", alice, map[string]string{"admin": "", "alice": aliceDealID, "archived": aliceDeal2}, "[" + aliceDealID + "]"},
+				{"bob", bob, map[string]string{"admin": "", "alice": "", "archived": ""}, "[]"},
+				{"admin", e.Key, map[string]string{"admin": adminDeal, "alice": aliceDealID, "archived": aliceDeal2}, "[" + adminDeal + " " + aliceDealID + "]"},
+				{"alice's limited key", limited, map[string]string{"admin": "", "alice": "", "archived": ""}, "null"},
+			} {
+				list := e.DoKey(c.key, "GET", "/v1/scope_documents?page_size=100&expand=deal", nil)
+				e.Expect(list, 200, "")
+				byID := map[string]map[string]any{}
+				for _, rec := range list.List() {
+					byID[rec["id"].(string)] = rec
+				}
+				for name, want := range c.deals {
+					rec := byID[scopes[name]]
+					got, _ := rec["deal"].(map[string]any)
+					if (want == "" && rec["deal"] != nil) || (want != "" && (got == nil || got["id"] != want)) {
+						t.Errorf("%s: the %s scope document's deal expands to %v, want %q", c.who, name, rec["deal"], want)
+					}
+					if name == "archived" && got != nil && got["archived"] != true {
+						t.Errorf("%s: the archived deal expands as %v", c.who, got)
+					}
+				}
+				co := e.DoKey(c.key, "GET", "/v1/companies/"+company+"?expand=deals", nil)
+				e.Expect(co, 200, "")
+				linked := "null"
+				if m, ok := co.Data()["deals"].(map[string]any); ok {
+					linked = fmt.Sprint(expandedIDs(t, co.Data(), "deals"))
+					if m["has_more"] != false {
+						t.Errorf("%s: has_more %v", c.who, m["has_more"])
+					}
+				}
+				if linked != c.linked && !(c.linked == "[]" && linked == "[]") {
+					t.Errorf("%s: the company's deals expand to %s, want %s", c.who, linked, c.linked)
 				}
 			}
 		})

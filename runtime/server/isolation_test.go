@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/sample"
@@ -578,6 +579,22 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 					t.Errorf("B lists %s %v, not one of its own", r.Name, rec["id"])
 				}
 			}
+			// Expansions: B expands every relation of its records (the catalog's, at most
+			// listplan.MaxExpansions at a time) on list, query and get; do checks that no answer holds
+			// anything of A, and B's get of A's record with an expansion is still 404.
+			if rels := listplan.Expandable(cat, r, nil); len(rels) > 0 && !r.ModelScoped {
+				for i := 0; i < len(rels); i += listplan.MaxExpansions {
+					var names []string
+					for _, rel := range rels[i:min(i+listplan.MaxExpansions, len(rels))] {
+						names = append(names, rel.Name)
+					}
+					exp := url.QueryEscape(strings.Join(names, ","))
+					do(t, "GET", base+"?include_archived=true&page_size=100&expand="+exp, nil, 200, "")
+					do(t, "POST", base+"/query", map[string]any{"include_archived": true, "page_size": 100, "expand": names}, 200, "")
+					do(t, "GET", base+"/"+B.ids[r.Name][0]+"?expand="+exp, nil, 200, "")
+					do(t, "GET", base+"/"+A.ids[r.Name][0]+"?expand="+exp, nil, 404, "not_found")
+				}
+			}
 			// A's cursors.
 			if c, ok := cursors[r.Name]; ok {
 				do(t, "GET", base+join(bq, "include_archived=true", "page_size=1", "cursor="+url.QueryEscape(c)), nil, 400, "invalid_request")
@@ -714,6 +731,10 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			t.Errorf("B's webhook payload not verified: %.300s", raw)
 		}
 	}
+	// Even a record of B that stores A's ids — no API writes one: reference and link checks refuse them —
+	// expands none of A's records: B's deal's references set to A's records in the database, and a link
+	// row from it to A's contact, expand to null and to no linked record.
+	foreignIDsNeverExpand(t, e, B.ws, B.key, B.ids["deals"][0], A.ids, secrets)
 	after, _ := snapshot()
 	for path, v := range before {
 		if !reflect.DeepEqual(v, after[path]) {

@@ -25,6 +25,7 @@ var ErrNoRowsAffected = errors.New("the statement affected no row")
 // transaction then rolls back whole.
 func Later(ctx context.Context, q Querier, s sqlgen.Stmt, mustWrite bool, wrap func(error) error) error {
 	if t, ok := q.(*pgTx); ok {
+		counted(ctx)
 		t.pending = append(t.pending, queued{s: s, must: mustWrite, wrap: wrap})
 		return nil
 	}
@@ -58,6 +59,7 @@ func LaterRows(ctx context.Context, q Querier, d sqlgen.Dialect, rows sqlgen.Row
 // told the outcome of s once known (nil: it returned a row) and returns the error to report.
 func Check(ctx context.Context, q Querier, s sqlgen.Stmt, done func(error) error) error {
 	if t, ok := q.(*pgTx); ok {
+		counted(ctx)
 		t.pending = append(t.pending, queued{s: s, must: true, wrap: done, ok: func() { _ = done(nil) }})
 		return nil
 	}
@@ -186,6 +188,7 @@ func (t *pgTx) run(ctx context.Context, s sqlgen.Stmt, use func(br pgx.BatchResu
 
 // Query implements Querier.
 func (t *pgTx) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
+	counted(ctx)
 	if len(t.pending) == 0 {
 		return pgq{t.conn}.Query(ctx, s, fn)
 	}
@@ -200,6 +203,7 @@ func (t *pgTx) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) erro
 
 // Exec implements Querier.
 func (t *pgTx) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
+	counted(ctx)
 	if len(t.pending) == 0 {
 		return pgq{t.conn}.Exec(ctx, s)
 	}

@@ -168,6 +168,7 @@ const wsKey = "records.workspace_id"
 
 // Query implements Querier, scoped to the workspace of ctx (none: no record rows).
 func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
+	counted(ctx)
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return mapPG(err)
@@ -198,6 +199,7 @@ func (p *Postgres) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) 
 
 // Exec implements Querier, scoped like Query.
 func (p *Postgres) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
+	counted(ctx)
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
 		return 0, mapPG(err)

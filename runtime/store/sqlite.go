@@ -97,6 +97,7 @@ type sqlQuerier interface {
 type liteq struct{ q sqlQuerier }
 
 func (q liteq) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
+	counted(ctx)
 	rows, err := q.q.QueryContext(ctx, s.SQL, s.Args...)
 	if err != nil {
 		return mapSQLite(err)
@@ -123,6 +124,7 @@ func (q liteq) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) erro
 }
 
 func (q liteq) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
+	counted(ctx)
 	res, err := q.q.ExecContext(ctx, s.SQL, s.Args...)
 	if err != nil {
 		return 0, mapSQLite(err)
