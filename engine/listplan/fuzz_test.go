@@ -25,6 +25,9 @@ func FuzzParseFilters(f *testing.F) {
 		`[{"field":"updated_at","op":"gt","value":"2026-01-01T00:00:00Z"}]`,
 		`[{"field":"name; DROP TABLE x","op":"eq","value":1}]`,
 		`[{"field":"probability","op":"eq","value":1e400}]`,
+		`[{"join":"or","filters":[{"field":"status","op":"eq","value":"won"},{"filters":[{"field":"amount","op":"gt","value":10}]}]}]`,
+		`[{"filters":[{"filters":[{"filters":[{"filters":[{"filters":[{"field":"name","op":"eq","value":"x"}]}]}]}]}]}]`,
+		`[{"join":"or","filters":[]}]`, `[{"join":1,"filters":[{"field":"name"}]}]`, `[{"filters":[[]]}]`,
 		`{"field":"name"}`, `[1,2]`, `[{"field":null}]`, `[[]]`, ``,
 	} {
 		f.Add(s, "and")
@@ -43,7 +46,7 @@ func FuzzParseFilters(f *testing.F) {
 		}
 		for _, d := range []sqlgen.Dialect{sqlgen.New(sqlgen.Postgres), sqlgen.New(sqlgen.SQLite)} {
 			for _, st := range d.List(plan, "w") {
-				for _, fl := range plan.Filters {
+				for _, fl := range plan.Filter.Conditions() {
 					if s, ok := fl.Value.(string); ok && len(s) > 3 && strings.Contains(st.SQL, s) {
 						t.Fatalf("filter value %q reached SQL text: %s", s, st.SQL)
 					}

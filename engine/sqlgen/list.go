@@ -87,25 +87,38 @@ func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 	if rule := d.rule(plan.Policy, workspace, a, ""); rule != "" {
 		parts = append(parts, rule)
 	}
-	if len(plan.Filters) > 0 {
-		conds := make([]string, len(plan.Filters))
-		for i, f := range plan.Filters {
-			if f.Field.Custom {
-				conds[i] = d.customFilter(f, workspace, a)
-				continue
-			}
-			conds[i] = d.filter(f, a)
-		}
-		join := " AND "
-		if plan.Or {
-			join = " OR "
-		}
-		parts = append(parts, "("+strings.Join(conds, join)+")")
+	if !plan.Filter.Empty() {
+		parts = append(parts, "("+d.group(plan.Filter, workspace, a)+")")
 	}
 	if len(plan.Search) > 0 {
 		parts = append(parts, d.search(r, plan.Search, a))
 	}
 	return strings.Join(parts, " AND ")
+}
+
+// group renders the items of a filter group joined by its join; nested groups in parentheses.
+func (d Dialect) group(g listplan.Group, workspace string, a *args) string {
+	conds := make([]string, len(g.Items))
+	for i, it := range g.Items {
+		if it.Group != nil {
+			conds[i] = "(" + d.group(*it.Group, workspace, a) + ")"
+			continue
+		}
+		conds[i] = d.condition(*it.Filter, workspace, a)
+	}
+	join := " AND "
+	if g.Or {
+		join = " OR "
+	}
+	return strings.Join(conds, join)
+}
+
+// condition renders one condition of a filter tree.
+func (d Dialect) condition(f listplan.Filter, workspace string, a *args) string {
+	if f.Field.Custom {
+		return d.customFilter(f, workspace, a)
+	}
+	return d.filter(f, a)
 }
 
 func (d Dialect) search(r *model.Resource, terms []string, a *args) string {

@@ -54,6 +54,20 @@ func TestGolden(t *testing.T) {
 			map[string]any{"field": "close_date", "op": "is_empty"},
 			map[string]any{"field": "probability", "op": "ne", "value": json.Number("50")},
 		}})
+	// (status = won OR (amount > 10000 AND (probability >= 50 OR close_date is empty))) AND name starts with "Ac"
+	grouped := plan(listplan.Params{Filters: []any{
+		map[string]any{"join": "or", "filters": []any{
+			map[string]any{"field": "status", "op": "eq", "value": "won"},
+			map[string]any{"filters": []any{
+				map[string]any{"field": "amount", "op": "gt", "value": json.Number("10000")},
+				map[string]any{"join": "or", "filters": []any{
+					map[string]any{"field": "probability", "op": "gte", "value": json.Number("50")},
+					map[string]any{"field": "close_date", "op": "is_empty"},
+				}},
+			}},
+		}},
+		map[string]any{"field": "name", "op": "starts_with", "value": "Ac"},
+	}})
 	walk := func(sort, order string, keyVal any) *listplan.Plan {
 		c := "start"
 		p := plan(listplan.Params{Sort: sort, Order: order, Cursor: &c})
@@ -77,6 +91,8 @@ func TestGolden(t *testing.T) {
 			b.WriteString("-- get under a department record rule\n" + render(d.Get(r, ruled)))
 			b.WriteString("-- update\n" + render(d.Update(r, key, map[string]any{"name": "Renewal", "amount": "10.5", sqlgen.SearchColumn: "renewal"})))
 			b.WriteString("-- page 3, filters joined with or, search\n" + render(d.List(filtered, "ws")...))
+			b.WriteString("-- nested filter groups\n" + render(d.List(grouped, "ws")...))
+			b.WriteString("-- count under nested filter groups\n" + render(d.Count(grouped, "ws", 0)))
 			b.WriteString("-- cursor, non-null key (created_at desc)\n" + render(d.List(walk("created_at", "desc", time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)), "ws")...))
 			b.WriteString("-- cursor, nullable key, value band (amount asc)\n" + render(d.List(walk("amount", "asc", "100"), "ws")...))
 			b.WriteString("-- cursor, nullable key, null band (amount desc)\n" + render(d.List(walk("amount", "desc", nil), "ws")...))

@@ -76,6 +76,14 @@ UPDATE "rec_deals" SET "name" = $1, "amount" = $2, "_search_text" = $3 WHERE "wo
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("status" IN ($3, $4) OR "name" ILIKE $5 ESCAPE '\' OR "close_date" IS NULL OR "probability" IS DISTINCT FROM $6) AND "_search" @@ $7::tsquery ORDER BY "amount" ASC, "id" ASC LIMIT $8 OFFSET $9
 -- args: [ws false open won %50\%\_off% 50 'acme':* & 'renewal':* 11 20]
 
+-- nested filter groups
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND (("status" = $3 OR ("amount" > $4 AND ("probability" >= $5 OR "close_date" IS NULL))) AND "name" ILIKE $6 ESCAPE '\') ORDER BY "created_at" DESC, "id" DESC LIMIT $7
+-- args: [ws false won 10000 50 Ac% 26]
+
+-- count under nested filter groups
+SELECT count(*) FROM (SELECT 1 FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND (("status" = $3 OR ("amount" > $4 AND ("probability" >= $5 OR "close_date" IS NULL))) AND "name" ILIKE $6 ESCAPE '\')) AS counted
+-- args: [ws false won 10000 50 Ac%]
+
 -- cursor, non-null key (created_at desc)
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = $1 AND "archived" = $2 AND ("created_at", "id") < ($3, $4) ORDER BY "created_at" DESC, "id" DESC LIMIT $5
 -- args: [ws false 2026-11-21 09:30:00 +0000 UTC 0190a6d4-0000-7000-8000-000000000009 26]

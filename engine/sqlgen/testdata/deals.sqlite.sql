@@ -79,6 +79,14 @@ UPDATE "rec_deals" SET "name" = ?, "amount" = ?, "_search_text" = ? WHERE "works
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("status" IN (?, ?) OR "name" LIKE ? ESCAPE '\' OR "close_date" IS NULL OR "probability" IS NOT ?) AND "rec_deals".rowid IN (SELECT rowid FROM "rec_deals_fts" WHERE "rec_deals_fts" MATCH ?) ORDER BY "amount" ASC, "id" ASC LIMIT ? OFFSET ?
 -- args: [ws 0 open won %50\%\_off% 50 "acme"* AND "renewal"* 11 20]
 
+-- nested filter groups
+SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND (("status" = ? OR ("amount" > ? AND ("probability" >= ? OR "close_date" IS NULL))) AND "name" LIKE ? ESCAPE '\') ORDER BY "created_at" DESC, "id" DESC LIMIT ?
+-- args: [ws 0 won 10000 50 Ac% 26]
+
+-- count under nested filter groups
+SELECT count(*) FROM (SELECT 1 FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND (("status" = ? OR ("amount" > ? AND ("probability" >= ? OR "close_date" IS NULL))) AND "name" LIKE ? ESCAPE '\')) AS counted
+-- args: [ws 0 won 10000 50 Ac%]
+
 -- cursor, non-null key (created_at desc)
 SELECT "workspace_id", "name", "description", "amount", "currency", "probability", "weighted_amount", "expected_close_date", "close_date", "status", "pipeline_id", "stage_id", "company_id", "primary_contact_id", "source_id", "loss_reason_id", "forecast_category_id", "next_step", "last_activity_at", "id", "owner_id", "created_at", "updated_at", "archived", "archived_at", "archive_reason", "custom_fields" FROM "rec_deals" WHERE "workspace_id" = ? AND "archived" = ? AND ("created_at", "id") < (?, ?) ORDER BY "created_at" DESC, "id" DESC LIMIT ?
 -- args: [ws 0 2026-11-21T09:30:00.000000Z 0190a6d4-0000-7000-8000-000000000009 26]

@@ -1,0 +1,128 @@
+package listplan_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/model/modeltest"
+)
+
+func decode(t *testing.T, s string) []any {
+	t.Helper()
+	var v []any
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func dealsOf(t *testing.T) *model.Resource {
+	t.Helper()
+	r, _ := modeltest.Shipped(t).Resource("deals")
+	return r
+}
+
+// nest returns a condition wrapped in depth groups.
+func nest(depth int, leaf string) string {
+	s := leaf
+	for range depth {
+		s = `{"join":"or","filters":[` + s + `]}`
+	}
+	return s
+}
+
+// TestFilterGroups: groups parse into the tree, and every refusal names the item by its path.
+func TestFilterGroups(t *testing.T) {
+	t.Parallel()
+	deals := dealsOf(t)
+	won := `{"field":"status","op":"eq","value":"won"}`
+	ok := map[string]string{
+		"flat":          `[` + won + `,{"field":"amount","op":"gt","value":10000}]`,
+		"or group":      `[{"join":"or","filters":[` + won + `,{"field":"amount","op":"gt","value":10000}]},{"field":"name","op":"contains","value":"a"}]`,
+		"join omitted":  `[{"filters":[` + won + `]}]`,
+		"deepest":       `[` + nest(listplan.MaxFilterDepth, won) + `]`,
+		"50 conditions": `[` + strings.Repeat(won+`,`, 25) + `{"filters":[` + strings.TrimSuffix(strings.Repeat(won+`,`, 25), ",") + `]}]`,
+	}
+	for name, s := range ok {
+		t.Run(name, func(t *testing.T) {
+			plan, errs := listplan.Build(deals, listplan.Params{Filters: decode(t, s)}, listplan.Scope{Workspace: "w", Secret: secret})
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			if plan.Filter.Empty() {
+				t.Fatal("no filter")
+			}
+		})
+	}
+	bad := map[string]struct {
+		filters string
+		code    field.Code
+		path    string
+	}{
+		"too deep":             {`[` + nest(listplan.MaxFilterDepth+1, won) + `]`, field.CodeInvalid, "filters[0].filters[0].filters[0].filters[0].filters[0]"},
+		"empty group":          {`[` + won + `,{"join":"and","filters":[]}]`, field.CodeRequired, "filters[1].filters"},
+		"bad join":             {`[{"join":"xor","filters":[` + won + `]}]`, field.CodeOption, "filters[0].join"},
+		"join not a string":    {`[{"join":1,"filters":[` + won + `]}]`, field.CodeOption, "filters[0].join"},
+		"filters not an array": {`[{"join":"or","filters":{}}]`, field.CodeType, "filters[0].filters"},
+		"group and condition":  {`[{"join":"or","field":"name","filters":[` + won + `]}]`, field.CodeUnknown, "filters[0].field"},
+		"nested op":            {`[` + won + `,` + won + `,{"filters":[{"field":"status","op":"gt","value":"won"}]}]`, field.CodeOption, "filters[2].filters[0].op"},
+		"nested value":         {`[{"filters":[` + won + `,{"filters":[{"field":"amount","op":"eq","value":"x"}]}]}]`, field.CodeType, "filters[0].filters[1].filters[0].value"},
+		"nested key":           {`[{"filters":[{"field":"nope","op":"eq","value":1}]}]`, field.CodeInvalid, "filters[0].filters[0].field"},
+		"nested not an object": {`[{"filters":[1]}]`, field.CodeType, "filters[0].filters[0]"},
+		"51 conditions":        {`[` + strings.Repeat(won+`,`, 25) + `{"filters":[` + strings.TrimSuffix(strings.Repeat(won+`,`, 26), ",") + `]}]`, field.CodeTooLong, "filters"},
+		"too many items":       {`[` + strings.TrimSuffix(strings.Repeat(`{"filters":[{"filters":[`+won+`]}]},`, 40), ",") + `]`, field.CodeTooLong, "filters"},
+	}
+	for name, c := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, errs := listplan.Build(deals, listplan.Params{Filters: decode(t, c.filters)}, listplan.Scope{Workspace: "w", Secret: secret})
+			if len(errs) == 0 {
+				t.Fatal("accepted")
+			}
+			for _, e := range errs {
+				if e.Code == c.code && e.Field == c.path {
+					return
+				}
+			}
+			t.Fatalf("want %s at %s, got %v", c.code, c.path, errs)
+		})
+	}
+}
+
+// TestFilterFingerprint: the cursor fingerprint covers the whole tree: editing any nested item, or a
+// group's join, refuses the cursor of the other.
+func TestFilterFingerprint(t *testing.T) {
+	t.Parallel()
+	deals := dealsOf(t)
+	base := `[{"field":"status","op":"eq","value":"won"},{"join":"or","filters":[{"field":"amount","op":"gt","value":10},{"join":"and","filters":[{"field":"name","op":"contains","value":"a"}]}]}]`
+	edits := []string{
+		strings.Replace(base, `"value":"a"`, `"value":"b"`, 1),
+		strings.Replace(base, `"join":"and"`, `"join":"or"`, 1),
+		strings.Replace(base, `"join":"or"`, `"join":"and"`, 1),
+		strings.Replace(base, `"op":"gt"`, `"op":"gte"`, 1),
+		`[{"field":"status","op":"eq","value":"won"},{"join":"or","filters":[{"field":"amount","op":"gt","value":10},{"field":"name","op":"contains","value":"a"}]}]`,
+	}
+	plan := func(s string) *listplan.Plan {
+		c := "start"
+		p, errs := listplan.Build(deals, listplan.Params{Filters: decode(t, s), Cursor: &c}, listplan.Scope{Workspace: "w", Secret: secret})
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		return p
+	}
+	first := plan(base)
+	cursor := listplan.EncodeCursor(secret, first, listplan.Position{ID: fixedID})
+	if _, err := listplan.DecodeCursor(secret, cursor, plan(base)); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range edits {
+		if _, err := listplan.DecodeCursor(secret, cursor, plan(e)); err == nil {
+			t.Errorf("edit %d: the cursor was accepted for %s", i, e)
+		}
+	}
+}
