@@ -25,14 +25,76 @@ const (
 
 // Filter is one resolved condition of the filter tree.
 type Filter struct {
-	Field  *model.Field
+	Field  *model.Field // the resource's field, or with Path the related resource's
 	Op     string
 	Value  any   // canonical; for is_empty / is_not_empty unused
 	Values []any // canonical, for in / not_in
+	// Path is the relation a path condition (company.city, contacts.email) crosses; nil for a condition
+	// on the resource's own field.
+	Path *Path
 }
 
 // Key is the filter key the condition was given with.
-func (f Filter) Key() string { return f.Field.Key }
+func (f Filter) Key() string {
+	if f.Path != nil {
+		return f.Path.Relation.Name + "." + f.Field.Key
+	}
+	return f.Field.Key
+}
+
+// A Path condition is about the records a relation leads to, as the caller may read them: the active
+// (not archived) records of the target in the workspace, under the caller's record rule on it. Across a
+// reference (company.city) a record matches when its referenced record matches the condition; across
+// an association (contacts.email) when at least one linked record does. The condition is the target
+// field's own, so negative operators keep their meaning there: company.city ne Berlin is "the company's
+// city is not Berlin (or empty)", and a record with no company, or none the caller can read, never
+// matches a path condition. Paths cross one relation.
+type Path struct {
+	Relation model.Relation
+	Target   *model.Resource
+	Policy   *access.Policy // the caller's on Target; nil is unrestricted
+}
+
+// Target is what a filter path may reach on the other side of a relation: the related resource, the
+// caller's policy on it and its custom fields as filter fields (as Scope.Custom).
+type Target struct {
+	Resource *model.Resource
+	Policy   *access.Policy // nil is unrestricted
+	Custom   []*model.Field
+}
+
+// PathTargets returns the names of the resources the path conditions of the raw filter tree lead to
+// from res (each once), so that the caller can look up their policies and custom fields for
+// Scope.Targets. It reads at most the items Build would, and ignores what Build refuses.
+func PathTargets(res *model.Resource, raw []any) []string {
+	var out []string
+	seen := map[string]bool{}
+	n := 0
+	var walk func(items []any, depth int)
+	walk = func(items []any, depth int) {
+		for _, x := range items {
+			if n++; n > MaxFilterItems || depth > MaxFilterDepth {
+				return
+			}
+			item, _ := x.(map[string]any)
+			if sub, ok := item["filters"].([]any); ok {
+				walk(sub, depth+1)
+				continue
+			}
+			key, _ := item["field"].(string)
+			name, _, ok := strings.Cut(key, ".")
+			if !ok {
+				continue
+			}
+			if rel, ok := res.Relation(name); ok && !seen[rel.Target] {
+				seen[rel.Target] = true
+				out = append(out, rel.Target)
+			}
+		}
+	}
+	walk(raw, 0)
+	return out
+}
 
 // Group is a filter group: its items joined with and, or with or when Or is set. The top-level group of
 // a plan (Plan.Filter) is joined by the join parameter; an empty top-level group filters nothing.
@@ -73,6 +135,8 @@ type resolver struct {
 	res    *model.Resource
 	custom []*model.Field
 	policy *access.Policy // nil: unrestricted
+	// targets are the resources paths may lead to, by name (Scope.Targets).
+	targets map[string]Target
 }
 
 func (r *resolver) readable(p *access.Policy, key string) bool { return p == nil || p.Readable(key) }
@@ -90,6 +154,9 @@ func (r *resolver) own(key string) (*model.Field, bool) {
 
 // resolve returns the condition's field for key, or an error about the item's "field" member.
 func (r *resolver) resolve(key string, out *Filter) *field.Error {
+	if name, rest, ok := strings.Cut(key, "."); ok {
+		return r.path(key, name, rest, out)
+	}
 	f, ok := r.own(key)
 	if !ok {
 		msg := fmt.Sprintf("%q is not a filter key of %s", key, r.res.Name)
@@ -102,6 +169,53 @@ func (r *resolver) resolve(key string, out *Filter) *field.Error {
 		return &field.Error{Code: field.CodeInvalid, Field: "field", Message: fmt.Sprintf("%q is not readable with your role; it cannot be filtered on", key)}
 	}
 	out.Field = f
+	return nil
+}
+
+// path resolves the path key relation.rest: the relation must be a filterable reference the caller can
+// read or an association, leading to a resource the caller may read (in Targets), and rest one of its
+// filter keys the caller can read there.
+func (r *resolver) path(key, relation, rest string, out *Filter) *field.Error {
+	refuse := func(msg string) *field.Error {
+		return &field.Error{Code: field.CodeInvalid, Field: "field", Message: msg}
+	}
+	rel, ok := r.res.Relation(relation)
+	if !ok {
+		var names []string
+		for _, rel := range r.res.Relations() {
+			if rel.Field == nil || rel.Field.Filterable {
+				names = append(names, rel.Name)
+			}
+		}
+		return refuse(fmt.Sprintf("%q is not a filter key of %s: %q is not one of its relations (%s)", key, r.res.Name, relation, strings.Join(names, ", ")))
+	}
+	if strings.Contains(rest, ".") {
+		return refuse(fmt.Sprintf("%q crosses more than one relation; a filter path is relation.field", key))
+	}
+	if rel.Field != nil {
+		if !rel.Field.Filterable {
+			return refuse(fmt.Sprintf("%q is not a filter key of %s: %s is not filterable", key, r.res.Name, rel.Field.Key))
+		}
+		if !r.readable(r.policy, rel.Field.Key) {
+			return refuse(fmt.Sprintf("%q is not readable with your role; it cannot be filtered on", key))
+		}
+	}
+	t, ok := r.targets[rel.Target]
+	if !ok || (t.Policy != nil && t.Policy.Level == access.None) {
+		return refuse(fmt.Sprintf("%q leads to %s, which this key cannot read; it cannot be filtered on", key, rel.Target))
+	}
+	if t.Resource.ModelScoped {
+		return refuse(fmt.Sprintf("%q leads to %s, whose records live in data models; it cannot be filtered on", key, rel.Target))
+	}
+	target := &resolver{res: t.Resource, custom: t.Custom, policy: t.Policy}
+	f, ok := target.own(rest)
+	if !ok {
+		return refuse(fmt.Sprintf("%q is not a filter key of %s: %q is not a filter key of %s", key, r.res.Name, rest, t.Resource.Name))
+	}
+	if !r.readable(t.Policy, f.Key) {
+		return refuse(fmt.Sprintf("%q is not readable with your role; it cannot be filtered on", key))
+	}
+	out.Field, out.Path = f, &Path{Relation: rel, Target: t.Resource, Policy: t.Policy}
 	return nil
 }
 

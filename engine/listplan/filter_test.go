@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
@@ -124,5 +125,66 @@ func TestFilterFingerprint(t *testing.T) {
 		if _, err := listplan.DecodeCursor(secret, cursor, plan(e)); err == nil {
 			t.Errorf("edit %d: the cursor was accepted for %s", i, e)
 		}
+	}
+}
+
+// TestFilterPaths: a path crosses one relation to a resource in Scope.Targets, onto a filter key the
+// caller can read there; every refusal names the item's field.
+func TestFilterPaths(t *testing.T) {
+	t.Parallel()
+	cat := modeltest.Shipped(t)
+	deals, _ := cat.Resource("deals")
+	companies, _ := cat.Resource("companies")
+	contacts, _ := cat.Resource("contacts")
+	viewer, ok := cat.Role("viewer")
+	if !ok {
+		t.Fatal("no viewer role")
+	}
+	targets := map[string]listplan.Target{
+		"companies": {Resource: companies},
+		"contacts":  {Resource: contacts, Policy: access.For(viewer, contacts, "m", "")},
+	}
+	build := func(filters string, targets map[string]listplan.Target) (*listplan.Plan, field.ErrorList) {
+		return listplan.Build(deals, listplan.Params{Filters: decode(t, filters)}, listplan.Scope{Workspace: "w", Secret: secret, Targets: targets})
+	}
+	for _, s := range []string{
+		`[{"field":"company.billing_city","op":"eq","value":"Berlin"}]`,
+		`[{"filters":[{"field":"contacts.last_name","op":"in","value":["A","B"]},{"field":"companies.name","op":"is_empty"}]}]`,
+		`[{"field":"primary_contact.job_title","op":"not_contains","value":"x"}]`,
+	} {
+		plan, errs := build(s, targets)
+		if len(errs) > 0 {
+			t.Fatalf("%s: %v", s, errs)
+		}
+		if c := plan.Filter.Conditions(); c[0].Path == nil {
+			t.Fatalf("%s: no path", s)
+		}
+	}
+	for name, c := range map[string]struct{ filters, want string }{
+		"unknown relation":   {`[{"field":"nope.name","op":"eq","value":"a"}]`, "is not one of its relations"},
+		"two relations":      {`[{"field":"company.parent_company.name","op":"eq","value":"a"}]`, "more than one relation"},
+		"unknown target key": {`[{"field":"company.nope","op":"eq","value":"a"}]`, "is not a filter key of companies"},
+		"masked target":      {`[{"field":"contacts.email","op":"eq","value":"a@x.example"}]`, "is not readable with your role"},
+		"unreachable target": {`[{"field":"pipeline.name","op":"eq","value":"a"}]`, "which this key cannot read"},
+		"target op":          {`[{"field":"company.billing_city","op":"gt","value":1}]`, ""},
+	} {
+		_, errs := build(c.filters, targets)
+		if len(errs) != 1 || errs[0].Field != "filters[0].field" && errs[0].Field != "filters[0].op" && errs[0].Field != "filters[0].value" || !strings.Contains(errs[0].Message, c.want) {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	// Without targets, no path resolves.
+	if _, errs := build(`[{"field":"company.billing_city","op":"eq","value":"Berlin"}]`, nil); len(errs) != 1 {
+		t.Errorf("a path without targets: %v", errs)
+	}
+	// The path is part of the fingerprint: company.name is not name.
+	a, _ := build(`[{"field":"company.name","op":"eq","value":"Acme"}]`, targets)
+	b, _ := build(`[{"field":"name","op":"eq","value":"Acme"}]`, targets)
+	c, _ := build(`[{"field":"companies.name","op":"eq","value":"Acme"}]`, targets)
+	if a.Fingerprint == b.Fingerprint || a.Fingerprint == c.Fingerprint {
+		t.Error("the fingerprint does not tell paths apart")
+	}
+	if got := listplan.PathTargets(deals, decode(t, `[{"field":"company.name"},{"filters":[{"field":"companies.x"},{"field":"contacts.y"},{"field":"nope.z"},{"field":"name"}]}]`)); strings.Join(got, ",") != "companies,contacts" {
+		t.Errorf("PathTargets: %v", got)
 	}
 }

@@ -285,6 +285,9 @@ type Scope struct {
 	// Custom are the workspace's custom fields of the resource as filter fields: Key is the filter key
 	// (cfv:<definition id>), Column the definition id, Custom set.
 	Custom []*model.Field
+	// Targets are the resources filter paths may lead to, by name: for each, the caller's policy and the
+	// workspace's custom fields there (see PathTargets). A path to a resource missing here is refused.
+	Targets map[string]Target
 }
 
 // Build resolves p against res. Every problem is returned at once.
@@ -376,7 +379,7 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 			plan.Search = terms
 		}
 	}
-	items, ferrs := parseTree(&resolver{res: res, custom: scope.Custom, policy: scope.Policy}, p.Filters)
+	items, ferrs := parseTree(&resolver{res: res, custom: scope.Custom, policy: scope.Policy, targets: scope.Targets}, p.Filters)
 	errs = append(errs, ferrs...)
 	plan.Filter.Items = items
 	if p.HasFields {

@@ -3,6 +3,7 @@ package server_test
 // Filter trees (README "Filters"): nested groups and paths across references and associations.
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -14,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/workspace-records/records/engine/listplan"
+	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -336,6 +339,166 @@ func TestFilterGroupsRefused(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// ids returns the ids of a list response, sorted.
+func ids(res *servertest.Response) []string {
+	var out []string
+	for _, r := range res.List() {
+		out = append(out, r["id"].(string))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sorted(s ...string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+// filtered lists path with the filter tree as the key, by the URL parameter and by a query body, checks
+// both give the same records and count=exact counts them, and returns their ids.
+func filtered(t *testing.T, e *servertest.Env, key, resource string, filters []any) []string {
+	t.Helper()
+	data, _ := json.Marshal(filters)
+	get := e.DoKey(key, "GET", "/v1/"+resource+"?page_size=100&count=exact&filter="+url.QueryEscape(string(data)), nil)
+	e.Expect(get, 200, "")
+	post := e.DoKey(key, "POST", "/v1/"+resource+"/query", map[string]any{"filters": filters, "page_size": 100})
+	e.Expect(post, 200, "")
+	got := ids(get)
+	if !slices.Equal(got, ids(post)) {
+		t.Fatalf("%s %s: GET %v, query %v", resource, data, got, ids(post))
+	}
+	if n, ok, _ := totalOf(t, get); !ok || n != len(got) {
+		t.Fatalf("%s %s: count %d, %d records", resource, data, n, len(got))
+	}
+	return got
+}
+
+func cond(field, op string, v any) map[string]any {
+	m := map[string]any{"field": field, "op": op}
+	if v != nil {
+		m["value"] = v
+	}
+	return m
+}
+
+// TestFilterPaths: conditions across a reference (company.billing_city) and an association
+// (contacts.email, companies.…, deals.…), on custom fields of the target too, with the target's record
+// rule, masks and the key's allowlist holding: README "Filters".
+func TestFilterPaths(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			e.Contract()
+			create := func(key, resource string, body map[string]any) string {
+				t.Helper()
+				res := e.DoKey(key, "POST", "/v1/"+resource, body)
+				e.Expect(res, 201, "")
+				return res.Data()["id"].(string)
+			}
+			admin := e.Key
+			berlin := create(admin, "companies", map[string]any{"name": "Berlin Co", "billing_city": "Berlin"})
+			paris := create(admin, "companies", map[string]any{"name": "Paris Co", "billing_city": "Paris"})
+			nowhere := create(admin, "companies", map[string]any{"name": "Nowhere Co"})
+			gone := create(admin, "companies", map[string]any{"name": "Gone Co", "billing_city": "Berlin"})
+			d1 := create(admin, "deals", map[string]any{"name": "D1", "company_id": berlin})
+			d2 := create(admin, "deals", map[string]any{"name": "D2", "company_id": paris})
+			d3 := create(admin, "deals", map[string]any{"name": "D3"})
+			d4 := create(admin, "deals", map[string]any{"name": "D4", "company_id": gone})
+			d5 := create(admin, "deals", map[string]any{"name": "D5", "company_id": nowhere})
+			e.Expect(e.Do("DELETE", "/v1/companies/"+gone, nil), 200, "")
+			c1 := create(admin, "contacts", map[string]any{"last_name": "One", "email": "one@x.example"})
+			c2 := create(admin, "contacts", map[string]any{"last_name": "Two", "email": "two@x.example"})
+			c3 := create(admin, "contacts", map[string]any{"last_name": "Three"})
+			e.Expect(e.Do("PUT", "/v1/contacts/"+c1+"/companies/"+berlin, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/contacts/"+c2+"/companies/"+paris, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/contacts/"+c3+"/companies/"+gone, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/deals/"+d1+"/contacts/"+c1, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/deals/"+d1+"/contacts/"+c2, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/deals/"+d2+"/contacts/"+c3, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/companies/"+berlin+"/deals/"+d1, nil), 200, "")
+			e.Expect(e.Do("PUT", "/v1/companies/"+paris+"/deals/"+d3, nil), 200, "")
+
+			check := func(key, resource string, filters []any, want ...string) {
+				t.Helper()
+				if got := filtered(t, e, key, resource, filters); !slices.Equal(got, sorted(want...)) {
+					data, _ := json.Marshal(filters)
+					t.Errorf("%s %s: got %v, want %v", resource, data, got, sorted(want...))
+				}
+			}
+			// Across a reference: the referenced active record matches; negative operators are the target
+			// field's (an empty city is not Berlin), and a deal without a company (or with an archived one)
+			// never matches.
+			check(admin, "deals", []any{cond("company.billing_city", "eq", "Berlin")}, d1)
+			check(admin, "deals", []any{cond("company.billing_city", "ne", "Berlin")}, d2, d5)
+			check(admin, "deals", []any{cond("company.billing_city", "is_empty", nil)}, d5)
+			check(admin, "deals", []any{cond("company_id", "eq", gone)}, d4) // the reference itself still filters
+			check(admin, "deals", []any{cond("company.billing_city", "not_in", []any{"Paris"})}, d1, d5)
+			check(admin, "deals", []any{map[string]any{"join": "or", "filters": []any{cond("company.name", "starts_with", "paris"), cond("name", "eq", "D3")}}}, d2, d3)
+			// Across associations: at least one linked active record matches.
+			check(admin, "deals", []any{cond("contacts.email", "eq", "two@x.example")}, d1)
+			check(admin, "deals", []any{cond("contacts.email", "is_empty", nil)}, d2)
+			check(admin, "deals", []any{cond("contacts.email", "ne", "one@x.example")}, d1, d2)
+			check(admin, "contacts", []any{cond("companies.billing_city", "eq", "Berlin")}, c1) // c3's company is archived
+			check(admin, "contacts", []any{cond("deals.name", "in", []any{"D1", "D2"})}, c1, c2, c3)
+			check(admin, "companies", []any{cond("contacts.last_name", "eq", "Two")}, paris)
+			check(admin, "companies", []any{cond("deals.name", "eq", "D1"), cond("contacts.email", "eq", "one@x.example")}, berlin)
+			check(admin, "companies", []any{cond("deals.name", "ne", "D1")}, paris)
+			check(admin, "deals", []any{cond("companies.name", "eq", "Paris Co")}, d3) // the association, not company_id
+
+			// A custom field of the target.
+			def, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "text"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.Expect(e.Do("PATCH", "/v1/companies/"+paris, map[string]any{"custom_fields": map[string]any{"tier": "Gold"}}), 200, "")
+			check(admin, "deals", []any{cond("company."+def.FilterKey(), "eq", "Gold")}, d2)
+			check(admin, "contacts", []any{cond("companies."+def.FilterKey(), "is_not_empty", nil)}, c2)
+
+			// A member sees only the deals it owns: a path to deals matches through those only.
+			memberID := e.NewMember("m@x.example", "member", "")
+			member := e.NewKey(memberID, auth.KeyOptions{Access: "write"})
+			mine := create(member, "deals", map[string]any{"name": "D1", "company_id": paris})
+			e.Expect(e.DoKey(member, "PUT", "/v1/deals/"+mine+"/contacts/"+c3, nil), 200, "")
+			check(member, "contacts", []any{cond("deals.name", "eq", "D1")}, c3) // not c1, c2: linked to the admin's D1
+			check(admin, "contacts", []any{cond("deals.name", "eq", "D1")}, c1, c2, c3)
+			// Masked on the target for the member: refused, not filtered.
+			refused := func(key, resource string, filters []any, field string) {
+				t.Helper()
+				data, _ := json.Marshal(filters)
+				for _, res := range []*servertest.Response{
+					e.DoKey(key, "GET", "/v1/"+resource+"?filter="+url.QueryEscape(string(data)), nil),
+					e.DoKey(key, "POST", "/v1/"+resource+"/query", map[string]any{"filters": filters}),
+				} {
+					e.Expect(res, 400, "invalid_request")
+					if !strings.Contains(string(res.Raw), `"field":"`+field+`"`) {
+						t.Errorf("%s %s: the error does not name %s: %s", resource, data, field, res.Raw)
+					}
+				}
+			}
+			refused(member, "deals", []any{cond("company.annual_revenue", "gt", 0)}, "filters[0].field")
+			viewer := e.NewKey(e.NewMember("v@x.example", "viewer", ""), auth.KeyOptions{Access: "read"})
+			refused(viewer, "deals", []any{cond("name", "eq", "D1"), map[string]any{"filters": []any{cond("contacts.email", "eq", "one@x.example")}}}, "filters[1].filters[0].field")
+			refused(viewer, "companies", []any{cond("contacts.email", "is_empty", nil)}, "filters[0].field")
+			refused(viewer, "deals", []any{cond("primary_contact.phone", "is_empty", nil)}, "filters[0].field")
+			// A key whose allowlist leaves the target out is refused, not answered empty.
+			dealsOnly := e.NewKey(e.Member, auth.KeyOptions{Access: "read", Resources: []string{"deals"}})
+			refused(dealsOnly, "deals", []any{cond("company.billing_city", "eq", "Berlin")}, "filters[0].field")
+			refused(dealsOnly, "deals", []any{cond("contacts.last_name", "eq", "One")}, "filters[0].field")
+			check(dealsOnly, "deals", []any{cond("name", "eq", "D2")}, d2)
+			// Bad paths are 400, never 500.
+			refused(admin, "deals", []any{cond("nope.name", "eq", "x")}, "filters[0].field")
+			refused(admin, "deals", []any{cond("company.parent_company.name", "eq", "x")}, "filters[0].field")
+			refused(admin, "deals", []any{cond("company.", "eq", "x")}, "filters[0].field")
+			refused(admin, "deals", []any{cond(".name", "eq", "x")}, "filters[0].field")
+			refused(admin, "deals", []any{cond("company.billing_city", "eq", 5)}, "filters[0].value")
+			refused(admin, "deals", []any{cond("company.description", "eq", "x")}, "filters[0].field")
 		})
 	}
 }
