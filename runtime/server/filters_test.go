@@ -492,6 +492,22 @@ func TestFilterPaths(t *testing.T) {
 			refused(dealsOnly, "deals", []any{cond("company.billing_city", "eq", "Berlin")}, "filters[0].field")
 			refused(dealsOnly, "deals", []any{cond("contacts.last_name", "eq", "One")}, "filters[0].field")
 			check(dealsOnly, "deals", []any{cond("name", "eq", "D2")}, d2)
+			// The catalog lists the paths each key can filter by.
+			pathsOf := func(key string) []string {
+				res := e.DoKey(key, "GET", "/v1/resources/deals", nil)
+				e.Expect(res, 200, "")
+				var out []string
+				for _, p := range res.Data()["filter_paths"].([]any) {
+					out = append(out, p.(map[string]any)["relation"].(string)+">"+p.(map[string]any)["target"].(string))
+				}
+				return out
+			}
+			if got := pathsOf(admin); !slices.Contains(got, "company>companies") || !slices.Contains(got, "contacts>contacts") || !slices.Contains(got, "companies>companies") {
+				t.Errorf("the admin's filter paths of deals: %v", got)
+			}
+			if got := pathsOf(dealsOnly); len(got) != 0 {
+				t.Errorf("a deals-only key's filter paths: %v", got)
+			}
 			// Bad paths are 400, never 500.
 			refused(admin, "deals", []any{cond("nope.name", "eq", "x")}, "filters[0].field")
 			refused(admin, "deals", []any{cond("company.parent_company.name", "eq", "x")}, "filters[0].field")
