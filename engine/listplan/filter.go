@@ -129,6 +129,21 @@ func (g Group) Conditions() []Filter {
 	return out
 }
 
+// RuleNarrows reports whether a record rule of the caller narrows the rows of p: its rule on the
+// resource, or on the target of one of its filter paths (whose matches are the target records the
+// caller can see). A planner's estimate of such a plan would tell about records the caller cannot see.
+func (p *Plan) RuleNarrows() bool {
+	if p.Policy != nil && p.Policy.Rule != access.All {
+		return true
+	}
+	for _, c := range p.Filter.Conditions() {
+		if c.Path != nil && c.Path.Policy != nil && c.Path.Policy.Rule != access.All {
+			return true
+		}
+	}
+	return false
+}
+
 // resolver resolves the filter keys of one plan: the resource's declared filterable fields and custom
 // fields, each readable under the caller's policy.
 type resolver struct {

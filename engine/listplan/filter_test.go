@@ -173,6 +173,14 @@ func TestFilterPaths(t *testing.T) {
 			t.Errorf("%s: %v", name, errs)
 		}
 	}
+	// A record rule on a path's target narrows the plan's rows, as one on the resource does.
+	owned := map[string]listplan.Target{"companies": {Resource: companies, Policy: &access.Policy{Resource: companies, Level: access.Read, Rule: access.Owned, Member: "m"}}}
+	if p, _ := build(`[{"field":"company.name","op":"eq","value":"a"}]`, owned); p == nil || !p.RuleNarrows() {
+		t.Error("a path under an owned rule does not narrow the plan")
+	}
+	if p, _ := build(`[{"field":"company.name","op":"eq","value":"a"}]`, targets); p == nil || p.RuleNarrows() {
+		t.Error("a path without a rule narrows the plan")
+	}
 	// Without targets, no path resolves.
 	if _, errs := build(`[{"field":"company.billing_city","op":"eq","value":"Berlin"}]`, nil); len(errs) != 1 {
 		t.Errorf("a path without targets: %v", errs)

@@ -240,8 +240,8 @@ func (s *Service) pathTargets(ctx context.Context, a Actor, r *model.Resource, f
 }
 
 // count sets page's total count when the plan asks for one. Exact counts run the list's own predicate
-// (tenancy, record rule, archived, search, filters). An estimate is PostgreSQL's planner's where the
-// caller's policy has no record rule; where one narrows the rows (the planner knows nothing of it, and
+// (tenancy, record rule, archived, search, filters). An estimate is PostgreSQL's planner's where no
+// record rule of the caller narrows the rows (on the resource, or on a filter path's target); where one narrows the rows (the planner knows nothing of it, and
 // its estimate would tell how many records the caller cannot see) and on SQLite, it is an exact count
 // stopped at listplan.EstimateExactCap, said estimated when it reaches the cap.
 func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan, page *Page) error {
@@ -251,7 +251,7 @@ func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan,
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	limit := 0
 	if plan.Count == listplan.CountEstimated {
-		if s.d.Kind() == sqlgen.Postgres && (plan.Policy == nil || plan.Policy.Rule == access.All) {
+		if s.d.Kind() == sqlgen.Postgres && !plan.RuleNarrows() {
 			n, err := s.estimate(ctx, c, plan)
 			if err != nil {
 				return err

@@ -468,6 +468,13 @@ func TestFilterPaths(t *testing.T) {
 			e.Expect(e.DoKey(member, "PUT", "/v1/deals/"+mine+"/contacts/"+c3, nil), 200, "")
 			check(member, "contacts", []any{cond("deals.name", "eq", "D1")}, c3) // not c1, c2: linked to the admin's D1
 			check(admin, "contacts", []any{cond("deals.name", "eq", "D1")}, c1, c2, c3)
+			// The member's rule on deals narrows the contacts a deals path matches: an estimate is an exact
+			// count there (the planner's figure would tell about deals the member cannot see).
+			est := e.DoKey(member, "POST", "/v1/contacts/query", map[string]any{"filters": []any{cond("deals.name", "eq", "D1")}, "count": "estimated"})
+			e.Expect(est, 200, "")
+			if n, ok, estimated := totalOf(t, est); !ok || n != 1 || estimated {
+				t.Errorf("the member's estimated count across deals: %d %v %v, want 1 exact", n, ok, estimated)
+			}
 			// Masked on the target for the member: refused, not filtered.
 			refused := func(key, resource string, filters []any, field string) {
 				t.Helper()
