@@ -181,6 +181,12 @@ func TestFilterPaths(t *testing.T) {
 	if p, _ := build(`[{"field":"company.name","op":"eq","value":"a"}]`, targets); p == nil || p.RuleNarrows() {
 		t.Error("a path without a rule narrows the plan")
 	}
+	// A reference field the caller cannot read opens no path.
+	hiding := &model.Role{Name: "hiding", Resources: map[string]string{"*": "read"}, FieldRules: map[string]map[string]string{"deals": {"company_id": "hidden"}}}
+	if _, errs := listplan.Build(deals, listplan.Params{Filters: decode(t, `[{"field":"company.name","op":"eq","value":"a"}]`)},
+		listplan.Scope{Workspace: "w", Secret: secret, Policy: access.For(hiding, deals, "m", ""), Targets: targets}); len(errs) != 1 || !strings.Contains(errs[0].Message, "is not readable") {
+		t.Errorf("a path through a hidden reference: %v", errs)
+	}
 	// Without targets, no path resolves.
 	if _, errs := build(`[{"field":"company.billing_city","op":"eq","value":"Berlin"}]`, nil); len(errs) != 1 {
 		t.Errorf("a path without targets: %v", errs)
