@@ -77,11 +77,10 @@ type Position struct {
 
 // Plan is a resolved list request.
 type Plan struct {
-	Resource *model.Resource
-	Sort     *model.Field
-	Desc     bool
-	// Filter is the filter tree: the top-level items, joined by join (Filter.Or), and nested groups.
-	Filter          Group
+	Resource        *model.Resource
+	Sort            *model.Field
+	Desc            bool
+	Filter          Group // the filter tree: top-level items joined by join (Filter.Or), nested groups
 	Search          []string
 	IncludeArchived bool
 	Fields          []string // nil means every field
