@@ -125,6 +125,22 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy, reach
 			filters = append(filters, map[string]any{"key": f.Key, "field": f.Key, "type": f.Type.String(), "ops": f.Ops()})
 		}
 	}
+	// Filter paths: the relations a filter key may cross (relation.key, one level), those whose reference
+	// field the caller can read and filter on, into resources the caller reaches; the keys are the
+	// target's own filter keys, as its catalog lists them for the caller.
+	paths := []any{}
+	for _, rel := range r.Relations() {
+		if (rel.Field != nil && !(rel.Field.Filterable && pol.Readable(rel.Field.Key))) || !reach(rel.Target) {
+			continue
+		}
+		entry := map[string]any{"relation": rel.Name, "target": rel.Target, "keys": rel.Name + ".<a filter key of " + rel.Target + ">"}
+		if rel.Field != nil {
+			entry["kind"], entry["field"], entry["matches"] = "reference", rel.Field.Key, "the referenced record matches"
+		} else {
+			entry["kind"], entry["matches"] = "association", "at least one linked record matches"
+		}
+		paths = append(paths, entry)
+	}
 	assocs := []any{}
 	for _, a := range r.Associations {
 		// A link is written from a resource that takes updates, by a caller who may write it and use the
@@ -160,6 +176,7 @@ func Document(r *model.Resource, sch *schema.Resource, pol *access.Policy, reach
 	doc["default_sort"] = map[string]any{"key": "created_at", "order": "desc"}
 	doc["filter_keys"] = filters
 	doc["filter_join"] = []string{"and", "or"}
+	doc["filter_paths"] = paths
 	doc["search"] = map[string]any{"supported": searchable, "fields": search}
 	doc["searchable"] = searchable
 	doc["associations"] = assocs

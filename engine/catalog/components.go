@@ -85,8 +85,8 @@ func components(cat *model.Catalog) map[string]any {
 			"schema": map[string]any{"type": "string", "enum": []string{"exact", "estimated", "none"}}},
 		"IncludeArchived": map[string]any{"name": "include_archived", "in": "query", "description": "Include archived records.",
 			"schema": map[string]any{"type": "boolean", "default": false}},
-		"FilterQuery": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
-		"Join":        map[string]any{"name": "join", "in": "query", "description": "How the filters combine.", "schema": map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and"}},
+		"FilterQuery": map[string]any{"name": "filter", "in": "query", "description": "URL-encoded JSON array of filter items (`[{\"field\":\"name\",\"op\":\"eq\",\"value\":\"Acme\"}]`), each a condition or a group `{\"join\":\"or\",\"filters\":[…]}` (schema `FilterItem`); fields are the `filter_keys` of the field catalog.", "schema": map[string]any{"type": "string"}},
+		"Join":        map[string]any{"name": "join", "in": "query", "description": "How the top-level filter items combine (a group has its own `join`).", "schema": map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and"}},
 		"Search":      map[string]any{"name": "search", "in": "query", "description": "Free-text search over the resource's full-text fields.", "schema": map[string]any{"type": "string", "maxLength": 200}},
 	}
 	schemas := map[string]any{
@@ -167,11 +167,11 @@ func components(cat *model.Catalog) map[string]any {
 				"page_size":   map[string]any{"type": "integer", "minimum": 0, "description": "How many events the page holds."},
 			},
 		},
-		"FilterItem": map[string]any{
-			"type": "object", "required": []string{"field", "op"}, "additionalProperties": false, "description": "One filter item.",
+		"FilterCondition": map[string]any{
+			"type": "object", "required": []string{"field", "op"}, "additionalProperties": false, "description": "One condition.",
 			"properties": map[string]any{
-				"field": str("A filter key from the field catalog (`filter_keys`), or a custom field's `cfv:<id>`."),
-				"op":    map[string]any{"type": "string", "enum": []string{"eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in", "contains", "not_contains", "starts_with", "is_empty", "is_not_empty"}, "description": "The comparison; the field catalog lists the operators each key takes."},
+				"field": str("A filter key from the field catalog (`filter_keys`), a custom field's `cfv:<id>`, or a path `relation.key` across one reference or association of the resource (`filter_paths`: `company.billing_city`, `contacts.email`, `company.cfv:<id>`), where key is a filter key of the target: across a reference the referenced record must match, across an association at least one linked record; only active target records the caller can read match, and a field the caller cannot read there is refused."),
+				"op":    map[string]any{"type": "string", "enum": []string{"eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in", "contains", "not_contains", "starts_with", "is_empty", "is_not_empty"}, "description": "The comparison; the field catalog lists the operators each key takes (for a path, the target's catalog)."},
 				"value": map[string]any{"description": "The operand: a value of the field's type, an array for `in` and `not_in`, absent for `is_empty` and `is_not_empty`."},
 			},
 		},
@@ -213,10 +213,19 @@ func components(cat *model.Catalog) map[string]any {
 				"name": schemaRef("ResourceName"),
 				"fields": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []string{"key", "type"},
 					"properties": map[string]any{"key": str("The field key."), "type": str("The field type.")}}, "description": "Declared fields: key, label, type, required, writable, sortable, filterable, unique, filter_key, options, bounds, visibility."},
-				"unique_keys":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Fields that are unique keys: at most one active (non-archived) record of the workspace holds each value; a create, update or restore that would take a held value is refused with 409 `conflict` naming the key in `details.unique_key`. Archived records hold no value."},
-				"required":      map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Keys a create must set."},
-				"sort_keys":     map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Values `sort` takes, custom fields' `cfv:<id>` included."},
-				"filter_keys":   map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "Keys filters take, with their type and operators."},
+				"unique_keys": map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Fields that are unique keys: at most one active (non-archived) record of the workspace holds each value; a create, update or restore that would take a held value is refused with 409 `conflict` naming the key in `details.unique_key`. Archived records hold no value."},
+				"required":    map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Keys a create must set."},
+				"sort_keys":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Values `sort` takes, custom fields' `cfv:<id>` included."},
+				"filter_keys": map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "Keys filters take, with their type and operators."},
+				"filter_paths": map[string]any{"type": "array", "description": "The relations a filter key may cross, one level: `relation.key` where key is one of the target's filter keys (its own catalog lists those the caller can read). Across a reference the referenced record must match; across an association at least one linked record. Only active target records the caller can read match.",
+					"items": map[string]any{"type": "object", "required": []string{"relation", "target", "kind"}, "additionalProperties": true, "properties": map[string]any{
+						"relation": str("The relation's name: a reference field without `_id`, or an association."),
+						"target":   schemaRef("ResourceName"),
+						"kind":     map[string]any{"type": "string", "enum": []string{"reference", "association"}},
+						"field":    str("The reference field (references only)."),
+						"keys":     str("The form of the path keys."),
+						"matches":  str("What a record must have to match."),
+					}}},
 				"custom_fields": map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "The workspace's custom fields of this resource, with `key`, `filter_key` and `sort_key`."},
 				"associations":  map[string]any{"type": "array", "items": map[string]any{"type": "object", "additionalProperties": true}, "description": "Associations: name, target, path and attributes."},
 				"schema":        map[string]any{"type": "object", "additionalProperties": true, "description": "The JSON Schemas of create and update bodies."},
@@ -257,6 +266,9 @@ func components(cat *model.Catalog) map[string]any {
 						}}},
 			},
 		},
+	}
+	for name, sc := range filterSchemas() {
+		schemas[name] = sc
 	}
 	return map[string]any{
 		"schemas":       schemas,
@@ -342,6 +354,55 @@ func errorBody(envelope bool) map[string]any {
 			"description": "On 422 `batch_failed`: every item's result, in the order sent; nothing was written."}
 	} else {
 		out["description"] = "A refused batch item's error: as the envelope's `error` member; `request_id` is the batch's."
+	}
+	return out
+}
+
+// filterSchemas describes the filter grammar: FilterItem is a top-level item, a FilterCondition or a
+// FilterGroup; a group's items are one level deeper (FilterItem2 … FilterItem4, FilterGroup2 …
+// FilterGroup4), and the deepest group (listplan.MaxFilterDepth) holds conditions only. The levels are
+// written out, not a recursive schema: the depth is the documented cap, and validators and client
+// generators that cannot render a cycle read them.
+func filterSchemas() map[string]any {
+	level := func(base string, n int) string {
+		if n == 1 {
+			return base
+		}
+		return fmt.Sprintf("%s%d", base, n)
+	}
+	out := map[string]any{
+		"FilterCondition": map[string]any{
+			"type": "object", "required": []string{"field", "op"}, "additionalProperties": false, "description": "One condition.",
+			"properties": map[string]any{
+				"field": str("A filter key from the field catalog (`filter_keys`), a custom field's `cfv:<id>`, or a path `relation.key` across one reference or association of the resource (`filter_paths`: `company.billing_city`, `contacts.email`, `company.cfv:<id>`), where key is a filter key of the target: across a reference the referenced record must match, across an association at least one linked record; only active target records the caller can read match, and a field the caller cannot read there is refused."),
+				"op":    map[string]any{"type": "string", "enum": []string{"eq", "ne", "lt", "lte", "gt", "gte", "in", "not_in", "contains", "not_contains", "starts_with", "is_empty", "is_not_empty"}, "description": "The comparison; the field catalog lists the operators each key takes (for a path, the target's catalog)."},
+				"value": map[string]any{"description": "The operand: a value of the field's type, an array for `in` and `not_in`, absent for `is_empty` and `is_not_empty`."},
+			},
+		},
+	}
+	for n := 1; n <= listplan.MaxFilterDepth; n++ {
+		item := map[string]any{"oneOf": []any{schemaRef("FilterCondition"), schemaRef(level("FilterGroup", n))}}
+		if n == 1 {
+			item["description"] = fmt.Sprintf("One filter item: a condition, or a group of items joined by the group's own `join`. Groups nest at most %d deep below the top level; the whole tree holds at most %d conditions and %d items (groups included).", listplan.MaxFilterDepth, listplan.MaxFilters, listplan.MaxFilterItems)
+		} else {
+			item["description"] = fmt.Sprintf("A filter item inside a group of depth %d: a condition or a group.", n-1)
+		}
+		out[level("FilterItem", n)] = item
+		inner := schemaRef("FilterCondition")
+		if n < listplan.MaxFilterDepth {
+			inner = schemaRef(level("FilterItem", n+1))
+		}
+		desc := fmt.Sprintf("A group of filter items at depth %d, joined by `join`.", n)
+		if n == listplan.MaxFilterDepth {
+			desc = fmt.Sprintf("A group of filter items at depth %d, the deepest: it holds conditions only.", n)
+		}
+		out[level("FilterGroup", n)] = map[string]any{
+			"type": "object", "required": []string{"filters"}, "additionalProperties": false, "description": desc,
+			"properties": map[string]any{
+				"join":    map[string]any{"type": "string", "enum": []string{"and", "or"}, "default": "and", "description": "How the group's items combine."},
+				"filters": map[string]any{"type": "array", "minItems": 1, "items": inner, "description": "The group's items."},
+			},
+		}
 	}
 	return out
 }

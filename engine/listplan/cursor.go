@@ -159,25 +159,7 @@ func DecodeCursor(secret []byte, s string, plan *Plan) (*Position, error) {
 
 // fingerprint identifies everything that must stay the same during a walk.
 func fingerprint(p *Plan, workspace string) string {
-	type item struct {
-		F string `json:"f"`
-		O string `json:"o"`
-		V any    `json:"v,omitempty"`
-	}
-	filters := make([]item, len(p.Filters))
-	for i, f := range p.Filters {
-		var v any
-		if f.Values != nil {
-			vals := make([]any, len(f.Values))
-			for j, x := range f.Values {
-				vals[j] = model.JSONValue(f.Field, x)
-			}
-			v = vals
-		} else if f.Value != nil {
-			v = model.JSONValue(f.Field, f.Value)
-		}
-		filters[i] = item{F: f.Field.Key, O: f.Op, V: v}
-	}
+	filters := fingerprintItems(p.Filter.Items)
 	var who string
 	if p.Policy != nil {
 		who = p.Policy.Member + "/" + p.Policy.Rule.String() + "/" + p.Policy.Department
@@ -190,10 +172,48 @@ func fingerprint(p *Plan, workspace string) string {
 		S string   `json:"s"`
 		D bool     `json:"d"`
 		Q []string `json:"q"`
-		F []item   `json:"f"`
+		F []any    `json:"f"`
 		J bool     `json:"j"`
 		A bool     `json:"a"`
-	}{who, workspace, p.Resource.Name, p.ModelID, p.Sort.Key, p.Desc, p.Search, filters, p.Or, p.IncludeArchived})
+	}{who, workspace, p.Resource.Name, p.ModelID, p.Sort.Key, p.Desc, p.Search, filters, p.Filter.Or, p.IncludeArchived})
 	sum := sha256.Sum256(data)
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// fingerprintItems encodes the filter tree for the fingerprint: a condition as {f, o, v} (the encoding
+// of the flat filter lists that came before groups, so their cursors stay valid), a group as {j, g}.
+func fingerprintItems(items []Item) []any {
+	type cond struct {
+		F string `json:"f"`
+		O string `json:"o"`
+		V any    `json:"v,omitempty"`
+	}
+	type group struct {
+		J string `json:"j"`
+		G []any  `json:"g"`
+	}
+	out := make([]any, len(items))
+	for i, it := range items {
+		if g := it.Group; g != nil {
+			join := "and"
+			if g.Or {
+				join = "or"
+			}
+			out[i] = group{J: join, G: fingerprintItems(g.Items)}
+			continue
+		}
+		f := it.Filter
+		var v any
+		if f.Values != nil {
+			vals := make([]any, len(f.Values))
+			for j, x := range f.Values {
+				vals[j] = model.JSONValue(f.Field, x)
+			}
+			v = vals
+		} else if f.Value != nil {
+			v = model.JSONValue(f.Field, f.Value)
+		}
+		out[i] = cond{F: f.Key(), O: f.Op, V: v}
+	}
+	return out
 }

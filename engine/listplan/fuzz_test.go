@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model/modeltest"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -25,25 +26,41 @@ func FuzzParseFilters(f *testing.F) {
 		`[{"field":"updated_at","op":"gt","value":"2026-01-01T00:00:00Z"}]`,
 		`[{"field":"name; DROP TABLE x","op":"eq","value":1}]`,
 		`[{"field":"probability","op":"eq","value":1e400}]`,
+		`[{"join":"or","filters":[{"field":"status","op":"eq","value":"won"},{"filters":[{"field":"amount","op":"gt","value":10}]}]}]`,
+		`[{"filters":[{"filters":[{"filters":[{"filters":[{"filters":[{"field":"name","op":"eq","value":"x"}]}]}]}]}]}]`,
+		`[{"join":"or","filters":[]}]`, `[{"join":1,"filters":[{"field":"name"}]}]`, `[{"filters":[[]]}]`,
+		`[{"field":"company.billing_city","op":"ne","value":"Berlin"},{"join":"or","filters":[{"field":"contacts.email","op":"eq","value":"a@x.example"}]}]`,
+		`[{"field":"companies.name","op":"in","value":["a","b"]},{"field":"company.x.y","op":"eq","value":1},{"field":".","op":"eq"}]`,
+		`[{"field":"primary_contact.email","op":"is_empty"},{"field":"pipeline.name","op":"eq","value":"x"}]`,
 		`{"field":"name"}`, `[1,2]`, `[{"field":null}]`, `[[]]`, ``,
 	} {
 		f.Add(s, "and")
 	}
 	cat := modeltest.Shipped(f)
 	deals, _ := cat.Resource("deals")
+	companies, _ := cat.Resource("companies")
+	contacts, _ := cat.Resource("contacts")
+	viewer, _ := cat.Role("viewer")
+	// Paths reach companies unrestricted and contacts as the viewer reads them (email masked).
+	targets := map[string]listplan.Target{"companies": {Resource: companies}, "contacts": {Resource: contacts, Policy: access.For(viewer, contacts, "m", "")}}
 	f.Fuzz(func(t *testing.T, filter, join string) {
 		q := url.Values{"filter": {filter}, "join": {join}}
 		p, errs := listplan.FromQuery(q)
 		if len(errs) > 0 {
 			return
 		}
-		plan, errs := listplan.Build(deals, p, listplan.Scope{Workspace: "w", Secret: secret})
+		plan, errs := listplan.Build(deals, p, listplan.Scope{Workspace: "w", Secret: secret, Targets: targets})
 		if len(errs) > 0 {
 			return
 		}
+		for _, c := range plan.Filter.Conditions() {
+			if c.Path != nil && c.Path.Policy != nil && !c.Path.Policy.Readable(c.Field.Key) {
+				t.Fatalf("a path to an unreadable field was accepted: %s", c.Key())
+			}
+		}
 		for _, d := range []sqlgen.Dialect{sqlgen.New(sqlgen.Postgres), sqlgen.New(sqlgen.SQLite)} {
 			for _, st := range d.List(plan, "w") {
-				for _, fl := range plan.Filters {
+				for _, fl := range plan.Filter.Conditions() {
 					if s, ok := fl.Value.(string); ok && len(s) > 3 && strings.Contains(st.SQL, s) {
 						t.Fatalf("filter value %q reached SQL text: %s", s, st.SQL)
 					}

@@ -72,14 +72,6 @@ type Params struct {
 	Expand []string
 }
 
-// Filter is one resolved filter item.
-type Filter struct {
-	Field  *model.Field
-	Op     string
-	Value  any   // canonical; for is_empty / is_not_empty unused
-	Values []any // canonical, for in / not_in
-}
-
 // Position is where a keyset walk resumes: after the row with sort value Key (nil for NULL) and ID.
 type Position struct {
 	Key any
@@ -91,8 +83,7 @@ type Plan struct {
 	Resource        *model.Resource
 	Sort            *model.Field
 	Desc            bool
-	Filters         []Filter
-	Or              bool
+	Filter          Group // the filter tree: top-level items joined by join (Filter.Or), nested groups
 	Search          []string
 	IncludeArchived bool
 	Fields          []string // nil means every field
@@ -300,6 +291,9 @@ type Scope struct {
 	// Custom are the workspace's custom fields of the resource as filter fields: Key is the filter key
 	// (cfv:<definition id>), Column the definition id, Custom set.
 	Custom []*model.Field
+	// Targets are the resources filter paths may lead to, by name: for each, the caller's policy and the
+	// workspace's custom fields there (see PathTargets). A path to a resource missing here is refused.
+	Targets map[string]Target
 }
 
 // Build resolves p against res. Every problem is returned at once.
@@ -370,7 +364,7 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 	switch p.Join {
 	case "", "and":
 	case "or":
-		plan.Or = true
+		plan.Filter.Or = true
 	default:
 		errs = append(errs, field.New(field.CodeOption, field.NewPath("join"), "must be and or or"))
 	}
@@ -391,23 +385,9 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 			plan.Search = terms
 		}
 	}
-	lookup := func(key string) (*model.Field, bool) {
-		for _, f := range scope.Custom {
-			if f.Key == key {
-				return f, true
-			}
-		}
-		f, ok := res.Field(key)
-		return f, ok && f.Filterable
-	}
-	filters, ferrs := parseFilters(res.Name, lookup, p.Filters)
+	items, ferrs := parseTree(&resolver{res: res, custom: scope.Custom, policy: scope.Policy, targets: scope.Targets}, p.Filters)
 	errs = append(errs, ferrs...)
-	for i, f := range filters {
-		if !readable(f.Field.Key) {
-			errs = append(errs, field.New(field.CodeInvalid, field.NewPath("filters").Index(i).Child("field"), fmt.Sprintf("%q is not readable with your role; it cannot be filtered on", f.Field.Key)))
-		}
-	}
-	plan.Filters = filters
+	plan.Filter.Items = items
 	if p.HasFields {
 		plan.Fields = []string{}
 		for _, name := range p.Fields {
@@ -444,103 +424,6 @@ func SearchTerms(s string) ([]string, error) {
 		words = words[:MaxSearchTerms]
 	}
 	return words, nil
-}
-
-// ParseFilters resolves raw filter items against res's declared filter keys.
-func ParseFilters(res *model.Resource, items []any) ([]Filter, field.ErrorList) {
-	return parseFilters(res.Name, func(key string) (*model.Field, bool) {
-		f, ok := res.Field(key)
-		return f, ok && f.Filterable
-	}, items)
-}
-
-func parseFilters(resource string, lookup func(string) (*model.Field, bool), items []any) ([]Filter, field.ErrorList) {
-	var errs field.ErrorList
-	if len(items) > MaxFilters {
-		return nil, field.ErrorList{field.New(field.CodeTooLong, field.NewPath("filters"), fmt.Sprintf("must have at most %d items", MaxFilters))}
-	}
-	out := make([]Filter, 0, len(items))
-	for i, raw := range items {
-		path := field.NewPath("filters").Index(i)
-		item, ok := raw.(map[string]any)
-		if !ok {
-			errs = append(errs, field.New(field.CodeType, path, "must be an object with field, op and value"))
-			continue
-		}
-		f, err := parseFilter(resource, lookup, item)
-		if err != nil {
-			err.Field = path.String() + "." + err.Field
-			errs = append(errs, err)
-			continue
-		}
-		out = append(out, f)
-	}
-	return out, errs
-}
-
-func parseFilter(resource string, lookup func(string) (*model.Field, bool), item map[string]any) (Filter, *field.Error) {
-	for k := range item {
-		if k != "field" && k != "op" && k != "value" {
-			return Filter{}, &field.Error{Code: field.CodeUnknown, Field: k, Message: "is not a filter member (field, op, value)"}
-		}
-	}
-	key, ok := item["field"].(string)
-	if !ok {
-		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "field", Message: "must be a filter key string"}
-	}
-	f, ok := lookup(key)
-	if !ok {
-		msg := fmt.Sprintf("%q is not a filter key of %s", key, resource)
-		if strings.HasPrefix(key, "cf__") {
-			msg += "; filter a custom field by its filter_key (cfv:<id>) from the catalog"
-		}
-		return Filter{}, &field.Error{Code: field.CodeInvalid, Field: "field", Message: msg}
-	}
-	op, ok := item["op"].(string)
-	if !ok {
-		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "op", Message: "must be an operator string"}
-	}
-	if !f.AcceptsOp(op) {
-		return Filter{}, &field.Error{Code: field.CodeOption, Field: "op", Message: fmt.Sprintf("%q is not accepted for %s; accepted: %s", op, key, strings.Join(f.Ops(), ", "))}
-	}
-	out := Filter{Field: f, Op: op}
-	raw, hasValue := item["value"]
-	switch op {
-	case "is_empty", "is_not_empty":
-		if hasValue && raw != nil {
-			return Filter{}, &field.Error{Code: field.CodeInvalid, Field: "value", Message: op + " takes no value"}
-		}
-		return out, nil
-	case "in", "not_in":
-		list, ok := raw.([]any)
-		if !ok || len(list) == 0 || len(list) > MaxInValues {
-			return Filter{}, &field.Error{Code: field.CodeType, Field: "value", Message: fmt.Sprintf("%s needs an array of 1 to %d values", op, MaxInValues)}
-		}
-		for i, v := range list {
-			cv, err := model.Canonical(f, v)
-			if err != nil {
-				return Filter{}, &field.Error{Code: field.CodeType, Field: fmt.Sprintf("value[%d]", i), Message: err.Error()}
-			}
-			if err := checkLength(cv); err != nil {
-				err.Field = fmt.Sprintf("value[%d]", i)
-				return Filter{}, err
-			}
-			out.Values = append(out.Values, cv)
-		}
-		return out, nil
-	}
-	if !hasValue || raw == nil {
-		return Filter{}, &field.Error{Code: field.CodeRequired, Field: "value", Message: op + " needs a value (use is_empty for missing values)"}
-	}
-	cv, err := model.Canonical(f, raw)
-	if err != nil {
-		return Filter{}, &field.Error{Code: field.CodeType, Field: "value", Message: err.Error()}
-	}
-	if err := checkLength(cv); err != nil {
-		return Filter{}, err
-	}
-	out.Value = cv
-	return out, nil
 }
 
 // checkLength refuses a text filter value longer than MaxValueLen characters.

@@ -47,6 +47,8 @@ func FuzzFromQuery(f *testing.F) {
 		"filter=%5B", "filter=%5B%5D%5B%5D", "search=acme%20robotics", "search=%00%01", "search=" + url.QueryEscape("ÄÖÜ ß 数据"),
 		"fields=name,amount,%20id,,", "fields=", "model_id=x", "include_archived=1", "unknown=1", "a;b=c", "%=1", "&&&=",
 		"cursor=eyJ2IjoxfQ.AAAAAAAAAAAAAAAAAAAAAA",
+		"join=or&filter=" + url.QueryEscape(`[{"join":"and","filters":[{"field":"status","op":"eq","value":"won"},{"join":"or","filters":[{"field":"amount","op":"gt","value":10},{"field":"close_date","op":"is_empty"}]}]}]`),
+		"filter=" + url.QueryEscape(`[{"filters":[{"filters":[{"filters":[{"filters":[{"filters":[]}]}]}]}]}]`),
 	} {
 		f.Add(s)
 	}
@@ -102,6 +104,7 @@ func FuzzFromBody(f *testing.F) {
 		`{"page":1.5}`, `{"page":1e2}`, `{"page":"1"}`, `{"page_size":1e9999999}`, `{"page":99999999999999999999}`,
 		`{"filters":[{"field":"name","op":"starts_with","value":"Ac"}],"join":"or"}`, `{"filters":"[]"}`, `{"filters":null}`,
 		`{"filters":[{"field":"amount","op":"in","value":[1e-999999,2]}]}`, `{"fields":["name","id"]}`, `{"fields":[1]}`,
+		`{"filters":[{"join":"or","filters":[{"field":"name","op":"eq","value":"a"},{"filters":[{"field":"amount","op":"lt","value":5}]}]}]}`,
 		`{"fields":"name"}`, `{"include_archived":"true"}`, `{"search":"acme"}`, `{"search":""}`, `{"model_id":5}`, `{"extra":1}`,
 	} {
 		f.Add([]byte(s))
@@ -250,17 +253,17 @@ func checkPlan(t *testing.T, plan *listplan.Plan) {
 	if !plan.CursorMode() && (plan.Page < 1 || plan.Page > listplan.MaxPage || plan.Offset+plan.Limit > listplan.PageWindow) {
 		t.Fatalf("page %d offset %d limit %d beyond the page window", plan.Page, plan.Offset, plan.Limit)
 	}
-	if len(plan.Filters) > listplan.MaxFilters || len(plan.Search) > listplan.MaxSearchTerms || plan.Fingerprint == "" {
-		t.Fatalf("%d filters, %d search terms, fingerprint %q", len(plan.Filters), len(plan.Search), plan.Fingerprint)
+	if len(plan.Filter.Conditions()) > listplan.MaxFilters || len(plan.Search) > listplan.MaxSearchTerms || plan.Fingerprint == "" {
+		t.Fatalf("%d filters, %d search terms, fingerprint %q", len(plan.Filter.Conditions()), len(plan.Search), plan.Fingerprint)
 	}
-	for _, fl := range plan.Filters {
+	for _, fl := range plan.Filter.Conditions() {
 		if len(fl.Values) > listplan.MaxInValues {
 			t.Fatalf("filter %s %s with %d values", fl.Field.Key, fl.Op, len(fl.Values))
 		}
 	}
 	for _, d := range []sqlgen.Dialect{sqlgen.New(sqlgen.Postgres), sqlgen.New(sqlgen.SQLite)} {
 		for _, st := range d.List(plan, "w") {
-			for _, fl := range plan.Filters {
+			for _, fl := range plan.Filter.Conditions() {
 				if s, ok := fl.Value.(string); ok && len(s) > 3 && bytes.Contains([]byte(st.SQL), []byte(s)) {
 					t.Fatalf("filter value %q reached SQL text: %s", s, st.SQL)
 				}

@@ -87,25 +87,72 @@ func (d Dialect) where(plan *listplan.Plan, workspace string, a *args) string {
 	if rule := d.rule(plan.Policy, workspace, a, ""); rule != "" {
 		parts = append(parts, rule)
 	}
-	if len(plan.Filters) > 0 {
-		conds := make([]string, len(plan.Filters))
-		for i, f := range plan.Filters {
-			if f.Field.Custom {
-				conds[i] = d.customFilter(f, workspace, a)
-				continue
-			}
-			conds[i] = d.filter(f, a)
-		}
-		join := " AND "
-		if plan.Or {
-			join = " OR "
-		}
-		parts = append(parts, "("+strings.Join(conds, join)+")")
+	if !plan.Filter.Empty() {
+		parts = append(parts, "("+d.group(r, plan.Filter, workspace, a)+")")
 	}
 	if len(plan.Search) > 0 {
 		parts = append(parts, d.search(r, plan.Search, a))
 	}
 	return strings.Join(parts, " AND ")
+}
+
+// group renders the items of a filter group of r's records joined by its join; nested groups in
+// parentheses.
+func (d Dialect) group(r *model.Resource, g listplan.Group, workspace string, a *args) string {
+	conds := make([]string, len(g.Items))
+	for i, it := range g.Items {
+		if it.Group != nil {
+			conds[i] = "(" + d.group(r, *it.Group, workspace, a) + ")"
+			continue
+		}
+		conds[i] = d.condition(r, *it.Filter, workspace, a)
+	}
+	join := " AND "
+	if g.Or {
+		join = " OR "
+	}
+	return strings.Join(conds, join)
+}
+
+// condition renders one condition of a filter tree on r's records.
+func (d Dialect) condition(r *model.Resource, f listplan.Filter, workspace string, a *args) string {
+	if f.Path != nil {
+		return d.pathFilter(r, f, workspace, a)
+	}
+	if f.Field.Custom {
+		return d.customFilter(f, workspace, a)
+	}
+	return d.filter(f, a)
+}
+
+// pathFilter renders a path condition of r's records as a semi-join on indexed columns. The target's
+// records that match are selected under the same guards as a list of them: the workspace predicate,
+// active records only, and the caller's record rule on the target. Across a reference, the reference
+// column is among their ids (its (workspace_id, column, id) index serves the outer side); across an
+// association, the record's id is among the links (by the associations indexes on (workspace_id,
+// owner_resource, name, owner_id|target_id)) whose other end is among them. Each subquery names only
+// its own table, so unqualified columns resolve to it.
+func (d Dialect) pathFilter(r *model.Resource, f listplan.Filter, workspace string, a *args) string {
+	p := f.Path
+	cond := f
+	cond.Path = nil
+	targets := func() string {
+		parts := []string{a.scope(Quote("workspace_id"), workspace), Quote("archived") + " = " + a.add(false), d.condition(p.Target, cond, workspace, a)}
+		if rule := d.rule(p.Policy, workspace, a, ""); rule != "" {
+			parts = append(parts, rule)
+		}
+		return fmt.Sprintf("SELECT %s FROM %s WHERE %s", Quote("id"), Quote(p.Target.Table), strings.Join(parts, " AND "))
+	}
+	if p.Relation.Field != nil {
+		return Quote(p.Relation.Field.Column) + " IN (" + targets() + ")"
+	}
+	owner, name, fromOwner := p.Relation.Assoc.StoredAs(r.Name)
+	from, other := "target_id", "owner_id"
+	if fromOwner {
+		from, other = "owner_id", "target_id"
+	}
+	return fmt.Sprintf(`%s IN (SELECT %s FROM "associations" WHERE %s AND "owner_resource" = %s AND "name" = %s AND %s IN (%s))`,
+		Quote("id"), Quote(from), a.scope(Quote("workspace_id"), workspace), a.add(owner), a.add(name), Quote(other), targets())
 }
 
 func (d Dialect) search(r *model.Resource, terms []string, a *args) string {

@@ -54,6 +54,40 @@ func TestGolden(t *testing.T) {
 			map[string]any{"field": "close_date", "op": "is_empty"},
 			map[string]any{"field": "probability", "op": "ne", "value": json.Number("50")},
 		}})
+	// (status = won OR (amount > 10000 AND (probability >= 50 OR close_date is empty))) AND name starts with "Ac"
+	grouped := plan(listplan.Params{Filters: []any{
+		map[string]any{"join": "or", "filters": []any{
+			map[string]any{"field": "status", "op": "eq", "value": "won"},
+			map[string]any{"filters": []any{
+				map[string]any{"field": "amount", "op": "gt", "value": json.Number("10000")},
+				map[string]any{"join": "or", "filters": []any{
+					map[string]any{"field": "probability", "op": "gte", "value": json.Number("50")},
+					map[string]any{"field": "close_date", "op": "is_empty"},
+				}},
+			}},
+		}},
+		map[string]any{"field": "name", "op": "starts_with", "value": "Ac"},
+	}})
+	// Paths: across a reference (company.billing_city), an association (contacts.email, stored under
+	// contacts' side or deals': see Association.StoredAs) under the caller's owned rule on the target,
+	// and a custom field of the target.
+	cat := modeltest.Shipped(t)
+	companies, _ := cat.Resource("companies")
+	contacts, _ := cat.Resource("contacts")
+	custom := &model.Field{Key: "cfv:0190a6d4-0000-7000-8000-0000000000cf", Column: "0190a6d4-0000-7000-8000-0000000000cf", Type: model.String, MaxLength: 100, Custom: true}
+	paths, errs := listplan.Build(r, listplan.Params{Join: "or", Filters: []any{
+		map[string]any{"field": "company.billing_city", "op": "eq", "value": "Berlin"},
+		map[string]any{"filters": []any{
+			map[string]any{"field": "contacts.email", "op": "ne", "value": "a@x.example"},
+			map[string]any{"field": "company." + custom.Key, "op": "starts_with", "value": "Gold"},
+		}},
+	}}, listplan.Scope{Workspace: "ws", Secret: secret, Targets: map[string]listplan.Target{
+		"companies": {Resource: companies, Custom: []*model.Field{custom}},
+		"contacts":  {Resource: contacts, Policy: &access.Policy{Resource: contacts, Level: access.Read, Rule: access.Owned, Member: "m1"}},
+	}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
 	walk := func(sort, order string, keyVal any) *listplan.Plan {
 		c := "start"
 		p := plan(listplan.Params{Sort: sort, Order: order, Cursor: &c})
@@ -77,6 +111,9 @@ func TestGolden(t *testing.T) {
 			b.WriteString("-- get under a department record rule\n" + render(d.Get(r, ruled)))
 			b.WriteString("-- update\n" + render(d.Update(r, key, map[string]any{"name": "Renewal", "amount": "10.5", sqlgen.SearchColumn: "renewal"})))
 			b.WriteString("-- page 3, filters joined with or, search\n" + render(d.List(filtered, "ws")...))
+			b.WriteString("-- nested filter groups\n" + render(d.List(grouped, "ws")...))
+			b.WriteString("-- count under nested filter groups\n" + render(d.Count(grouped, "ws", 0)))
+			b.WriteString("-- filter paths: a reference, an association under an owned rule, a custom field of the target\n" + render(d.List(paths, "ws")...))
 			b.WriteString("-- cursor, non-null key (created_at desc)\n" + render(d.List(walk("created_at", "desc", time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)), "ws")...))
 			b.WriteString("-- cursor, nullable key, value band (amount asc)\n" + render(d.List(walk("amount", "asc", "100"), "ws")...))
 			b.WriteString("-- cursor, nullable key, null band (amount desc)\n" + render(d.List(walk("amount", "desc", nil), "ws")...))

@@ -226,7 +226,11 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 		return nil, err
 	}
 	params.ModelID = c.ModelID
-	plan, fl := listplan.Build(r, params, listplan.Scope{Workspace: c.Workspace, Secret: s.secret, Policy: c.Policy, Custom: c.Fields.FilterFields()})
+	targets, err := s.pathTargets(ctx, a, r, params.Filters)
+	if err != nil {
+		return nil, err
+	}
+	plan, fl := listplan.Build(r, params, listplan.Scope{Workspace: c.Workspace, Secret: s.secret, Policy: c.Policy, Custom: c.Fields.FilterFields(), Targets: targets})
 	var exps []*listplan.Expansion
 	if len(params.Expand) > 0 {
 		var efl field.ErrorList
@@ -255,9 +259,41 @@ func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListR
 	return page, nil
 }
 
+// pathTargets returns what the filter paths of the raw filter tree may reach from r for a: each related
+// resource a may read (its key's allowlist, the plan's features and its role's level: Actor.Reach), with
+// a's policy there and the workspace's custom fields of it. A resource a cannot read is left out, and
+// listplan refuses the paths that lead to it.
+func (s *Service) pathTargets(ctx context.Context, a Actor, r *model.Resource, filters []any) (map[string]listplan.Target, error) {
+	names := listplan.PathTargets(r, filters)
+	if len(names) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]listplan.Target, len(names))
+	for _, name := range names {
+		t, ok := s.cat.Resource(name)
+		if !ok || !a.reaches(t) {
+			continue
+		}
+		pol := a.Policy(t)
+		if pol.Level == access.None {
+			continue
+		}
+		var custom []*model.Field
+		if !t.ModelScoped {
+			fs, err := s.customFields(ctx, a.Workspace, t)
+			if err != nil {
+				return nil, err
+			}
+			custom = fs.FilterFields()
+		}
+		out[name] = listplan.Target{Resource: t, Policy: pol, Custom: custom}
+	}
+	return out, nil
+}
+
 // count sets page's total count when the plan asks for one. Exact counts run the list's own predicate
-// (tenancy, record rule, archived, search, filters). An estimate is PostgreSQL's planner's where the
-// caller's policy has no record rule; where one narrows the rows (the planner knows nothing of it, and
+// (tenancy, record rule, archived, search, filters). An estimate is PostgreSQL's planner's where no
+// record rule of the caller narrows the rows (on the resource, or on a filter path's target); where one narrows the rows (the planner knows nothing of it, and
 // its estimate would tell how many records the caller cannot see) and on SQLite, it is an exact count
 // stopped at listplan.EstimateExactCap, said estimated when it reaches the cap.
 func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan, page *Page) error {
@@ -267,7 +303,7 @@ func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan,
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	limit := 0
 	if plan.Count == listplan.CountEstimated {
-		if s.d.Kind() == sqlgen.Postgres && (plan.Policy == nil || plan.Policy.Rule == access.All) {
+		if s.d.Kind() == sqlgen.Postgres && !plan.RuleNarrows() {
 			n, err := s.estimate(ctx, c, plan)
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
@@ -78,6 +79,58 @@ func TestMasksMatrix(t *testing.T) {
 				names = append(names, n)
 			}
 			sort.Strings(names)
+			// Filter paths: every masked or hidden field of every role is refused as the target of a path
+			// from every relation that leads to its resource, from each resource the role can list; and a
+			// path through a reference field the role cannot read is refused too.
+			t.Run("paths", func(t *testing.T) {
+				for _, role := range cat.Roles {
+					if len(role.FieldRules) == 0 || !slices.Contains(role.Permissions, "api.access") {
+						continue
+					}
+					key := e.NewKey(e.NewMember("paths-"+role.Name+"@x.example", role.Name, ""), auth.KeyOptions{Access: "read"})
+					checked := 0
+					for _, src := range cat.Resources {
+						if src.ModelScoped || !src.Ops.Has(model.OpList) || access.For(role, src, "", "").Level == access.None {
+							continue
+						}
+						for _, rel := range src.Relations() {
+							if rel.Field != nil && !rel.Field.Filterable {
+								continue
+							}
+							target, _ := cat.Resource(rel.Target)
+							var keys []string
+							if rel.Field != nil && !access.For(role, src, "", "").Readable(rel.Field.Key) {
+								keys = append(keys, "id")
+							} else if pol := access.For(role, target, "", ""); pol.Level != access.None {
+								for _, f := range target.Fields {
+									if !pol.Readable(f.Key) {
+										keys = append(keys, f.Key) // masked or hidden, by a rule or as a formula's input
+									}
+								}
+							}
+							for _, k := range keys {
+								if f, ok := target.Field(k); ok && !f.Filterable {
+									continue // refused as no filter key at all
+								}
+								path := rel.Name + "." + k
+								filter, _ := json.Marshal([]any{map[string]any{"filters": []any{map[string]any{"field": path, "op": "is_empty"}}}})
+								res := e.DoKey(key, "GET", "/v1/"+src.Name+"?filter="+url.QueryEscape(string(filter)), nil)
+								e.Expect(res, 400, "invalid_request")
+								if !strings.Contains(string(res.Raw), "is not readable with your role; it cannot be filtered on") || !strings.Contains(string(res.Raw), `"field":"filters[0].filters[0].field"`) {
+									t.Errorf("%s: %s path %s: %s", role.Name, src.Name, path, res.Raw)
+								}
+								q := e.DoKey(key, "POST", "/v1/"+src.Name+"/query", map[string]any{"filters": []any{map[string]any{"field": path, "op": "is_empty"}}})
+								e.Expect(q, 400, "invalid_request")
+								checked++
+							}
+						}
+					}
+					if role.Name == "viewer" && checked == 0 {
+						t.Errorf("no path checked for the viewer")
+					}
+					t.Logf("%s: %d restricted path targets refused", role.Name, checked)
+				}
+			})
 			for _, name := range names {
 				rules := viewer.FieldRules[name]
 				r, _ := cat.Resource(name)

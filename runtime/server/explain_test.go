@@ -183,3 +183,87 @@ func TestCustomFilterUsesIndex(t *testing.T) {
 		}
 	}
 }
+
+// Under row-level security, a selective filter path is served by indexes at every step: across a
+// reference (company.name), the target's name index and the deals' (workspace_id, company_id, id)
+// index; across an association (contacts.email), the contacts' email index, the associations'
+// target index and the deals' primary key. No table is scanned.
+func TestFilterPathsUseIndexes(t *testing.T) {
+	t.Parallel()
+	be := openBackend(t, servertest.DatabaseURL(t, servertest.Postgres), servertest.DefinitionsDir(), false)
+	defer be.Close()
+	cat := be.Catalog
+	deals, _ := cat.Resource("deals")
+	companies, _ := cat.Resource("companies")
+	contacts, _ := cat.Resource("contacts")
+	ws := "0190a6d4-0000-7000-8000-000000000004"
+	ctx := store.WithWorkspace(context.Background(), ws)
+	err := be.Store.Tx(ctx, func(q store.Querier) error {
+		for _, sql := range []string{
+			`INSERT INTO "rec_companies" (workspace_id, id, name, billing_city, created_at, updated_at) SELECT $1::uuid, md5('c' || i)::uuid, 'Company ' || i, 'City ' || (i % 100), now(), now() FROM generate_series(1, 20000) i`,
+			`INSERT INTO "rec_deals" (workspace_id, id, name, company_id, created_at, updated_at) SELECT $1::uuid, md5('d' || i)::uuid, 'Deal ' || i, md5('c' || (i % 20000 + 1))::uuid, now(), now() FROM generate_series(1, 20000) i`,
+			`INSERT INTO "rec_contacts" (workspace_id, id, last_name, email, created_at, updated_at) SELECT $1::uuid, md5('p' || i)::uuid, 'Person ' || i, 'p' || i || '@x.example', now(), now() FROM generate_series(1, 20000) i`,
+			`INSERT INTO "associations" (workspace_id, owner_resource, name, owner_id, target_resource, target_id, attributes, created_at, updated_at) SELECT $1::uuid, 'contacts', 'deals', md5('p' || i)::uuid, 'deals', md5('d' || i)::uuid, '{}', now(), now() FROM generate_series(1, 20000) i`,
+		} {
+			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: sql, Args: []any{ws}}); err != nil {
+				return err
+			}
+		}
+		for _, table := range []string{"rec_companies", "rec_deals", "rec_contacts", "associations"} {
+			if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: "ANALYZE " + sqlgen.Quote(table)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	explain := func(st sqlgen.Stmt) string {
+		var lines []string
+		err := be.Store.Tx(ctx, func(q store.Querier) error {
+			return q.Query(ctx, sqlgen.Stmt{SQL: "EXPLAIN " + st.SQL, Args: st.Args}, func(row []any) error {
+				lines = append(lines, fmt.Sprint(row[0]))
+				return nil
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	targets := map[string]listplan.Target{"companies": {Resource: companies}, "contacts": {Resource: contacts}, "deals": {Resource: deals}}
+	for _, c := range []struct {
+		res          *model.Resource
+		field, value string
+		indexes      []string
+	}{
+		{deals, "company.name", "Company 77", []string{sqlgen.IndexName("rec_companies", "name"), sqlgen.IndexName("rec_deals", "company_id")}},
+		// Links of deals.contacts are stored under contacts' side (owner_resource contacts, name deals).
+		{deals, "contacts.email", "p77@x.example", []string{"rec_contacts_email_idx", "associations_owner_idx", "rec_deals_pkey"}},
+		{contacts, "deals.name", "Deal 77", []string{sqlgen.IndexName("rec_deals", "name"), "associations_target_idx", "rec_contacts_pkey"}},
+	} {
+		for _, count := range []bool{false, true} {
+			plan, errs := listplan.Build(c.res, listplan.Params{Filters: []any{map[string]any{"field": c.field, "op": "eq", "value": c.value}}}, listplan.Scope{Workspace: ws, Targets: targets})
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			stmts := be.Store.Dialect().List(plan, ws)
+			if count {
+				stmts = []sqlgen.Stmt{be.Store.Dialect().Count(plan, ws, 0)}
+			}
+			for _, st := range stmts {
+				p := explain(st)
+				t.Logf("%s (count %v):\n%s", c.field, count, p)
+				if strings.Contains(p, "Seq Scan") {
+					t.Errorf("%s (count %v) scans a table:\n%s", c.field, count, p)
+				}
+				for _, ix := range c.indexes {
+					if !strings.Contains(p, ix) {
+						t.Errorf("%s (count %v) does not use %s:\n%s", c.field, count, ix, p)
+					}
+				}
+			}
+		}
+	}
+}

@@ -565,6 +565,33 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 					filters = append(filters, inA(f.Key, A.ids[f.Target]))
 				}
 			}
+			// Paths across every relation to A's records: by id, and by the value of their first
+			// filterable text field (A's name of it): B's records never match through A's.
+			for _, rel := range r.Relations() {
+				target, _ := cat.Resource(rel.Target)
+				if target.ModelScoped || (rel.Field != nil && !rel.Field.Filterable) {
+					continue
+				}
+				filters = append(filters, inA(rel.Name+".id", A.ids[rel.Target]))
+				// (A value of A's that none of B's records of the target holds: vocabularies repeat names.)
+				bHolds := func(key, v string) bool {
+					for _, id := range B.ids[rel.Target] {
+						if B.seen[id][key] == v {
+							return true
+						}
+					}
+					return false
+				}
+			value:
+				for _, f := range target.FilterFields() {
+					for _, id := range A.ids[rel.Target] {
+						if v, ok := A.seen[id][f.Key].(string); ok && v != "" && f.Type == model.String && !f.Custom && !bHolds(f.Key, v) {
+							filters = append(filters, map[string]any{"field": rel.Name + "." + f.Key, "op": "eq", "value": v})
+							break value
+						}
+					}
+				}
+			}
 			for _, f := range filters {
 				empty(t, "GET", base+join(bq, "include_archived=true", "page_size=100", "filter="+filterOf(f)), nil)
 				q := map[string]any{"include_archived": true, "page_size": 100, "filters": []any{f}}
@@ -697,6 +724,9 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	do(t, "GET", "/v1/companies?filter="+cf("is_not_empty", nil), nil, 400, "invalid_request")
 	do(t, "POST", "/v1/companies/query", map[string]any{"filters": []any{map[string]any{"field": aField.FilterKey(), "op": "eq", "value": marker}}}, 400, "invalid_request")
 	do(t, "GET", "/v1/companies?sort="+aField.FilterKey(), nil, 400, "invalid_request")
+	// A's custom field filter key across a path from B's records.
+	do(t, "GET", "/v1/deals?filter="+filterOf(map[string]any{"field": "company." + aField.FilterKey(), "op": "eq", "value": marker}), nil, 400, "invalid_request")
+	do(t, "GET", "/v1/contacts?filter="+filterOf(map[string]any{"field": "companies." + aField.FilterKey(), "op": "is_not_empty"}), nil, 400, "invalid_request")
 	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__a_secret_tier": "x"}, "cf__a_secret_tier")
 	refused(t, "POST", "/v1/companies", map[string]any{"name": "B", "cf__b_partner": A.ids["companies"][0]}, "cf__b_partner")
 	refused(t, "PATCH", "/v1/companies/"+B.ids["companies"][0], map[string]any{"custom_fields": map[string]any{"b_partner": A.ids["companies"][0]}}, "custom_fields.b_partner")
