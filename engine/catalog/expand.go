@@ -48,6 +48,34 @@ func (d *doc) relationNames(r *model.Resource) string {
 // recordLevels are the suffixes of the record schemas by expansion level (see recordSchema).
 var recordLevels = []string{"Record", "Expanded", "Nested"}
 
+// expandLevels says, for each expansion level, which resources' records can appear there: every
+// resource at level 0, the targets of any relation at level 1, the targets of the relations of those at
+// level 2. A resource no relation leads to has no <Name>Expanded or <Name>Nested schema (an unused
+// component).
+func (d *doc) expandLevels() []map[string]bool {
+	if d.levels != nil {
+		return d.levels
+	}
+	levels := make([]map[string]bool, len(recordLevels))
+	levels[0] = map[string]bool{}
+	for _, r := range d.cat.Resources {
+		levels[0][r.Name] = true
+	}
+	for l := 1; l < len(levels); l++ {
+		levels[l] = map[string]bool{}
+		for _, r := range d.cat.Resources {
+			if !levels[l-1][r.Name] {
+				continue
+			}
+			for _, rel := range listplan.Expandable(d.cat, r, nil) {
+				levels[l][rel.Target] = true
+			}
+		}
+	}
+	d.levels = levels
+	return levels
+}
+
 // expansionProps adds to props, the properties of r's record schema, the members its expansions add,
 // whose records are of the schema named by suffix.
 func (d *doc) expansionProps(r *model.Resource, props map[string]any, suffix string) {

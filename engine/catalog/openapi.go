@@ -141,7 +141,8 @@ type doc struct {
 	ws      *Workspace // nil: the generic document
 	paths   map[string]any
 	comps   map[string]any
-	table   []route.Route // the API's routes: every documented one is described
+	table   []route.Route     // the API's routes: every documented one is described
+	levels  []map[string]bool // expandLevels, once made
 }
 
 func ref(kind, name string) map[string]any {
@@ -262,8 +263,11 @@ func (d *doc) discovery() {
 // request body.
 func (d *doc) resource(r *model.Resource) {
 	name := SchemaName(r)
+	levels := d.expandLevels()
 	for level, suffix := range recordLevels {
-		d.comps["schemas"].(map[string]any)[name+suffix] = d.recordSchema(r, level)
+		if level == 0 || levels[level][r.Name] {
+			d.comps["schemas"].(map[string]any)[name+suffix] = d.recordSchema(r, level)
+		}
 	}
 	if s := d.schemas.Resource(r.Name); s != nil && !r.ReadOnly() {
 		d.comps["requestBodies"].(map[string]any)[name+"Create"] = map[string]any{"required": true,

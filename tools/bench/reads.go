@@ -115,6 +115,9 @@ func (b *bench) runPair(ctx context.Context, p *readPair) error {
 	with, without := op(p.with), op(p.without)
 	var as, bs []result
 	slice := b.o.duration / time.Duration(b.o.repeats)
+	tag := strings.NewReplacer(" ", "_", "=", "-", ",", "+", "(", "", ")", "").Replace(p.name)
+	stopProfile := b.profile(fmt.Sprintf("%s-reads-%s-c%d", b.backend, tag, p.c), time.Duration(b.o.repeats)*2*(slice+settle)+b.o.warmup)
+	defer stopProfile()
 	for round := range b.o.repeats {
 		warm := settle
 		if round == 0 {
