@@ -46,12 +46,13 @@ func (d *doc) relationNames(r *model.Resource) string {
 }
 
 // recordLevels are the suffixes of the record schemas by expansion level (see recordSchema).
-var recordLevels = []string{"Record", "Expanded", "Nested"}
+var recordLevels = []string{"Record", "Expanded", "Plain"}
 
-// expandLevels says, for each expansion level, which resources' records can appear there: every
-// resource at level 0, the targets of any relation at level 1, the targets of the relations of those at
-// level 2. A resource no relation leads to has no <Name>Expanded or <Name>Nested schema (an unused
-// component).
+// expandLevels says, for each schema level, which resources need it: every resource at level 0, the
+// targets of any relation at level 1, and at level 2 the targets of the relations of those and every
+// resource that takes writes (writes answer <Name>Plain). A resource no relation leads to has no
+// <Name>Expanded schema, and a read-only one that no second-level expansion reaches no <Name>Plain (an
+// unused component).
 func (d *doc) expandLevels() []map[string]bool {
 	if d.levels != nil {
 		return d.levels
@@ -70,6 +71,11 @@ func (d *doc) expandLevels() []map[string]bool {
 			for _, rel := range listplan.Expandable(d.cat, r, nil) {
 				levels[l][rel.Target] = true
 			}
+		}
+	}
+	for _, r := range d.cat.Resources {
+		if !r.ReadOnly() {
+			levels[2][r.Name] = true
 		}
 	}
 	d.levels = levels

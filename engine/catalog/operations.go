@@ -15,8 +15,9 @@ import (
 // are described rather than asserted; hidden fields and fields left out by `fields` are absent, so only id
 // is required. custom_fields holds any field values, or in a workspace's document its custom fields typed
 // (and still any value for a field added since). level says where the record is: a record of the answer
-// (0, <Name>Record), expanded from one (1, <Name>Expanded) or expanded at the second level (2,
-// <Name>Nested, which holds no expansions): three schemas, so that none refers to itself.
+// (0, <Name>Record), expanded from one (1, <Name>Expanded), or without expansions (2, <Name>Plain: a
+// record expanded at the second level, and what writes answer): three schemas, so that none refers to
+// itself, and writes' answers do not carry the expansion members they never hold.
 func (d *doc) recordSchema(r *model.Resource, level int) map[string]any {
 	props := map[string]any{}
 	for _, f := range r.Fields {
@@ -34,8 +35,11 @@ func (d *doc) recordSchema(r *model.Resource, level int) map[string]any {
 	if level < listplan.MaxExpandDepth {
 		d.expansionProps(r, props, recordLevels[level+1])
 	}
-	if level > 0 {
-		desc = fmt.Sprintf("A %s record expanded from another (level %d of %d). %s", lowerFirst(r.Label), level, listplan.MaxExpandDepth, r.Description)
+	switch level {
+	case 1:
+		desc = fmt.Sprintf("A %s record expanded from another (level 1 of %d). %s", lowerFirst(r.Label), listplan.MaxExpandDepth, r.Description)
+	case 2:
+		desc = fmt.Sprintf("A %s record without expansions: what a write answers, and a record expanded at level %d. %s", lowerFirst(r.Label), listplan.MaxExpandDepth, r.Description)
 	}
 	out := map[string]any{"type": "object", "required": []string{"id"}, "properties": props, "description": desc}
 	if r.ModelScoped {
@@ -143,6 +147,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 	r := rt.Resource
 	name := SchemaName(r)
 	rec := schemaRef(name + "Record")
+	written := schemaRef(name + "Plain") // a write answers the record without expansions
 	tags := []string{r.Name}
 	op := map[string]any{"operationId": rt.Op.String() + name, "tags": tags}
 	var params []any
@@ -203,24 +208,24 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["description"] = "The body holds only the fields to set, plus custom fields as `cf__<key>` members or one `custom_fields` object (not both). Unknown and read-only fields are refused with 422."
 		params = append(params, ref("parameters", "IdempotencyKey"))
 		op["requestBody"] = ref("requestBodies", name+"Create")
-		withResponses(op, "201", ok("Created.", rec, "Location", "Idempotent-Replayed", "ETag"), writes...)
+		withResponses(op, "201", ok("Created.", written, "Location", "Idempotent-Replayed", "ETag"), writes...)
 	case model.OpUpdate:
 		op["summary"] = "Update a " + lowerFirst(r.Label)
 		op["description"] = "Sets the fields in the body (null clears an optional one), with the same rules as create. An archived record cannot be updated (409)."
 		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
 		op["requestBody"] = map[string]any{"required": true, "content": jsonContent(schemaRef(name + "Update"))}
-		withResponses(op, "200", ok("The updated record.", rec, "Idempotent-Replayed", "ETag"), conditional...)
+		withResponses(op, "200", ok("The updated record.", written, "Idempotent-Replayed", "ETag"), conditional...)
 	case model.OpArchive:
 		op["summary"] = "Archive a " + lowerFirst(r.Label)
 		op["description"] = "Soft delete, with an optional reason; the record can be restored. Archiving an archived record is 409."
 		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
 		op["requestBody"] = map[string]any{"required": false, "content": jsonContent(schemaRef("ArchiveRequest"))}
-		withResponses(op, "200", ok("The archived record.", rec, "Idempotent-Replayed", "ETag"), conditional...)
+		withResponses(op, "200", ok("The archived record.", written, "Idempotent-Replayed", "ETag"), conditional...)
 	case model.OpRestore:
 		op["summary"] = "Restore a " + lowerFirst(r.Label)
 		op["description"] = "Makes an archived record active again. Restoring an active record is 409. No body."
 		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
-		withResponses(op, "200", ok("The restored record.", rec, "Idempotent-Replayed", "ETag"), conditional...)
+		withResponses(op, "200", ok("The restored record.", written, "Idempotent-Replayed", "ETag"), conditional...)
 	}
 	if modelParam != nil {
 		params = append(params, modelParam)

@@ -28,7 +28,7 @@ func uniqueKeySchema(r *model.Resource) map[string]any {
 
 func (d *doc) upsertOperation(r *model.Resource) map[string]any {
 	name := SchemaName(r)
-	rec := schemaRef(name + "Record")
+	rec := schemaRef(name + "Plain")
 	op := map[string]any{
 		"operationId": "upsert" + name, "tags": []string{r.Name},
 		"summary": "Create or update a " + lowerFirst(r.Label) + " by a unique key",
@@ -94,7 +94,7 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 		"description": "One item's result: `data` and `etag` when it was written, `error` when it was refused.",
 		"properties": map[string]any{
 			"status": map[string]any{"type": "integer", "description": "200, 201 when the item made the record, or the status of the item's error."},
-			"data":   schemaRef(name + "Record"),
+			"data":   schemaRef(name + "Plain"),
 			"etag":   str("The record's entity tag."),
 			"error":  schemaRef("ItemError"),
 		},

@@ -54,6 +54,10 @@ var templates struct {
 // Main is a TestMain body for packages whose tests Start servers: it runs the tests, then drops the
 // templates this process made. It returns the code for os.Exit.
 func Main(m interface{ Run() int }) int {
+	// The golden contract takes seconds to build (the validator compiles every response schema);
+	// start it beside the first servers and databases instead of inside the first test that checks
+	// an answer. Env.Contract waits for it.
+	go GoldenContract()
 	code := m.Run()
 	dropTemplates()
 	return code
