@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -152,6 +153,13 @@ func (p queued) fail(err error) error {
 // server in one round trip (a pgx batch: one Sync); the last of them go with the COMMIT. A failing
 // statement makes the server skip the rest of its batch, COMMIT included.
 type pgTx struct {
+	// mu serialises the statements run on conn: a plugin's lookup reads through the write's
+	// transaction from a goroutine of its own (the hook's callback), and may still be running when the
+	// write gives up on the hook (its deadline) and rolls back. Rollback and commit wait for a statement
+	// under way, and a transaction that ended runs no more (ErrTxDone), so that no statement reaches
+	// the connection once Tx has released it to the pool.
+	mu      sync.Mutex
+	done    bool
 	conn    *pgx.Conn
 	sent    bool // something went to the server: BEGIN at least
 	rounds  int  // round trips made (run)
@@ -186,9 +194,17 @@ func (t *pgTx) run(ctx context.Context, s sqlgen.Stmt, use func(br pgx.BatchResu
 	return mapPG(br.Close())
 }
 
+// ErrTxDone is the error of a statement run on a transaction that has ended.
+var ErrTxDone = errors.New("the transaction has already ended")
+
 // Query implements Querier.
 func (t *pgTx) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) error) error {
 	counted(ctx)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return ErrTxDone
+	}
 	if len(t.pending) == 0 {
 		return pgq{t.conn}.Query(ctx, s, fn)
 	}
@@ -204,6 +220,11 @@ func (t *pgTx) Query(ctx context.Context, s sqlgen.Stmt, fn func(row []any) erro
 // Exec implements Querier.
 func (t *pgTx) Exec(ctx context.Context, s sqlgen.Stmt) (int64, error) {
 	counted(ctx)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return 0, ErrTxDone
+	}
 	if len(t.pending) == 0 {
 		return pgq{t.conn}.Exec(ctx, s)
 	}
@@ -221,6 +242,12 @@ var errCommitRolledBack = errors.New("commit: the transaction was rolled back")
 
 // commit sends what is pending with COMMIT. A transaction that ran nothing sends nothing.
 func (t *pgTx) commit(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return ErrTxDone
+	}
+	t.done = true
 	if !t.sent && !t.wrote() {
 		t.pending = nil
 		return nil
@@ -254,6 +281,9 @@ func (t *pgTx) opening() int {
 // rollback ends a transaction that failed. A connection whose rollback fails is closed, so that the
 // pool drops it rather than hand out a session inside a transaction.
 func (t *pgTx) rollback(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
 	t.pending = nil
 	if !t.sent || t.conn.IsClosed() {
 		return

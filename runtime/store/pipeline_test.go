@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/server/servertest"
@@ -98,4 +99,61 @@ func toInt(v any) int64 {
 		return int64(x)
 	}
 	return -1
+}
+
+// A statement run on a PostgreSQL transaction from another goroutine (a plugin's lookup reads
+// through the write's transaction) may still be under way when the write gives up and rolls back:
+// the rollback waits for it, and once the transaction has ended a further statement gets
+// store.ErrTxDone instead of reaching a connection back in the pool. Run under -race by the CI's race
+// step.
+func TestTxStatementAfterRollback(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, servertest.DatabaseURL(t, servertest.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	d := st.Dialect()
+	gaveUp := errors.New("the hook's deadline passed")
+	started := make(chan struct{})
+	type outcome struct {
+		err error
+		at  time.Time
+	}
+	finished := make(chan outcome, 1)
+	var tx store.Querier
+	err = st.Tx(ctx, func(q store.Querier) error {
+		tx = q
+		if err := q.Query(ctx, d.Bind("SELECT 1"), func([]any) error { return nil }); err != nil {
+			return err
+		}
+		go func() {
+			close(started)
+			err := q.Query(ctx, d.Bind("SELECT pg_sleep(0.3)"), func([]any) error { return nil })
+			finished <- outcome{err, time.Now()}
+		}()
+		<-started
+		time.Sleep(20 * time.Millisecond) // most often the lookup is under way when the write gives up
+		return gaveUp
+	})
+	returned := time.Now()
+	if !errors.Is(err, gaveUp) {
+		t.Fatalf("Tx: %v, want the function's error", err)
+	}
+	// The lookup either ran before the rollback, and Tx returned after it, or found the transaction
+	// ended.
+	select {
+	case o := <-finished:
+		switch {
+		case o.err == nil && returned.Before(o.at):
+			t.Fatal("Tx returned while a statement on its transaction was still running")
+		case o.err != nil && !errors.Is(o.err, store.ErrTxDone):
+			t.Fatalf("the concurrent statement: %v", o.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the concurrent statement did not end")
+	}
+	if err := tx.Query(ctx, d.Bind("SELECT 1"), func([]any) error { return nil }); !errors.Is(err, store.ErrTxDone) {
+		t.Fatalf("a statement after the rollback: %v, want ErrTxDone", err)
+	}
 }
