@@ -428,9 +428,17 @@ func TestExpandStatements(t *testing.T) {
 				if body != nil {
 					method = "POST"
 				}
-				res := e.Do(method, path, body)
-				e.Expect(res, 200, "")
-				return logs.statements(t, res.Header.Get("X-Request-Id"))
+				// The fewest of three: a request may also refresh a cache (the key cache, the custom
+				// field snapshot; each a statement) when its second has passed, as on a loaded machine.
+				fewest := -1
+				for range 3 {
+					res := e.Do(method, path, body)
+					e.Expect(res, 200, "")
+					if n := logs.statements(t, res.Header.Get("X-Request-Id")); fewest < 0 || n < fewest {
+						fewest = n
+					}
+				}
+				return fewest
 			}
 			const expand = "company.account_manager,primary_contact,contacts.company"
 			for _, c := range []struct {
