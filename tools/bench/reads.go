@@ -70,7 +70,7 @@ func (b *bench) runReads(ctx context.Context) error {
 			return fmt.Errorf("seed %s: %w", res, err)
 		}
 	}
-	links, err := b.linkDealsToContacts(ctx, n)
+	links, err := b.linkDealsToContacts(ctx)
 	if err != nil {
 		return err
 	}
@@ -154,9 +154,10 @@ func (b *bench) runPair(ctx context.Context, p *readPair) error {
 }
 
 // linkDealsToContacts links every deal to two contacts (the i-th deal in id order to the i-th and the
-// next contact), through the association deals.contacts as the engine stores it, and returns how many
+// next contact; the last deal to one), by equi-joins only (an OR in the join made it a nested loop),
+// through the association deals.contacts as the engine stores it, and returns how many
 // links it wrote.
-func (b *bench) linkDealsToContacts(ctx context.Context, n int) (int, error) {
+func (b *bench) linkDealsToContacts(ctx context.Context) (int, error) {
 	set, errs := spec.Load(os.DirFS(b.o.defs))
 	if len(errs) > 0 {
 		return 0, fmt.Errorf("definitions: %v", errs)
@@ -178,9 +179,10 @@ func (b *bench) linkDealsToContacts(ctx context.Context, n int) (int, error) {
 	q := fmt.Sprintf(`INSERT INTO "associations" ("workspace_id", "owner_resource", "name", "owner_id", "target_resource", "target_id", "attributes", "created_at", "updated_at")
 SELECT d.workspace_id, $2, $3, %s, $4, %s, '{}', $5, $5
 FROM (SELECT "workspace_id", "id", row_number() OVER (ORDER BY "id") AS rn FROM "rec_deals" WHERE "workspace_id" = $1) d
-JOIN (SELECT "id", row_number() OVER (ORDER BY "id") AS rn FROM "rec_contacts" WHERE "workspace_id" = $1) c
-ON c.rn = d.rn OR c.rn = d.rn %% $6 + 1`, ownerCol, targetCol)
-	links, err := b.raw.exec(ctx, q, b.workspace, ownerRes, name, targetRes, b.raw.now(), int64(n))
+JOIN (SELECT "id", rn FROM (SELECT "id", row_number() OVER (ORDER BY "id") AS rn FROM "rec_contacts" WHERE "workspace_id" = $1) n
+      UNION ALL SELECT "id", rn - 1 FROM (SELECT "id", row_number() OVER (ORDER BY "id") AS rn FROM "rec_contacts" WHERE "workspace_id" = $1) m WHERE rn > 1) c
+ON c.rn = d.rn`, ownerCol, targetCol)
+	links, err := b.raw.exec(ctx, q, b.workspace, ownerRes, name, targetRes, b.raw.now())
 	if err != nil {
 		return 0, fmt.Errorf("link deals to contacts: %w", err)
 	}
@@ -220,7 +222,7 @@ func renderReads(r *report) string {
 	}
 	s := r.readsSetup
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nRead power (issue 23): %d contacts and %d deals seeded beside the companies (deals refer to companies and contacts; %d links deal↔contact, two per deal) in %s; each option against the same list without it, same server, interleaved rounds:\n\n",
+	fmt.Fprintf(&b, "\nRead power (issue 23): %d contacts and %d deals seeded beside the companies (deals refer to companies and contacts; %d links deal↔contact, two per deal but the last) in %s; each option against the same list without it, same server, interleaved rounds:\n\n",
 		s.contacts, s.deals, s.links, s.took.Round(time.Millisecond))
 	b.WriteString("| read | c | with req/s | with p50 | with p99 | without req/s | without p50 | p50 with/without | target |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, p := range r.reads {

@@ -28,7 +28,7 @@ func TestReadsVerdictsAndReport(t *testing.T) {
 		}
 	}
 	text := renderReads(r)
-	for _, s := range []string{"1000 contacts and 1000 deals", "2000 links", "| expand=company,contacts | 8 | 100 | 3.00 ms |", "1.60× (1.40–2.50) | ≤ 2.0× |"} {
+	for _, s := range []string{"1000 contacts and 1000 deals", "2000 links deal↔contact, two per deal but the last", "| expand=company,contacts | 8 | 100 | 3.00 ms |", "1.60× (1.40–2.50) | ≤ 2.0× |"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("report lacks %q:\n%s", s, text)
 		}
