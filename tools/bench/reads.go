@@ -96,7 +96,7 @@ func (b *bench) runReads(ctx context.Context) error {
 			}
 		}
 		for _, c := range b.o.conc {
-			p.c = c
+			p.c, p.ratios = c, nil // each concurrency's rounds of its own
 			if err := b.runPair(ctx, &p); err != nil {
 				return err
 			}
