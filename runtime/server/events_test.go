@@ -58,10 +58,13 @@ func awaitEvent(t *testing.T, e *servertest.Env, query, id, typ string) []map[st
 	}
 }
 
-func types(evs []map[string]any) string {
+func types(evs []map[string]any) string { return joinMember(evs, "type") }
+
+// joinMember is the member key of each of items, comma-separated.
+func joinMember(items []map[string]any, key string) string {
 	var out []string
-	for _, ev := range evs {
-		out = append(out, fmt.Sprint(ev["type"]))
+	for _, it := range items {
+		out = append(out, fmt.Sprint(it[key]))
 	}
 	return strings.Join(out, ",")
 }

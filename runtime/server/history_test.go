@@ -52,13 +52,8 @@ func historyWalk(t *testing.T, e *servertest.Env, key, path string, size int) []
 	return nil
 }
 
-func actions(entries []map[string]any) string {
-	var out []string
-	for _, en := range entries {
-		out = append(out, fmt.Sprint(en["action"]))
-	}
-	return strings.Join(out, ",")
-}
+// actions are the history entries' actions, comma-separated (as types are the feed's event types).
+func actions(entries []map[string]any) string { return joinMember(entries, "action") }
 
 func TestHistory(t *testing.T) {
 	t.Parallel()
