@@ -39,7 +39,7 @@ func commands() map[string]command {
 		"member notifications":  {"member notifications ID --key-expiry on|off", "turn a member's key-expiry reminders on or off", cmdMemberNotifications},
 		"notification list":     {notificationListUsage, "list a workspace's notifications (key expiry reminders), newest first", cmdNotificationList},
 		"notification read":     {"notification read ID", "mark a notification read", cmdNotificationRead},
-		"key create":            {"key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", "create an API key for a member; prints its secret once", cmdKeyCreate},
+		"key create":            {"key create --member M --access read|write|admin [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]", "create an API key for a member; prints its secret once", cmdKeyCreate},
 		"key revoke":            {"key revoke ID", "revoke an API key", cmdKeyRevoke},
 		"key list":              {"key list --workspace W", "list a workspace's API keys, newest first", cmdKeyList},
 		"key reminders":         {"key reminders --workspace W", "list the key-expiry reminders of a workspace", cmdKeyReminders},

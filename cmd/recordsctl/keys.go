@@ -41,12 +41,12 @@ func splitList(s string) []string {
 
 func cmdKeyCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	member := fs.String("member", "", "owner member id")
-	access := fs.String("access", "", "read or write")
+	access := fs.String("access", "", "read or write (data keys), or admin (the admin API; the owner needs api.manage)")
 	resources := fs.String("resources", "", "comma-separated resource allowlist (default: all)")
 	allowIP := fs.String("allow-ip", "", "comma-separated IP/CIDR allowlist (default: any)")
 	expires := fs.String("expires-in", "90d", "lifetime, at most one year (e.g. 720h, 90d)")
 	return func(e *env, cfg config.Config, pos []string) error {
-		if err := errors.Join(need(pos, 0, "key create --member M --access read|write [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]"), required("member", *member), required("access", *access)); err != nil {
+		if err := errors.Join(need(pos, 0, "key create --member M --access read|write|admin [--resources r1,r2] [--allow-ip CIDR,…] [--expires-in DURATION]"), required("member", *member), required("access", *access)); err != nil {
 			return err
 		}
 		life, err := parseLifetime(*expires)

@@ -67,10 +67,27 @@ type Route struct {
 	// Documented routes are part of the contract and described in the OpenAPI document (the /v1 routes
 	// and the probes); the reference page and its script are not.
 	Documented bool
-	Resource   *model.Resource // nil outside a resource
-	Op         model.Operation // for Record
-	Shape      Shape           // for Record, ListLinks, PutLink, DeleteLink, RecordHistory
+	// Scope says which principals a keyed route serves (Key routes only).
+	Scope    Scope
+	Resource *model.Resource // nil outside a resource
+	Op       model.Operation // for Record
+	Shape    Shape           // for Record, ListLinks, PutLink, DeleteLink, RecordHistory
 }
+
+// Scope says which principals a keyed route serves (docs/issue-24.md, "Who may do what").
+type Scope uint8
+
+// The scopes.
+const (
+	// ScopeData routes serve data keys (read, write): records, the feed, the catalog. An admin key is
+	// refused (403 insufficient_scope); a console session is not accepted.
+	ScopeData Scope = iota
+	// ScopeAny routes serve any key and a console session: /v1/me, one's own keys.
+	ScopeAny
+	// ScopeAdmin routes serve admin keys and console sessions whose member's role holds api.manage:
+	// /v1/admin/…. A data key is refused (403 insufficient_scope).
+	ScopeAdmin
+)
 
 // fixed are the routes outside any resource.
 var fixed = []Route{
@@ -80,7 +97,7 @@ var fixed = []Route{
 	{Method: "GET", Path: "/v1/openapi.json", Endpoint: OpenAPI, Label: "openapi", Documented: true},
 	{Method: "GET", Path: "/docs", Endpoint: DocsPage, Label: "docs"},
 	{Method: "GET", Path: "/docs/redoc.standalone.js", Endpoint: DocsScript, Label: "docs"},
-	{Method: "GET", Path: "/v1/me", Endpoint: Me, Label: "me", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/me", Endpoint: Me, Label: "me", Key: true, Scope: ScopeAny, Documented: true},
 	{Method: "GET", Path: "/v1/resources", Endpoint: Resources, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/resources/:resource", Endpoint: ResourceCatalog, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/events", Endpoint: Events, Label: "events", Key: true, Documented: true},

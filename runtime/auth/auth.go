@@ -30,6 +30,16 @@ import (
 // KeyPrefix starts every API key.
 const KeyPrefix = "wsk"
 
+// AccessAdmin is the access level of an admin key: it administers its workspace (/v1/admin/…) and
+// reads or writes no records; its owner's role must hold PermManage. Data keys are "read" or "write".
+const AccessAdmin = "admin"
+
+// The permissions of roles.yaml that the API itself checks.
+const (
+	PermAccess = "api.access" // create and use one's own keys
+	PermManage = "api.manage" // administer the workspace: members' keys, usage, the admin API
+)
+
 // MaxKeyLifetime is the longest expiry a key may have.
 const MaxKeyLifetime = 365 * 24 * time.Hour
 
@@ -304,7 +314,7 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 
 // KeyOptions are the restrictions of a new key.
 type KeyOptions struct {
-	Access    string   // read or write
+	Access    string   // read, write or admin (AccessAdmin)
 	Resources []string // nil or empty: every resource
 	AllowIPs  []string // CIDRs or addresses; empty: any
 	ExpiresIn time.Duration
@@ -312,8 +322,8 @@ type KeyOptions struct {
 
 // CreateKey creates a key for member and returns it with its secret, which is never shown again.
 func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) (*Key, string, error) {
-	if o.Access != "read" && o.Access != "write" {
-		return nil, "", fmt.Errorf("%w: access must be read or write", ErrInvalid)
+	if o.Access != "read" && o.Access != "write" && o.Access != AccessAdmin {
+		return nil, "", fmt.Errorf("%w: access must be read, write or admin", ErrInvalid)
 	}
 	if o.ExpiresIn <= 0 || o.ExpiresIn > MaxKeyLifetime {
 		return nil, "", fmt.Errorf("%w: expiry must be after now and at most one year away", ErrInvalid)
@@ -352,6 +362,9 @@ LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m
 	}
 	if role == nil || !hasPermission(role, "api.access") {
 		return nil, "", fmt.Errorf("%w: member %s has role %s, which lacks the api.access permission; give the member a role with api.access first", ErrNotPermitted, member, roleName)
+	}
+	if o.Access == AccessAdmin && !hasPermission(role, PermManage) {
+		return nil, "", fmt.Errorf("%w: member %s has role %s, which lacks the api.manage permission an admin key needs", ErrNotPermitted, member, roleName)
 	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {

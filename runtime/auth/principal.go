@@ -9,7 +9,7 @@ import (
 // ResourceAccess returns what p may do with resource, combining the key's access and allowlist with
 // the owner's role.
 func (p *Principal) ResourceAccess(resource *model.Resource) access.Level {
-	if !p.ResourceAccessByKey(resource.Name) {
+	if p.Key.Access == AccessAdmin || !p.ResourceAccessByKey(resource.Name) {
 		return access.None
 	}
 	level := access.For(p.Role, resource, p.Member.ID, p.Member.Department).Level
@@ -26,6 +26,9 @@ func (p *Principal) Policy(resource *model.Resource) *access.Policy {
 
 // Authorize checks that p may run a read or write on resource.
 func (p *Principal) Authorize(resource *model.Resource, write bool) error {
+	if p.Key.Access == AccessAdmin {
+		return &apierr.Error{Code: apierr.InsufficientScope, Message: "This is an admin key: it administers the workspace (/v1/admin/…) and reads or writes no records; use a read or write key."}
+	}
 	if !p.ResourceAccessByKey(resource.Name) {
 		return &apierr.Error{Code: apierr.InsufficientScope, Message: "This key is not allowed to use " + resource.Name + "."}
 	}
@@ -55,4 +58,21 @@ func (p *Principal) ResourceAccessByKey(resource string) bool {
 		}
 	}
 	return false
+}
+
+// HasPermission reports whether the principal's role holds perm (PermAccess, PermManage, …).
+func (p *Principal) HasPermission(perm string) bool {
+	return p.Role != nil && hasPermission(p.Role, perm)
+}
+
+// Administer checks that the principal may call the admin API: an admin key (a data key is 403
+// insufficient_scope) whose owner's role holds api.manage (else 403 permission_denied).
+func (p *Principal) Administer() error {
+	if p.Key.Access != AccessAdmin {
+		return &apierr.Error{Code: apierr.InsufficientScope, Message: "The admin API needs an admin key (access admin); this key reads or writes records only."}
+	}
+	if !p.HasPermission(PermManage) {
+		return &apierr.Error{Code: apierr.PermissionDenied, Message: "Administering the workspace needs the api.manage permission, which your role does not hold."}
+	}
+	return nil
 }

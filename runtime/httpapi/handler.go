@@ -100,7 +100,7 @@ func New(cfg Config) *Handler {
 		}
 		next := h.endpoint(rt)
 		if rt.Key {
-			next = h.authed(next)
+			next = h.authed(rt.Scope, next)
 		}
 		handler := tagged(resource, rt.Label, next)
 		r.Handle(rt.Method, rt.Path, handler)

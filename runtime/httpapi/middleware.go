@@ -10,11 +10,14 @@ import (
 	"github.com/uptrace/bunrouter"
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
+	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/records"
 )
 
-// authed checks the bearer key and puts the principal in the request context.
-func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
+// authed checks the bearer key and puts the principal in the request context. scope says which keys the
+// route serves: an admin key on a data route, or a data key on an admin route, is 403 insufficient_scope.
+func (h *Handler) authed(scope route.Scope, next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 	return func(w http.ResponseWriter, req bunrouter.Request) error {
 		if len(req.Header.Values("Authorization")) > 1 {
 			return apierr.New(apierr.InvalidAPIKey, "Send exactly one Authorization header.")
@@ -47,6 +50,9 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		if in, ok := req.Context().Value(keyInfo).(*info); ok {
 			in.principal = p
 		}
+		if err := inScope(p, scope); err != nil {
+			return err
+		}
 		addr, known := clientIP(req.Request, h.proxies)
 		if len(p.Key.AllowIPs) > 0 {
 			if !known {
@@ -68,6 +74,19 @@ func (h *Handler) authed(next bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 		}
 		return next(w, req.WithContext(ctx))
 	}
+}
+
+// inScope checks that p's key may use a route of scope.
+func inScope(p *auth.Principal, scope route.Scope) error {
+	switch scope {
+	case route.ScopeData:
+		if p.Key.Access == auth.AccessAdmin {
+			return apierr.New(apierr.InsufficientScope, "This is an admin key: it administers the workspace (/v1/admin/…) and reads or writes no records; use a read or write key.")
+		}
+	case route.ScopeAdmin:
+		return p.Administer()
+	}
+	return nil
 }
 
 func actorOf(ctx context.Context) records.Actor {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/route"
 )
 
 // Document is the OpenAPI document, encoded once per definitions load (by [catalog.Encode]) and served
@@ -88,7 +89,7 @@ func (h *Handler) openAPI(w http.ResponseWriter, req bunrouter.Request) error {
 		addVary(w.Header(), "Host")
 	}
 	if len(req.Header.Values("Authorization")) > 0 {
-		return h.authed(h.workspaceOpenAPI)(w, req)
+		return h.authed(route.ScopeAny, h.workspaceOpenAPI)(w, req)
 	}
 	h.openapi.rendition(h.base(req.Request)).serve(w, req.Request)
 	return nil

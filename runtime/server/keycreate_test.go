@@ -55,3 +55,27 @@ func TestKeyCreateNeedsAPIAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminKeyScope: an admin key needs an owner whose role holds api.manage, and it administers only:
+// on the record routes, the feed and the catalog it is 403 insufficient_scope, while /v1/me serves it.
+func TestAdminKeyScope(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			dir := e.Server.Backend().Directory
+			m := e.NewMember("plain@adminkey.example", "member", "")
+			if _, _, err := dir.CreateKey(context.Background(), m, auth.KeyOptions{Access: auth.AccessAdmin, ExpiresIn: time.Hour}); !errors.Is(err, auth.ErrNotPermitted) || !strings.Contains(err.Error(), "api.manage") {
+				t.Errorf("admin key for a member without api.manage: %v, want ErrNotPermitted naming api.manage", err)
+			}
+			admin := e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin})
+			for _, rq := range [][2]string{{"GET", "/v1/companies"}, {"POST", "/v1/companies"}, {"GET", "/v1/events"}, {"GET", "/v1/resources"}, {"GET", "/v1/resources/companies"}} {
+				e.Expect(e.DoKey(admin, rq[0], rq[1], nil), 403, "insufficient_scope")
+			}
+			if r := e.DoKey(admin, "GET", "/v1/me", nil); r.Status != 200 || r.Data()["key"].(map[string]any)["access"] != "admin" {
+				t.Errorf("GET /v1/me with an admin key: %d %s", r.Status, r.Raw)
+			}
+		})
+	}
+}
