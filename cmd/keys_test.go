@@ -47,7 +47,7 @@ func TestKeyCreateCommand(t *testing.T) {
 			} {
 				c.fail(create(bad...)...)
 			}
-			c.fail("key", "create", "--member", member, "--access", "admin")
+			c.fail("key", "create", "--member", member, "--access", "owner") // read, write or admin
 			if keys := c.run("key", "list", "--workspace", ws)["data"].([]any); len(keys) != 0 {
 				t.Fatalf("refused key creations created %d keys", len(keys))
 			}
