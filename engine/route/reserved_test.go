@@ -21,3 +21,18 @@ func TestFixedRoutesAreReserved(t *testing.T) {
 		}
 	}
 }
+
+// Every admin route has a label of its own (it names the handler and the operation), the Admin endpoint,
+// and a scope other than the data keys'.
+func TestAdminRoutes(t *testing.T) {
+	labels := map[string]string{}
+	for _, rt := range adminRoutes {
+		if rt.Endpoint != Admin || !rt.Key || rt.Scope == ScopeData || rt.Label == "" {
+			t.Errorf("%s %s: endpoint %d, key %v, scope %d, label %q", rt.Method, rt.Path, rt.Endpoint, rt.Key, rt.Scope, rt.Label)
+		}
+		if prev, ok := labels[rt.Label]; ok {
+			t.Errorf("%s %s: label %q is also %s's", rt.Method, rt.Path, rt.Label, prev)
+		}
+		labels[rt.Label] = rt.Method + " " + rt.Path
+	}
+}

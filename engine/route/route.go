@@ -49,6 +49,9 @@ const (
 	BatchWrite                          // POST /v1/{resource}/batch
 	Events                              // GET /v1/events, the change feed
 	RecordHistory                       // GET /v1/{resource}/:id/history, a record's audit entries
+	// Admin is a route of the admin API (/v1/admin/…) or of one's own keys (/v1/me/keys…): its Label
+	// names the operation, which picks both its handler (httpapi) and its OpenAPI operation (catalog).
+	Admin
 )
 
 // Route is one method on one path pattern (bunrouter syntax). The route table (Table) is the one list
@@ -89,8 +92,11 @@ const (
 	ScopeAdmin
 )
 
-// fixed are the routes outside any resource.
-var fixed = []Route{
+// fixed are the routes outside any resource: the discovery routes below, then the admin API and one's
+// own keys (admin.go).
+var fixed = append(discoveryRoutes, adminRoutes...)
+
+var discoveryRoutes = []Route{
 	{Method: "GET", Path: "/healthz", Endpoint: Healthz, Label: "healthz", Documented: true},
 	{Method: "GET", Path: "/readyz", Endpoint: Readyz, Label: "readyz", Documented: true},
 	{Method: "GET", Path: "/v1", Endpoint: APIInfo, Label: "root", Documented: true},

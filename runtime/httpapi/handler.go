@@ -22,6 +22,7 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
+	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
@@ -33,7 +34,9 @@ import (
 type Config struct {
 	Records   *records.Service
 	Directory *auth.Directory
-	Logger    *slog.Logger
+	// Admin runs the admin API and one's own keys (docs/issue-24.md).
+	Admin  *admin.Service
+	Logger *slog.Logger
 	// OpenAPI is the served contract document (GET /v1/openapi.json).
 	OpenAPI *Document
 	// PublicURL is the server's address for clients; empty: the address each caller used.
@@ -60,6 +63,7 @@ type Config struct {
 type Handler struct {
 	svc       *records.Service
 	dir       *auth.Directory
+	admin     *admin.Service
 	cat       *model.Catalog
 	log       *slog.Logger
 	openapi   *Document
@@ -80,7 +84,7 @@ type Handler struct {
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
+	h := &Handler{svc: cfg.Records, dir: cfg.Directory, admin: cfg.Admin, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
 		metrics: cfg.Metrics, ready: cfg.Ready}
 	h.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
 	if h.timeout <= 0 {
@@ -162,6 +166,10 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 		return h.batch(rt.Resource)
 	case route.RecordHistory:
 		return h.history(rt.Resource)
+	case route.Admin:
+		if f, ok := adminHandlers[rt.Label]; ok {
+			return f(h)
+		}
 	}
 	panic(fmt.Sprintf("httpapi: no handler for endpoint %d of %s %s", rt.Endpoint, rt.Method, rt.Path))
 }

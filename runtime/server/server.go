@@ -24,6 +24,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/spec"
+	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
@@ -80,6 +81,8 @@ type Backend struct {
 	Events *events.Sequencer
 	// Webhooks keeps the workspaces' webhook endpoints and their delivery logs.
 	Webhooks *dispatch.Registry
+	// Admin runs the admin API's operations (docs/issue-24.md).
+	Admin *admin.Service
 	// Dispatcher delivers events to the endpoints (set by New; nil for admin commands and when the
 	// feed is off).
 	Dispatcher *dispatch.Dispatcher
@@ -145,6 +148,8 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
 	b.Records = records.New(rc)
 	b.Webhooks = dispatch.NewRegistry(b.Store, cat, cfg.WebhookAllowPrivate)
+	b.Admin = admin.New(admin.Config{Catalog: cat, Store: b.Store, Directory: b.Directory, Custom: custom, Webhooks: b.Webhooks, Records: b.Records,
+		CursorSecret: b.recordsConfig.CursorSecret})
 	if b.Events != nil {
 		b.Events.Subscribe(b.Webhooks) // New subscribes the dispatcher instead, which also delivers
 	}
@@ -372,7 +377,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	idem := b.recordsConfig.Idempotency
 	idem.SetInstance(inst)
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc, prepared: make(chan struct{})}
-	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
+	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Admin: b.Admin, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
 		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
 	return s, nil

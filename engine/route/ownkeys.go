@@ -1,0 +1,4 @@
+package route
+
+// ownKeyRoutes: a member's own keys, /v1/me/keys… (docs/issue-24.md).
+var ownKeyRoutes = []Route{}
