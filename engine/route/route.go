@@ -49,6 +49,8 @@ const (
 	BatchWrite                          // POST /v1/{resource}/batch
 	Events                              // GET /v1/events, the change feed
 	RecordHistory                       // GET /v1/{resource}/:id/history, a record's audit entries
+	ConsolePage                         // GET /console, the web console's page
+	ConsoleAsset                        // GET /console/{file}, its stylesheet and scripts (ConsoleFiles)
 	// Admin is a route of the admin API (/v1/admin/…) or of one's own keys (/v1/me/keys…): its Label
 	// names the operation, which picks both its handler (httpapi) and its OpenAPI operation (catalog).
 	Admin
@@ -92,9 +94,9 @@ const (
 	ScopeAdmin
 )
 
-// fixed are the routes outside any resource: the discovery routes below, then the admin API and one's
-// own keys (admin.go).
-var fixed = append(discoveryRoutes, adminRoutes...)
+// fixed are the routes outside any resource: the discovery routes below, the console's page and assets
+// (console.go), then the admin API and one's own keys (admin.go).
+var fixed = concatRoutes(discoveryRoutes, consoleRoutes, adminRoutes)
 
 var discoveryRoutes = []Route{
 	{Method: "GET", Path: "/healthz", Endpoint: Healthz, Label: "healthz", Documented: true},

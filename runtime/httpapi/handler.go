@@ -144,6 +144,10 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 		return serveAsset(docsPage)
 	case route.DocsScript:
 		return serveAsset(docsScript)
+	case route.ConsolePage:
+		return serveConsole(true)
+	case route.ConsoleAsset:
+		return serveConsole(false)
 	case route.Me:
 		return h.me
 	case route.Events:
@@ -263,8 +267,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// connection can be trusted to start where a proxy in front thinks it does.
 		w.Header().Set("Connection", "close")
 		err = apierr.New(apierr.InvalidRequest, "The request has both Content-Length and Transfer-Encoding; send exactly one of them.")
-	} else if p := r.URL.Path; p != "/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
-		// The router would redirect; an API answers exactly the paths it documents.
+	} else if p := r.URL.Path; p != "/" && p != "/console/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
+		// The router would redirect; an API answers exactly the paths it documents. /console/ is the
+		// console's page as well as /console: sign-in links name it (docs/issue-24.md).
 		err = apierr.New(apierr.RouteNotFound, "No route matches "+r.Method+" "+p+".")
 	} else {
 		func() {

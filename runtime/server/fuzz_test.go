@@ -120,8 +120,8 @@ func FuzzHTTP(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method, path, query string, body []byte, header uint8, value string) {
 		if method == "HEAD" || method == "CONNECT" || !strings.HasPrefix(path, "/") || strings.HasPrefix(path, "/docs") ||
-			path == "/healthz" || path == "/readyz" {
-			// Answers without a JSON body (HEAD, the /docs page), not a request to the API (CONNECT), or
+			strings.HasPrefix(path, "/console") || path == "/healthz" || path == "/readyz" {
+			// Answers without a JSON body (HEAD, the /docs page, the console), not a request to the API (CONNECT), or
 			// the probes, which are not part of the API's contract (docs/operations.md).
 			return
 		}
