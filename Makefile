@@ -14,7 +14,7 @@ FUZZTIME ?= 30s
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := $(if $(VERSION),-X github.com/workspace-records/records/runtime/version.Version=$(VERSION))
 
-.PHONY: all build run test test-race test-race-ci lint openapi-lint docs-check docs-bundle fuzz bench bench-quick bench-go clean proto plugins
+.PHONY: all build run test test-race test-race-ci lint openapi-lint docs-check docs-bundle axe-bundle console-check fuzz bench bench-quick bench-go clean proto plugins
 
 all: lint test
 
@@ -104,6 +104,22 @@ docs-bundle: tools/openapi/node_modules
 	sed 's#https://cdn.redoc.ly/redoc/logo-mini.svg#data:image/gif;base64,R0lGODlhAQABAAAAACw=#' \
 		tools/openapi/node_modules/redoc/bundles/redoc.standalone.js > runtime/httpapi/docs/redoc.standalone.js
 	cp tools/openapi/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt runtime/httpapi/docs/redoc.standalone.js.LICENSE.txt
+
+# The axe-core build the console's browser test injects to check accessibility (committed under
+# runtime/server/testdata/axe with its licence), refreshed from the pinned npm package: npm pack checks
+# the tarball against the registry's integrity hash. Change AXE_VERSION to move to another release.
+AXE_VERSION := 4.10.3
+axe-bundle:
+	rm -rf $(BIN)/axe && mkdir -p $(BIN)/axe runtime/server/testdata/axe
+	cd $(BIN)/axe && npm pack --silent --no-fund axe-core@$(AXE_VERSION) > /dev/null && tar -xzf axe-core-$(AXE_VERSION).tgz
+	cp $(BIN)/axe/package/axe.min.js $(BIN)/axe/package/LICENSE runtime/server/testdata/axe/
+	echo $(AXE_VERSION) > runtime/server/testdata/axe/VERSION
+	rm -rf $(BIN)/axe
+
+# The console's browser tests (headless Chromium, both backends); screenshots of every page at 1280x800
+# and 390x844 are written to bin/console-screens/.
+console-check:
+	$(GO) test -count=1 -run 'TestConsole' -v ./runtime/server/
 
 # Rewrite docs/errors.md's table of error codes from engine/apierr.Table (a test checks it).
 .PHONY: errors-doc
