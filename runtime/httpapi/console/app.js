@@ -1,7 +1,7 @@
 // The console: signs in with a one-time link, then routes #/page… to the pages below. Each page module
 // exports render(main, ctx, params) and builds its content from the admin API.
 import { data, session, setCsrfToken, whenSignedOut } from './api.js';
-import { h, announce, errorBox } from './ui.js';
+import { h, announce, errorBox, replace } from './ui.js';
 import * as catalog from './catalog.js';
 import * as fields from './fields.js';
 import * as models from './models.js';
@@ -56,23 +56,23 @@ async function route() {
   }
   const mine = ++rendering;
   document.title = `${p.title} — Workspace Records console`;
-  main.replaceChildren(h('h1', {}, p.title), h('p', { class: 'loading' }, 'Loading…'));
+  replace(main, h('h1', {}, p.title), h('p', { class: 'loading' }, 'Loading…'));
   main.setAttribute('aria-busy', 'true');
   const section = h('div', { class: 'page', 'data-page': p.path });
   try {
     await p.module.render(section, ctx, { rest, query });
   } catch (err) {
-    section.replaceChildren(errorBox(err));
+    replace(section, errorBox(err));
   }
   if (mine !== rendering) return; // another navigation started meanwhile
-  main.replaceChildren(h('h1', { id: 'page-title', tabIndex: -1 }, p.title), section);
+  replace(main, h('h1', { id: 'page-title', tabIndex: -1 }, p.title), section);
   main.removeAttribute('aria-busy');
   main.dataset.ready = p.path;
 }
 
 function showNav() {
   const list = document.getElementById('nav-list');
-  list.replaceChildren(...visible().map((p) => h('li', {}, h('a', { href: `#/${p.path}`, 'data-page': p.path }, p.title))));
+  replace(list, ...visible().map((p) => h('li', {}, h('a', { href: `#/${p.path}`, 'data-page': p.path }, p.title))));
   document.getElementById('nav').hidden = false;
   const m = ctx.me.member || {};
   const w = ctx.me.workspace || {};
@@ -87,7 +87,7 @@ function signedOutView(message, kind = 'info') {
   document.getElementById('sign-out').hidden = true;
   document.getElementById('who').textContent = '';
   document.title = 'Sign in — Workspace Records console';
-  main.replaceChildren(
+  replace(main, 
     h('h1', {}, 'Sign in to the console'),
     h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : null }, h('p', { id: 'sign-in-message' }, message)),
     h('p', {}, 'An operator prints a one-time sign-in link for you with:'),
@@ -101,7 +101,7 @@ function signedOutView(message, kind = 'info') {
 // before anything else happens.
 async function signIn(token) {
   window.history.replaceState(null, '', window.location.pathname + window.location.search);
-  main.replaceChildren(h('h1', {}, 'Signing in…'));
+  replace(main, h('h1', {}, 'Signing in…'));
   try {
     await session.signIn(token);
     return true;

@@ -1,7 +1,7 @@
 // Audit: the workspace's trail, newest first, as recordsctl audit list shows it (with the reader's
 // masks), filtered and paged with meta.next_cursor (GET /v1/admin/audit).
 import { api, data, query } from './api.js';
-import { h, field, values, announce, when, button } from './ui.js';
+import { h, field, values, announce, when, button, put, replace } from './ui.js';
 
 function changes(e) {
   const c = e.changes || {};
@@ -45,10 +45,10 @@ export async function render(el) {
     const answer = await api('GET', `/v1/admin/audit${query({ ...params(), cursor: fresh ? '' : cursor })}`);
     const list = data(answer) || [];
     if (fresh) {
-      body.replaceChildren();
+      replace(body);
       shown = 0;
     }
-    body.append(...list.map(row));
+    put(body, ...list.map(row));
     shown += list.length;
     cursor = answer?.meta?.next_cursor || null;
     more.hidden = !cursor;
@@ -60,5 +60,5 @@ export async function render(el) {
     await page(true);
   });
   await page(true);
-  el.append(h('p', {}, 'Every write of the workspace, the admin API\'s included (resources admin.…), with who made it.'), form, count, tbl, more);
+  put(el, h('p', {}, 'Every write of the workspace, the admin API\'s included (resources admin.…), with who made it.'), form, count, tbl, more);
 }

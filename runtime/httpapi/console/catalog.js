@@ -1,7 +1,7 @@
 // Catalog: each resource's fields, built-in and custom, as the workspace's API describes them
 // (GET /v1/admin/resources, GET /v1/admin/resources/{resource}).
 import { api, data } from './api.js';
-import { h, table, yesNo, field } from './ui.js';
+import { h, table, yesNo, field, put, replace } from './ui.js';
 
 // resourceNames lists the workspace's resources ([{name, label, read_only…}]), fetched once per page.
 export async function resourceList() {
@@ -39,7 +39,7 @@ function fieldsTable(list) {
 
 async function renderResource(el, name) {
   const r = data(await api('GET', `/v1/admin/resources/${encodeURIComponent(name)}`));
-  el.append(
+  put(el, 
     h('p', {}, h('a', { href: '#/catalog' }, '← All resources')),
     h('h2', { id: 'resource-title' }, `${r.label_plural || r.label || r.name} `, h('code', {}, r.name)),
     r.description ? h('p', {}, r.description) : null,
@@ -66,7 +66,7 @@ export async function render(el, ctx, { rest }) {
   const out = h('div', {});
   const draw = (q) => {
     const shown = list.filter((r) => !q || [r.name, r.label, r.label_plural, r.group].some((s) => String(s || '').toLowerCase().includes(q)));
-    out.replaceChildren(table(`Resources (${shown.length})`, [
+    replace(out, table(`Resources (${shown.length})`, [
       { label: 'Resource', cell: (r) => h('a', { href: `#/catalog/${encodeURIComponent(r.name)}` }, r.label_plural || r.label || r.name) },
       { label: 'Name', cell: (r) => h('code', {}, r.name) },
       { label: 'Group', cell: (r) => r.group || '—' },
@@ -75,5 +75,5 @@ export async function render(el, ctx, { rest }) {
   };
   filter.querySelector('input').addEventListener('input', (ev) => draw(ev.target.value.trim().toLowerCase()));
   draw('');
-  el.append(h('p', {}, 'Every resource of this workspace, with its built-in fields and the custom fields added to it. Pick one to see its fields.'), filter, out);
+  put(el, h('p', {}, 'Every resource of this workspace, with its built-in fields and the custom fields added to it. Pick one to see its fields.'), filter, out);
 }

@@ -1,7 +1,7 @@
 // Custom fields: list, create (with a live preview of the catalog entry and of the keys the API takes),
 // edit, archive and restore (/v1/admin/custom-fields…).
 import { api, data, query } from './api.js';
-import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, yesNo, when, confirmInline } from './ui.js';
+import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, yesNo, when, confirmInline, put, replace } from './ui.js';
 import { resourceList, customFieldsTable } from './catalog.js';
 
 // types are the custom field types (runtime/customfields.Types) with the value type and length the
@@ -72,17 +72,17 @@ function createForm(el, resources, preset) {
     show('options', v.type === 'select' || v.type === 'multi_select');
     show('target', v.type === 'reference');
     show('unique', uniqueTypes.has(v.type));
-    keysOut.replaceChildren(
+    replace(keysOut, 
       h('dt', {}, 'Write key (create, update, upsert)'), h('dd', {}, h('code', { 'data-preview': 'write-key' }, e.write_key)),
       h('dt', {}, 'Filter and sort key'), h('dd', {}, h('code', { 'data-preview': 'filter-key' }, e.filter_key), ' — the id is given when the field is created'),
       h('dt', {}, 'Example filter'), h('dd', {}, h('code', {}, `GET /v1/${v.resource}?filter[cfv:<id>][eq]=…`)));
-    entryOut.replaceChildren(customFieldsTable('Catalog entry', [e]));
+    replace(entryOut, customFieldsTable('Catalog entry', [e]));
     jsonOut.textContent = JSON.stringify(e, null, 2);
     const problems = [];
     if (v.key && !keyPattern.test(v.key)) problems.push('The key must start with a lowercase letter and use a–z, 0–9 and _ only (at most 63).');
     if ((v.type === 'select' || v.type === 'multi_select') && !splitOptions(v.options).length) problems.push('A select needs at least one option.');
     if (v.type === 'reference' && !v.target) problems.push('A reference needs a target resource.');
-    notes.replaceChildren(...problems.map((p) => h('li', {}, p)));
+    replace(notes, ...problems.map((p) => h('li', {}, p)));
   };
   form.addEventListener('input', update);
   form.addEventListener('change', update);
@@ -101,7 +101,7 @@ function createForm(el, resources, preset) {
         const made = data(await api('POST', '/v1/admin/custom-fields', body));
         clearErrors(form);
         announce(`Created ${made.write_key || `cf__${made.key}`} on ${made.resource || v.resource}.`, 'ok');
-        el.replaceChildren(created(made, v.resource));
+        replace(el, created(made, v.resource));
         el.querySelector('h2')?.focus();
       } catch (err) {
         showError(form, err);
@@ -153,7 +153,7 @@ async function editPage(el, id) {
       }
     });
   });
-  el.append(form);
+  put(el, form);
 }
 
 async function listPage(el, ctx, q) {
@@ -166,7 +166,7 @@ async function listPage(el, ctx, q) {
   const load = async () => {
     const v = values(filters);
     const list = data(await api('GET', `/v1/admin/custom-fields${query({ resource: v.resource, archived: v.archived ? 'true' : '' })}`)) || [];
-    out.replaceChildren(table(`Custom fields (${list.length})`, [
+    replace(out, table(`Custom fields (${list.length})`, [
       { label: 'Field', cell: (f) => h('a', { href: `#/fields/${encodeURIComponent(f.id)}` }, `${f.resource}.${f.key}`) },
       { label: 'Label', cell: (f) => f.label || '' },
       { label: 'Type', cell: (f) => f.type },
@@ -183,7 +183,7 @@ async function listPage(el, ctx, q) {
     announce('Custom fields updated.');
   });
   await load();
-  el.append(
+  put(el, 
     h('p', {}, 'Fields a workspace adds to a resource. They are written as ', h('code', {}, 'cf__<key>'), ' and filtered and sorted by ', h('code', {}, 'cfv:<id>'), '.'),
     h('p', {}, h('a', { class: 'button primary', href: '#/fields/new' }, 'New custom field')),
     filters, out);
@@ -200,16 +200,16 @@ function actions(f, reload) {
       announce(err.message, 'error');
     }
   };
-  if (f.archived_at) box.append(button(`Restore ${f.key}`, () => act('restore')));
+  if (f.archived_at) put(box, button(`Restore ${f.key}`, () => act('restore')));
   else {
-    box.append(button(`Archive ${f.key}`, () => confirmInline(box, `Archive ${f.key}? Its values are kept.`, 'Archive', () => act('archive')), { kind: 'danger' }));
+    put(box, button(`Archive ${f.key}`, () => confirmInline(box, `Archive ${f.key}? Its values are kept.`, 'Archive', () => act('archive')), { kind: 'danger' }));
   }
   return box;
 }
 
 export async function render(el, ctx, { rest, query: q }) {
   if (rest[0] === 'new') {
-    el.append(createForm(el, await resourceList(), q.get('resource')));
+    put(el, createForm(el, await resourceList(), q.get('resource')));
     return;
   }
   if (rest[0]) {

@@ -1,7 +1,7 @@
 // Keys: my own keys (GET/POST /v1/me/keys, roll, revoke) and, for admins, every member's keys
 // (GET /v1/admin/keys, revoke). A secret is shown once, when a key is made or rolled.
 import { api, data, query } from './api.js';
-import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, confirmInline, copyButton, uid, errorBox } from './ui.js';
+import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, confirmInline, copyButton, uid, errorBox, put, replace } from './ui.js';
 
 function state(k) {
   if (k.revoked_at) return `revoked ${when(k.revoked_at)}`;
@@ -94,16 +94,16 @@ function rollControl(k, onMade) {
         go.disabled = false;
       }
     }, { kind: 'primary' });
-    box.replaceChildren(h('label', { for: id }, 'Old key stays valid for'), select, go, button('Cancel', () => box.replaceChildren(...keep)));
+    replace(box, h('label', { for: id }, 'Old key stays valid for'), select, go, button('Cancel', () => replace(box, ...keep)));
     select.focus();
   };
-  box.append(button(`Roll ${k.hint || ''}`.trim(), open, { attrs: { 'data-action': 'roll' } }));
+  put(box, button(`Roll ${k.hint || ''}`.trim(), open, { attrs: { 'data-action': 'roll' } }));
   return box;
 }
 
 function revokeControl(k, path, reload) {
   const box = h('div', { class: 'row-actions' });
-  box.append(button(`Revoke ${k.hint || ''}`.trim(), () => confirmInline(box, `Revoke ${k.hint || k.id}? Requests with it fail at once.`, 'Revoke', async () => {
+  put(box, button(`Revoke ${k.hint || ''}`.trim(), () => confirmInline(box, `Revoke ${k.hint || k.id}? Requests with it fail at once.`, 'Revoke', async () => {
     try {
       await api('POST', path);
       announce(`Revoked ${k.hint || k.id}.`, 'ok');
@@ -123,13 +123,13 @@ export async function render(el, ctx) {
     field({ name: 'member', label: 'Member id', hint: 'Empty: every member.' }),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'button secondary' }, 'Show')));
   const onMade = async (k, what) => {
-    secretBox.replaceChildren(secretPanel(k, ctx.origin, what));
+    replace(secretBox, secretPanel(k, ctx.origin, what));
     await load();
     secretBox.querySelector('h2').focus();
   };
   const load = async () => {
     const mine = data(await api('GET', '/v1/me/keys')) || [];
-    mineOut.replaceChildren(table(`My keys (${mine.length})`, [
+    replace(mineOut, table(`My keys (${mine.length})`, [
       { label: 'Key', cell: (k) => h('span', { 'data-key-id': k.id }, `${k.name ? `${k.name} ` : ''}`, h('code', {}, k.hint || k.id)) },
       { label: 'Access', cell: (k) => k.access },
       { label: 'Restrictions', cell: (k) => restrictions(k) },
@@ -144,10 +144,10 @@ export async function render(el, ctx) {
       try {
         all = data(await api('GET', `/v1/admin/keys${query({ member: m })}`)) || [];
       } catch (err) {
-        allOut.replaceChildren(errorBox(err));
+        replace(allOut, errorBox(err));
         return;
       }
-      allOut.replaceChildren(table(`Every member's keys (${all.length})`, [
+      replace(allOut, table(`Every member's keys (${all.length})`, [
         { label: 'Key', cell: (k) => h('code', {}, k.hint || k.id) },
         { label: 'Member', cell: (k) => k.member_email || k.member_id || '' },
         { label: 'Access', cell: (k) => k.access },
@@ -165,7 +165,7 @@ export async function render(el, ctx) {
     announce('Keys updated.');
   });
   await load();
-  el.append(
+  put(el, 
     h('p', {}, 'Keys call the API as you, with your role. Creating or rolling one needs a sign-in within the last 15 minutes.'),
     secretBox, mineOut, createForm(ctx, onMade),
     ctx.admin ? h('section', { 'aria-labelledby': 'all-keys-title' }, h('h2', { id: 'all-keys-title' }, 'Every member\'s keys'), allFilter, allOut) : null);

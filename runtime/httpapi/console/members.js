@@ -1,7 +1,7 @@
 // Members and roles (/v1/admin/members…, /v1/admin/roles…): change a member's role, deactivate and
 // activate; list the roles, create and update the workspace's own.
 import { api, data } from './api.js';
-import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, confirmInline, uid } from './ui.js';
+import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, confirmInline, uid, put, replace } from './ui.js';
 
 function memberName(m) {
   const name = [m.first_name, m.last_name].filter(Boolean).join(' ');
@@ -38,8 +38,8 @@ function activeControl(m, reload) {
       announce(err.message, 'error');
     }
   };
-  if (m.active === false) box.append(button(`Activate ${m.email}`, () => act('activate')));
-  else box.append(button(`Deactivate ${m.email}`, () => confirmInline(box, `Deactivate ${m.email}? Their keys are revoked and their sessions end.`, 'Deactivate', () => act('deactivate')), { kind: 'danger' }));
+  if (m.active === false) put(box, button(`Activate ${m.email}`, () => act('activate')));
+  else put(box, button(`Deactivate ${m.email}`, () => confirmInline(box, `Deactivate ${m.email}? Their keys are revoked and their sessions end.`, 'Deactivate', () => act('deactivate')), { kind: 'danger' }));
   return box;
 }
 
@@ -89,7 +89,7 @@ export async function render(el) {
     const [members, roles] = await Promise.all([api('GET', '/v1/admin/members'), api('GET', '/v1/admin/roles')]);
     const ms = data(members) || [];
     const rs = data(roles) || [];
-    membersOut.replaceChildren(table(`Members (${ms.length})`, [
+    replace(membersOut, table(`Members (${ms.length})`, [
       { label: 'Member', cell: (m) => memberName(m) },
       { label: 'Role', cell: (m) => roleControl(m, rs, load) },
       { label: 'State', cell: (m) => (m.active === false ? 'deactivated' : 'active') },
@@ -97,7 +97,7 @@ export async function render(el) {
       { label: 'Actions', cell: (m) => activeControl(m, load) },
     ], ms));
     const permissions = [...new Set(['api.access', 'api.manage', ...rs.flatMap((r) => r.permissions || [])])].sort();
-    rolesOut.replaceChildren(
+    replace(rolesOut, 
       table(`Roles (${rs.length})`, [
         { label: 'Role', cell: (r) => `${r.label || r.name} (${r.name})` },
         { label: 'Kind', cell: (r) => (r.builtin ? 'built-in' : 'workspace') },
@@ -109,5 +109,5 @@ export async function render(el) {
       roleForm(permissions, null, load));
   };
   await load();
-  el.append(h('h2', {}, 'Members'), membersOut, h('h2', {}, 'Roles'), rolesOut);
+  put(el, h('h2', {}, 'Members'), membersOut, h('h2', {}, 'Roles'), rolesOut);
 }

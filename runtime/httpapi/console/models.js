@@ -2,7 +2,7 @@
 // {type, label, required, options, target} under its key (the definitions' field types; a string with
 // options is a select).
 import { api, data } from './api.js';
-import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, uid } from './ui.js';
+import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, uid, put, replace } from './ui.js';
 
 const fieldTypes = ['string', 'text', 'integer', 'decimal', 'boolean', 'date', 'datetime', 'email', 'url', 'phone', 'reference'];
 
@@ -19,7 +19,7 @@ function fieldRow(list, f = {}) {
     field({ name: 'target', label: 'Target resource (reference)', value: f.target || '' }),
     field({ name: 'required', label: 'Required', type: 'checkbox', value: f.required }),
     button('Remove this field', () => { row.remove(); announce('Field removed from the form.'); }, { kind: 'secondary' }));
-  list.append(row);
+  put(list, row);
   return row;
 }
 
@@ -76,7 +76,7 @@ function modelForm(model, onSaved) {
 export async function render(el, ctx, { rest }) {
   if (rest[0]) {
     const m = data(await api('GET', `/v1/admin/data-models/${encodeURIComponent(rest[0])}`));
-    el.append(h('p', {}, h('a', { href: '#/models' }, '← All data models')),
+    put(el, h('p', {}, h('a', { href: '#/models' }, '← All data models')),
       h('p', { class: 'meta' }, 'Id ', h('code', {}, m.id), ` · records at /v1/data_model_records?model_id=${m.id}`),
       modelForm(m, async () => {}));
     return;
@@ -84,7 +84,7 @@ export async function render(el, ctx, { rest }) {
   const out = h('div', {});
   const load = async () => {
     const list = data(await api('GET', '/v1/admin/data-models')) || [];
-    out.replaceChildren(table(`Data models (${list.length})`, [
+    replace(out, table(`Data models (${list.length})`, [
       { label: 'Name', cell: (m) => h('a', { href: `#/models/${encodeURIComponent(m.id)}` }, m.name) },
       { label: 'Fields', cell: (m) => Object.keys(m.fields || {}).join(', ') || '—' },
       { label: 'Id', cell: (m) => h('code', {}, m.id) },
@@ -92,6 +92,6 @@ export async function render(el, ctx, { rest }) {
     ], list, { empty: 'none yet.' }));
   };
   await load();
-  el.append(h('p', {}, 'A data model is a record shape of this workspace; its records live in data_model_records with its id.'),
+  put(el, h('p', {}, 'A data model is a record shape of this workspace; its records live in data_model_records with its id.'),
     out, modelForm(null, load));
 }

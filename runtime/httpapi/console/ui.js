@@ -1,6 +1,20 @@
 // DOM helpers: elements are built with text nodes only (never HTML strings), forms carry a label for
 // every input and show the server's field errors beside the input they name.
 
+// put appends children to el as h does: nodes, strings (text) and arrays of either; null and false
+// are skipped (the DOM's own append would write them as text).
+export function put(el, ...children) {
+  append(el, children);
+  return el;
+}
+
+// replace is put after emptying el.
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
 // h builds an element: attrs set properties (on…: listeners, class, for, aria-*/data-*: attributes);
 // children are nodes, strings (text) or arrays of either; null and false are skipped.
 export function h(tag, attrs = {}, ...children) {
@@ -42,6 +56,8 @@ export function announce(msg, kind = 'info') {
   s.className = `status ${kind}`;
   // A new text node after clearing makes screen readers read it again when it repeats.
   window.setTimeout(() => { s.textContent = msg; }, 30);
+  window.clearTimeout(announce.timer);
+  announce.timer = window.setTimeout(() => { s.textContent = ''; }, 10000);
 }
 
 // when formats an RFC 3339 time for people ("—" for none).
@@ -78,7 +94,7 @@ export function field(spec) {
   const common = { id, name: spec.name, 'aria-describedby': described, required: !!spec.required, ...(spec.attrs || {}) };
   let input;
   if (spec.type === 'select') {
-    input = h('select', common, (spec.options || []).map(([v, l]) => h('option', { value: v, selected: String(v) === String(spec.value ?? '') }, l)));
+    input = h('select', common, (spec.options || []).map(([v, l]) => h('option', { value: v, defaultSelected: String(v) === String(spec.value ?? ''), selected: String(v) === String(spec.value ?? '') }, l)));
   } else if (spec.type === 'textarea') {
     input = h('textarea', { ...common, rows: spec.rows || 3, value: spec.value ?? '' });
   } else if (spec.type === 'checkbox') {
@@ -142,7 +158,7 @@ export function showError(form, err) {
   }
   if (summary) {
     summary.hidden = false;
-    summary.append(h('p', {}, err.message), loose.length ? h('ul', {}, loose.map((l) => h('li', {}, l))) : null);
+    put(summary, h('p', {}, err.message), loose.length ? h('ul', {}, loose.map((l) => h('li', {}, l))) : null);
   }
   announce(err.message, 'error');
   if (first) first.focus();
@@ -215,6 +231,6 @@ export function confirmInline(container, question, confirmLabel, onConfirm) {
       yes.disabled = false;
     }
   }, { kind: 'danger' });
-  container.replaceChildren(h('span', { class: 'confirm-q' }, question), yes, button('Cancel', cancel));
+  replace(container, h('span', { class: 'confirm-q' }, question), yes, button('Cancel', cancel));
   yes.focus();
 }

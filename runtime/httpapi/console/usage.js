@@ -1,7 +1,7 @@
 // Usage: requests and refusals (403 and 429 answers) per day, and the workspace's monthly quota
 // (GET /v1/admin/usage?from=D&to=D&key=K), as an SVG chart drawn here and as a table.
 import { api, data, query } from './api.js';
-import { h, table, field, values, announce } from './ui.js';
+import { h, table, field, values, announce, put, replace } from './ui.js';
 
 function isoDay(d) {
   return d.toISOString().slice(0, 10);
@@ -60,15 +60,15 @@ function chart(days) {
     h('desc', { id: 'chart-desc' }, `${days.length} days from ${days[0]?.day || ''} to ${days[days.length - 1]?.day || ''}: ${total} requests, ${refused} refused. The table below has every day's figures.`));
   for (let i = 0; i <= 4; i += 1) {
     const v = (max / 4) * i;
-    svg.append(h('line', { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), class: 'grid' }),
+    put(svg, h('line', { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), class: 'grid' }),
       h('text', { x: pad.l - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, String(Math.round(v))));
   }
   days.forEach((d, i) => {
     const x = pad.l + i * slot + (slot - 2 * bw) / 2;
-    svg.append(h('rect', { x, y: y(d.requests), width: bw, height: Math.max(0, pad.t + ih - y(d.requests)), class: 'bar requests' }, h('title', {}, `${d.day}: ${d.requests} requests`)),
+    put(svg, h('rect', { x, y: y(d.requests), width: bw, height: Math.max(0, pad.t + ih - y(d.requests)), class: 'bar requests' }, h('title', {}, `${d.day}: ${d.requests} requests`)),
       h('rect', { x: x + bw, y: y(d.refusals), width: bw, height: Math.max(0, pad.t + ih - y(d.refusals)), class: 'bar refusals' }, h('title', {}, `${d.day}: ${d.refusals} refused`)));
     const every = Math.ceil(days.length / 8);
-    if (i % every === 0) svg.append(h('text', { x: pad.l + i * slot + slot / 2, y: H - 12, class: 'axis', 'text-anchor': 'middle' }, d.day.slice(5)));
+    if (i % every === 0) put(svg, h('text', { x: pad.l + i * slot + slot / 2, y: H - 12, class: 'axis', 'text-anchor': 'middle' }, d.day.slice(5)));
   });
   return svg;
 }
@@ -80,7 +80,7 @@ function quotaBar(q) {
   }
   const used = Number(q.used || 0);
   const share = Math.min(1, used / q.limit);
-  const svg = h('svg', { viewBox: '0 0 720 40', class: 'chart quota', role: 'img', 'aria-labelledby': 'quota-title' },
+  const svg = h('svg', { viewBox: '0 0 720 40', class: 'chart quota', role: 'img', 'aria-labelledby': 'quota-title', preserveAspectRatio: 'none' },
     h('title', { id: 'quota-title' }, `Monthly quota: ${used} of ${q.limit} requests used (${Math.round(share * 100)}%)`),
     h('rect', { x: 0, y: 8, width: 720, height: 24, class: 'quota-track', rx: 4 }),
     h('rect', { x: 0, y: 8, width: 720 * share, height: 24, class: share >= 0.9 ? 'quota-used high' : 'quota-used', rx: 4 }));
@@ -101,7 +101,7 @@ export async function render(el) {
     const v = values(form);
     const { rows, quota } = normalize(await api('GET', `/v1/admin/usage${query({ from: v.from, to: v.to, key: v.key })}`));
     const days = perDay(rows, v.from, v.to);
-    out.replaceChildren(
+    replace(out, 
       h('figure', { class: 'figure' }, chart(days),
         h('figcaption', {}, h('span', { class: 'swatch requests', 'aria-hidden': 'true' }), ' requests ',
           h('span', { class: 'swatch refusals', 'aria-hidden': 'true' }), ' refusals (403 and 429 answers), per UTC day')),
@@ -118,5 +118,5 @@ export async function render(el) {
     announce('Usage updated.');
   });
   await load();
-  el.append(h('p', {}, 'Requests made with keys of this workspace; the console\'s own requests do not count against the quota.'), form, out);
+  put(el, h('p', {}, 'Requests made with keys of this workspace; the console\'s own requests do not count against the quota.'), form, out);
 }

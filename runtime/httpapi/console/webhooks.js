@@ -1,7 +1,7 @@
 // Webhooks: endpoints (/v1/admin/webhooks…: create with the signing secret shown once, enable or
 // disable, rotate the secret, delete) and each endpoint's delivery log (…/deliveries, replay).
 import { api, data, query } from './api.js';
-import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, confirmInline, copyButton } from './ui.js';
+import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, when, confirmInline, copyButton, put, replace } from './ui.js';
 
 function list(s) {
   return String(s || '').split(',').map((x) => x.trim()).filter(Boolean);
@@ -53,7 +53,7 @@ function createForm(onMade) {
 function endpointActions(w, reload, showSecret) {
   const box = h('div', { class: 'row-actions' });
   const enabled = w.enabled !== false && !w.disabled_at;
-  box.append(
+  put(box, 
     h('a', { class: 'button secondary', href: `#/webhooks/${encodeURIComponent(w.id)}` }, 'Deliveries'),
     button(enabled ? 'Disable' : 'Enable', async () => {
       try {
@@ -92,8 +92,8 @@ async function deliveries(el, id) {
   const page = async (fresh = false) => {
     const answer = await api('GET', `/v1/admin/webhooks/${encodeURIComponent(id)}/deliveries${query({ cursor: fresh ? '' : cursor })}`);
     const rows = data(answer) || [];
-    if (fresh) body.replaceChildren();
-    body.append(...rows.map((d) => h('tr', {},
+    if (fresh) replace(body);
+    put(body, ...rows.map((d) => h('tr', {},
       h('th', { scope: 'row' }, when(d.created_at)),
       h('td', {}, d.event_type || d.type || ''),
       h('td', {}, String(d.seq ?? d.event_seq ?? '')),
@@ -122,7 +122,7 @@ async function deliveries(el, id) {
     });
   });
   await page(true);
-  el.append(h('p', {}, h('a', { href: '#/webhooks' }, '← All endpoints')),
+  put(el, h('p', {}, h('a', { href: '#/webhooks' }, '← All endpoints')),
     h('h2', {}, `Deliveries to ${w.url}`),
     h('p', { class: 'meta' }, `${w.enabled === false ? 'disabled' : 'enabled'} · events: ${(w.event_types || []).join(', ') || 'every type'} · resources: ${(w.resources || []).join(', ') || 'every resource'}`),
     h('div', { class: 'scroll', tabIndex: 0, role: 'region', 'aria-label': 'Deliveries' },
@@ -140,12 +140,12 @@ export async function render(el, ctx, { rest }) {
   const secretBox = h('div', {});
   const out = h('div', {});
   const showSecret = async (secret, what) => {
-    secretBox.replaceChildren(secretNotice(secret, what));
+    replace(secretBox, secretNotice(secret, what));
     secretBox.querySelector('h2').focus();
   };
   const load = async () => {
     const eps = data(await api('GET', '/v1/admin/webhooks')) || [];
-    out.replaceChildren(table(`Endpoints (${eps.length})`, [
+    replace(out, table(`Endpoints (${eps.length})`, [
       { label: 'URL', cell: (w) => w.url },
       { label: 'Description', cell: (w) => w.description || '' },
       { label: 'Events', cell: (w) => (w.event_types || []).join(', ') || 'every type' },
@@ -155,7 +155,7 @@ export async function render(el, ctx, { rest }) {
     ], eps, { empty: 'none yet.' }));
   };
   await load();
-  el.append(h('p', {}, 'Endpoints receive the workspace\'s events, signed the Standard Webhooks way.'), secretBox, out,
+  put(el, h('p', {}, 'Endpoints receive the workspace\'s events, signed the Standard Webhooks way.'), secretBox, out,
     createForm(async (made) => {
       await load();
       if (made && made.secret) await showSecret(made.secret, `Signing secret of ${made.url}`);
