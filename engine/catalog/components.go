@@ -277,7 +277,11 @@ func components(cat *model.Catalog) map[string]any {
 		"parameters":    params,
 		"responses":     responses,
 		"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "wsk_<64 hex>",
-			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."}},
+			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."},
+			"consoleSession": map[string]any{"type": "apiKey", "in": "cookie", "name": "records_session",
+				"description": "The web console's session cookie (HttpOnly, SameSite=Strict), set by `POST /console/session`. Accepted only on the admin routes, your keys and the session itself, always with `csrfToken`."},
+			"csrfToken": map[string]any{"type": "apiKey", "in": "header", "name": "X-CSRF-Token",
+				"description": "The console session's CSRF token (`GET /console/session`), required with the cookie on every request it authenticates; requests from another site (`Origin`, `Sec-Fetch-Site`) are refused whatever they carry."}},
 	}
 }
 
