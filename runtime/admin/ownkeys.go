@@ -103,25 +103,58 @@ func (s *Service) CreateOwnKey(ctx context.Context, a Actor, in KeyInput) (KeyVi
 	if err != nil {
 		return KeyView{}, "", err
 	}
-	var errs field.ErrorList
+	if err := keyPermission(a, in.Access); err != nil {
+		return KeyView{}, "", err
+	}
+	errs := s.CheckKeyInput(in)
+	if errs != nil {
+		return KeyView{}, "", apierr.Refused(errs)
+	}
 	life := DefaultKeyLifetime
 	if in.ExpiresIn != "" {
-		var ok bool
-		if life, ok = ParseLifetime(in.ExpiresIn); !ok {
+		life, _ = ParseLifetime(in.ExpiresIn)
+	}
+	ctx = store.WithWorkspace(ctx, a.Principal.Workspace.ID)
+	assured := ses.SignedInAt
+	o := auth.KeyOptions{Access: in.Access, Resources: in.Resources, AllowIPs: in.AllowIPs, ExpiresIn: life, Name: strings.TrimSpace(in.Name), AssuredAt: &assured,
+		Within: func(ctx context.Context, q store.Querier, k *auth.Key) error {
+			return s.auditKey(ctx, q, a, k.ID, "create", keyChanges(k), nil)
+		}}
+	k, secret, err := s.cfg.Directory.CreateKey(ctx, a.Principal.Member.ID, o)
+	if err != nil {
+		return KeyView{}, "", keyError(err)
+	}
+	return s.view(*k, now), secret, nil
+}
+
+// keyPermission checks that the caller's role may own a key of access (an unknown access is left to
+// CheckKeyInput).
+func keyPermission(a Actor, access string) error {
+	switch access {
+	case "read", "write":
+		if !a.Principal.HasPermission(auth.PermAccess) {
+			return apierr.New(apierr.PermissionDenied, "Creating a key needs the api.access permission, which your role does not hold.")
+		}
+	case auth.AccessAdmin:
+		if !a.Principal.HasPermission(auth.PermManage) || !a.Principal.HasPermission(auth.PermAccess) {
+			return apierr.New(apierr.PermissionDenied, "An admin key needs the api.access and api.manage permissions, which your role does not both hold.")
+		}
+	}
+	return nil
+}
+
+// CheckKeyInput returns every problem of a key's creation body.
+func (s *Service) CheckKeyInput(in KeyInput) field.ErrorList {
+	var errs field.ErrorList
+	if in.ExpiresIn != "" {
+		if life, ok := ParseLifetime(in.ExpiresIn); !ok {
 			errs = append(errs, field.New(field.CodeFormat, field.NewPath("expires_in"), "must be a duration such as 720h or 90d"))
 		} else if life <= 0 || life > auth.MaxKeyLifetime {
 			errs = append(errs, field.New(field.CodeRange, field.NewPath("expires_in"), "must be after now and at most one year away"))
 		}
 	}
 	switch in.Access {
-	case "read", "write":
-		if !a.Principal.HasPermission(auth.PermAccess) {
-			return KeyView{}, "", apierr.New(apierr.PermissionDenied, "Creating a key needs the api.access permission, which your role does not hold.")
-		}
-	case auth.AccessAdmin:
-		if !a.Principal.HasPermission(auth.PermManage) || !a.Principal.HasPermission(auth.PermAccess) {
-			return KeyView{}, "", apierr.New(apierr.PermissionDenied, "An admin key needs the api.access and api.manage permissions, which your role does not both hold.")
-		}
+	case "read", "write", auth.AccessAdmin:
 	case "":
 		errs = append(errs, field.New(field.CodeRequired, field.NewPath("access"), "is required: read, write or admin"))
 	default:
@@ -140,19 +173,7 @@ func (s *Service) CreateOwnKey(ctx context.Context, a Actor, in KeyInput) (KeyVi
 	if len(in.Name) > 100 {
 		errs = append(errs, field.New(field.CodeTooLong, field.NewPath("name"), "must be at most 100 characters"))
 	}
-	if errs != nil {
-		return KeyView{}, "", apierr.Refused(errs)
-	}
-	assured := ses.SignedInAt
-	o := auth.KeyOptions{Access: in.Access, Resources: in.Resources, AllowIPs: in.AllowIPs, ExpiresIn: life, Name: strings.TrimSpace(in.Name), AssuredAt: &assured,
-		Within: func(ctx context.Context, q store.Querier, k *auth.Key) error {
-			return s.auditKey(ctx, q, a, k.ID, "create", keyChanges(k), nil)
-		}}
-	k, secret, err := s.cfg.Directory.CreateKey(ctx, a.Principal.Member.ID, o)
-	if err != nil {
-		return KeyView{}, "", keyError(err)
-	}
-	return s.view(*k, now), secret, nil
+	return errs
 }
 
 // RollOwnKey rolls the caller's key id (auth.Directory.RollKey) from a recent console session.
@@ -163,6 +184,7 @@ func (s *Service) RollOwnKey(ctx context.Context, a Actor, id string, overlap ti
 		return KeyView{}, KeyView{}, "", err
 	}
 	var old *auth.Key
+	ctx = store.WithWorkspace(ctx, a.Principal.Workspace.ID)
 	k, secret, err := s.cfg.Directory.RollKey(ctx, a.Principal.Workspace.ID, a.Principal.Member.ID, id, overlap, ses.SignedInAt,
 		func(ctx context.Context, q store.Querier, o, n *auth.Key) error {
 			old = o
@@ -179,6 +201,7 @@ func (s *Service) RollOwnKey(ctx context.Context, a Actor, id string, overlap ti
 
 // RevokeOwnKey revokes the caller's key id; any of the caller's keys or sessions may.
 func (s *Service) RevokeOwnKey(ctx context.Context, a Actor, id string) (KeyView, error) {
+	ctx = store.WithWorkspace(ctx, a.Principal.Workspace.ID)
 	k, err := s.cfg.Directory.RevokeKeyOf(ctx, a.Principal.Workspace.ID, a.Principal.Member.ID, id, func(ctx context.Context, q store.Querier, k *auth.Key) error {
 		return s.auditKey(ctx, q, a, k.ID, "revoke", map[string]any{"revoked": true}, nil)
 	})

@@ -18,19 +18,32 @@ import (
 // JSON type is 422 invalid_type naming it. All the members' errors come in one answer. An empty body is
 // an empty object when empty is true, else 400.
 func decodeInput(req bunrouter.Request, dst any, empty bool) error {
-	data, err := readBody(req.Request)
+	errs, err := decodeFields(req, dst, empty)
 	if err != nil {
 		return err
 	}
+	if errs != nil {
+		return apierr.Refused(errs)
+	}
+	return nil
+}
+
+// decodeFields is decodeInput returning the members' problems (unknown members, wrong types) rather than
+// answering them, for a handler that checks the values too and answers every problem at once.
+func decodeFields(req bunrouter.Request, dst any, empty bool) (field.ErrorList, error) {
+	data, err := readBody(req.Request)
+	if err != nil {
+		return nil, err
+	}
 	if len(strings.TrimSpace(string(data))) == 0 {
 		if empty {
-			return nil
+			return nil, nil
 		}
-		return apierr.New(apierr.InvalidRequest, "The request needs a JSON object body.")
+		return nil, apierr.New(apierr.InvalidRequest, "The request needs a JSON object body.")
 	}
 	obj, err := DecodeObject(data)
 	if err != nil {
-		return malformedBody(err)
+		return nil, malformedBody(err)
 	}
 	t := reflect.TypeOf(dst).Elem()
 	fields := map[string]reflect.StructField{}
@@ -59,7 +72,7 @@ func decodeInput(req bunrouter.Request, dst any, empty bool) error {
 		}
 		raw, err := json.Marshal(obj[k])
 		if err != nil {
-			return apierr.New(apierr.InvalidRequest, "Malformed body: "+err.Error()+".")
+			return nil, apierr.New(apierr.InvalidRequest, "Malformed body: "+err.Error()+".")
 		}
 		v := reflect.New(f.Type)
 		if err := json.Unmarshal(raw, v.Interface()); err != nil {
@@ -68,10 +81,7 @@ func decodeInput(req bunrouter.Request, dst any, empty bool) error {
 		}
 		out.FieldByIndex(f.Index).Set(v.Elem())
 	}
-	if errs != nil {
-		return apierr.Refused(errs)
-	}
-	return nil
+	return errs, nil
 }
 
 // jsonTypeName names the JSON type of t for an error message.

@@ -49,8 +49,12 @@ func (h *Handler) createOwnKey(w http.ResponseWriter, req bunrouter.Request) err
 		return err
 	}
 	var in admin.KeyInput
-	if err := decodeInput(req, &in, false); err != nil {
+	errs, err := decodeFields(req, &in, false)
+	if err != nil {
 		return err
+	}
+	if errs = append(errs, h.admin.CheckKeyInput(in)...); errs != nil {
+		return apierr.Refused(errs)
 	}
 	k, secret, err := h.admin.CreateOwnKey(req.Context(), adminActor(req), in)
 	if err != nil {
