@@ -241,7 +241,7 @@ func components(cat *model.Catalog) map[string]any {
 			"description": "The calling key, its owner and workspace, its current rate-limit and quota usage, and the owner's unread notifications.",
 			"properties": map[string]any{
 				"key": map[string]any{"type": "object", "description": "The key (never its secret): id, prefix, hint, access, resources, allowed addresses, creation, expiry and last use.",
-					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write", "admin"}, "description": "read or write: a data key; admin: an admin key, for /v1/admin/… only (docs/issue-24.md)."},
+					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write", "admin", "session"}, "description": "read or write: a data key; admin: an admin key, for /v1/admin/… only; session: a console session, which stands for a key here (docs/issue-24.md)."},
 						"expires_at": map[string]any{"type": "string", "format": "date-time"},
 						"last_used_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time",
 							"description": "When the key was last used (this request included), to the key usage interval's precision across servers (10 s by default); null before its first use."},
