@@ -160,6 +160,9 @@ func (s *Service) CheckKeyInput(in KeyInput) field.ErrorList {
 	default:
 		errs = append(errs, field.New(field.CodeOption, field.NewPath("access"), "must be read, write or admin"))
 	}
+	if in.Access == auth.AccessAdmin && len(in.Resources) > 0 {
+		errs = append(errs, field.New(field.CodeInvalid, field.NewPath("resources"), "an admin key reads no records, so it takes no resource allowlist"))
+	}
 	for i, r := range in.Resources {
 		if _, ok := s.cfg.Catalog.Resource(r); !ok {
 			errs = append(errs, field.New(field.CodeOption, field.NewPath("resources").Index(i), fmt.Sprintf("%q is not a resource", r)))

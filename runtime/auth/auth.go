@@ -353,6 +353,9 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 	if o.Access != "read" && o.Access != "write" && o.Access != AccessAdmin {
 		return nil, "", fmt.Errorf("%w: access must be read, write or admin", ErrInvalid)
 	}
+	if o.Access == AccessAdmin && len(o.Resources) > 0 {
+		return nil, "", fmt.Errorf("%w: an admin key reads no records, so it takes no resource allowlist", ErrInvalid)
+	}
 	if o.ExpiresIn <= 0 || o.ExpiresIn > MaxKeyLifetime {
 		return nil, "", fmt.Errorf("%w: expiry must be after now and at most one year away", ErrInvalid)
 	}
