@@ -30,6 +30,7 @@ func commands() map[string]command {
 		"workspace set-plan":    {"workspace set-plan ID --plan P", "move a workspace to another plan", cmdWorkspaceSetPlan},
 		"workspace list":        {"workspace list", "list every workspace", cmdWorkspaceList},
 		"workspace set-limits":  {"workspace set-limits ID [--key-per-minute N] [--key-per-hour N] [--workspace-per-minute N] [--monthly-quota N]", "override a workspace's plan limits", cmdWorkspaceSetLimits},
+		"console-link":          {consoleLinkUsage, "print a one-time sign-in link to the web console for a member", cmdConsoleLink},
 		"member create":         {"member create --workspace W --email E --role R [--department D]", "add a member to a workspace", cmdMemberCreate},
 		"member list":           {"member list --workspace W", "list the members of a workspace", cmdMemberList},
 		"member set-role":       {"member set-role ID --role R", "change a member's role", cmdMemberSetRole},
@@ -72,7 +73,7 @@ func commands() map[string]command {
 
 // helps explain commands beyond their usage line, for COMMAND --help.
 var helps = map[string]string{"audit list": auditListHelp, "webhook create": webhookCreateHelp,
-	"webhook deliveries": webhookDeliveriesHelp, "webhook replay": webhookReplayHelp}
+	"webhook deliveries": webhookDeliveriesHelp, "webhook replay": webhookReplayHelp, "console-link": consoleLinkHelp}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := config.Default(getenv)

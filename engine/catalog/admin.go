@@ -9,3 +9,18 @@ func (d *doc) adminOperations() map[string]map[string]any {
 	}
 	return ops
 }
+
+// adminTags are the tags of the admin routes' operations (docs/issue-24.md).
+var adminTags = []any{
+	map[string]any{"name": "keys", "x-displayName": "Your keys", "description": "Your own API keys: list, create and roll (from a console session signed in recently), revoke."},
+	map[string]any{"name": "admin", "x-displayName": "Administration", "description": "The workspace's administration (`/v1/admin/…`): an admin key or a console session of a member whose role holds `api.manage`."},
+	map[string]any{"name": "console", "x-displayName": "Console session", "description": "Sign-in to the web console at `/console` with a one-time link, its session and sign-out."},
+}
+
+func adminTagNames() []string {
+	out := make([]string, len(adminTags))
+	for i, t := range adminTags {
+		out[i] = t.(map[string]any)["name"].(string)
+	}
+	return out
+}

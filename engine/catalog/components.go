@@ -241,7 +241,7 @@ func components(cat *model.Catalog) map[string]any {
 			"description": "The calling key, its owner and workspace, its current rate-limit and quota usage, and the owner's unread notifications.",
 			"properties": map[string]any{
 				"key": map[string]any{"type": "object", "description": "The key (never its secret): id, prefix, hint, access, resources, allowed addresses, creation, expiry and last use.",
-					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write", "admin"}, "description": "read or write: a data key; admin: an admin key, for /v1/admin/… only (docs/issue-24.md)."},
+					"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "access": map[string]any{"type": "string", "enum": []string{"read", "write", "admin", "session"}, "description": "read or write: a data key; admin: an admin key, for /v1/admin/… only; session: a console session, which stands for a key here (docs/issue-24.md)."},
 						"expires_at": map[string]any{"type": "string", "format": "date-time"},
 						"last_used_at": map[string]any{"type": []string{"string", "null"}, "format": "date-time",
 							"description": "When the key was last used (this request included), to the key usage interval's precision across servers (10 s by default); null before its first use."},
@@ -277,7 +277,11 @@ func components(cat *model.Catalog) map[string]any {
 		"parameters":    params,
 		"responses":     responses,
 		"securitySchemes": map[string]any{"bearerAuth": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "wsk_<64 hex>",
-			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."}},
+			"description": "`Authorization: Bearer <API_KEY>`, a key of the form `wsk_` followed by 64 lowercase hexadecimal characters. It acts as its owner inside its workspace."},
+			"consoleSession": map[string]any{"type": "apiKey", "in": "cookie", "name": "records_session",
+				"description": "The web console's session cookie (HttpOnly, SameSite=Strict), set by `POST /console/session`. Accepted only on the admin routes, your keys and the session itself, always with `csrfToken`."},
+			"csrfToken": map[string]any{"type": "apiKey", "in": "header", "name": "X-CSRF-Token",
+				"description": "The console session's CSRF token (`GET /console/session`), required with the cookie on every request it authenticates; requests from another site (`Origin`, `Sec-Fetch-Site`) are refused whatever they carry."}},
 	}
 }
 

@@ -114,7 +114,9 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 		}
 		tags = append(tags, tag)
 	}
+	tags = append(tags, adminTags...)
 	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes", "events"}}}, groups...)
+	groups = append(groups, map[string]any{"name": "Administration", "tags": adminTagNames()})
 	description := apiDescription
 	if ws != nil {
 		description += "\n\n" + ws.description()
@@ -251,8 +253,8 @@ func (d *doc) discovery() {
 			continue
 		}
 		op, ok := ops[rt.Endpoint]
-		if rt.Endpoint == route.Admin {
-			op, ok = admin[rt.Label]
+		if byLabel, found := admin[rt.Label]; found && (rt.Endpoint == route.Admin || !ok) {
+			op, ok = byLabel, true // an admin route, or the console's session
 		}
 		if !ok {
 			panic("catalog: the route table documents " + rt.Method + " " + rt.Path + ", which has no operation here")

@@ -51,6 +51,9 @@ const (
 	RecordHistory                       // GET /v1/{resource}/:id/history, a record's audit entries
 	ConsolePage                         // GET /console, the web console's page
 	ConsoleAsset                        // GET /console/{file}, its stylesheet and scripts (ConsoleFiles)
+	ConsoleSignIn                       // POST /console/session: redeem a sign-in link, start a session
+	ConsoleSession                      // GET /console/session: the signed-in member and the CSRF token
+	ConsoleSignOut                      // DELETE /console/session
 	// Admin is a route of the admin API (/v1/admin/…) or of one's own keys (/v1/me/keys…): its Label
 	// names the operation, which picks both its handler (httpapi) and its OpenAPI operation (catalog).
 	Admin
@@ -109,6 +112,10 @@ var discoveryRoutes = []Route{
 	{Method: "GET", Path: "/v1/resources", Endpoint: Resources, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/resources/:resource", Endpoint: ResourceCatalog, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/events", Endpoint: Events, Label: "events", Key: true, Documented: true},
+	// The console's session (docs/issue-24.md): outside /v1, authenticated by its own cookie.
+	{Method: "POST", Path: "/console/session", Endpoint: ConsoleSignIn, Label: "console_sign_in", Documented: true},
+	{Method: "GET", Path: "/console/session", Endpoint: ConsoleSession, Label: "console_session", Documented: true},
+	{Method: "DELETE", Path: "/console/session", Endpoint: ConsoleSignOut, Label: "console_sign_out", Documented: true},
 }
 
 // Fixed returns the routes outside any resource.

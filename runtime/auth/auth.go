@@ -89,6 +89,23 @@ type Key struct {
 	// by FlushUsage: as late as the flush interval (see Touch).
 	LastUsedAt *time.Time `json:"last_used_at"`
 	LastUsedIP *string    `json:"last_used_ip"`
+	// AssuredAt is the sign-in the key delegates (docs/issue-24.md): the console session's sign-in for a
+	// key made there, nil for a key made by recordsctl (whose creation is its assurance). A new MFA factor
+	// verified after it makes the key stale (key_assurance_stale).
+	AssuredAt *time.Time `json:"assured_at,omitempty"`
+	// Name is the owner's label for the key ("" when none).
+	Name string `json:"name,omitempty"`
+	// RolledFrom and RolledTo link a rolled key and its replacement (Roll).
+	RolledFrom *string `json:"rolled_from,omitempty"`
+	RolledTo   *string `json:"rolled_to,omitempty"`
+}
+
+// Assurance returns the sign-in time the key delegates: AssuredAt, or its creation.
+func (k *Key) Assurance() time.Time {
+	if k.AssuredAt != nil {
+		return *k.AssuredAt
+	}
+	return k.CreatedAt
 }
 
 // Principal is who a request acts as.
@@ -96,8 +113,12 @@ type Principal struct {
 	Workspace Workspace
 	Member    Member
 	Key       Key
-	Role      *model.Role
-	Plan      *model.Plan
+	// Session is the console session the request came with; nil for a key. A session's principal has a
+	// Key standing for it (ID the session's id, Access AccessSession) so that limits and logs treat it
+	// as they treat a key.
+	Session *Session
+	Role    *model.Role
+	Plan    *model.Plan
 	// Limits are the plan's limits with the workspace's overrides applied; nil fields are uncapped.
 	Limits spec.Limits
 }
@@ -318,12 +339,22 @@ type KeyOptions struct {
 	Resources []string // nil or empty: every resource
 	AllowIPs  []string // CIDRs or addresses; empty: any
 	ExpiresIn time.Duration
+	// Name is the owner's label for the key (at most 100 characters; "" for none).
+	Name string
+	// AssuredAt is the sign-in the key delegates (a console session's); nil: its creation.
+	AssuredAt *time.Time
+	// Within, when set, runs in the transaction that stores the key (the audit entry of an API write).
+	Within     func(ctx context.Context, q store.Querier, k *Key) error
+	rolledFrom string
 }
 
 // CreateKey creates a key for member and returns it with its secret, which is never shown again.
 func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) (*Key, string, error) {
 	if o.Access != "read" && o.Access != "write" && o.Access != AccessAdmin {
 		return nil, "", fmt.Errorf("%w: access must be read, write or admin", ErrInvalid)
+	}
+	if o.Access == AccessAdmin && len(o.Resources) > 0 {
+		return nil, "", fmt.Errorf("%w: an admin key reads no records, so it takes no resource allowlist", ErrInvalid)
 	}
 	if o.ExpiresIn <= 0 || o.ExpiresIn > MaxKeyLifetime {
 		return nil, "", fmt.Errorf("%w: expiry must be after now and at most one year away", ErrInvalid)
@@ -337,6 +368,9 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 		if _, err := ParseCIDR(ip); err != nil {
 			return nil, "", fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
+	}
+	if len(o.Name) > 100 {
+		return nil, "", fmt.Errorf("%w: a key's name is at most 100 characters", ErrInvalid)
 	}
 	member = strings.ToLower(member)
 	var workspace, roleName string
@@ -381,12 +415,26 @@ LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m
 	if len(o.AllowIPs) > 0 {
 		k.AllowIPs = o.AllowIPs
 	}
+	k.Name, k.AssuredAt = o.Name, o.AssuredAt
+	var assured, from any
+	if o.AssuredAt != nil {
+		assured = o.AssuredAt.UTC().Truncate(time.Microsecond)
+	}
+	if o.rolledFrom != "" {
+		k.RolledFrom, from = &o.rolledFrom, o.rolledFrom
+	}
 	err = d.st.Tx(ctx, func(q store.Querier) error {
-		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO api_keys (workspace_id, id, member_id, secret_hash, hint, access, resources, allow_ips, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			workspace, k.ID, member, hashSecret(secret), k.Hint, k.Access, jsonOrNil(k.Resources), jsonOrNil(k.AllowIPs), now, k.ExpiresAt)); err != nil {
+		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO api_keys (workspace_id, id, member_id, secret_hash, hint, access, resources, allow_ips, created_at, expires_at, assured_at, name, rolled_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			workspace, k.ID, member, hashSecret(secret), k.Hint, k.Access, jsonOrNil(k.Resources), jsonOrNil(k.AllowIPs), now, k.ExpiresAt, assured, nullString(k.Name), from)); err != nil {
 			return err
 		}
-		return d.scheduleReminders(ctx, q, k)
+		if err := d.scheduleReminders(ctx, q, k); err != nil {
+			return err
+		}
+		if o.Within != nil {
+			return o.Within(ctx, q, k)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)
@@ -425,7 +473,10 @@ func (d *Directory) ListKeys(ctx context.Context, workspace string) ([]Key, erro
 	return keys, nil
 }
 
-const keyColumns = "id, workspace_id, member_id, hint, access, resources, allow_ips, created_at, expires_at, revoked_at, last_used_at, last_used_ip"
+const keyColumns = "id, workspace_id, member_id, hint, access, resources, allow_ips, created_at, expires_at, revoked_at, last_used_at, last_used_ip, assured_at, name, rolled_from, rolled_to"
+
+// keyColumnCount is the number of columns keyColumns names, which scanKey reads.
+const keyColumnCount = 16
 
 func scanKey(row []any) (Key, error) {
 	k := Key{ID: store.UUIDText(row[0]), Workspace: store.UUIDText(row[1]), Member: store.UUIDText(row[2]), Hint: store.Text(row[3]), Access: store.Text(row[4])}
@@ -454,6 +505,20 @@ func scanKey(row []any) (Key, error) {
 	if row[11] != nil {
 		ip := store.Text(row[11])
 		k.LastUsedIP = &ip
+	}
+	if row[12] != nil {
+		t, err := store.Time(row[12])
+		if err != nil {
+			return k, err
+		}
+		k.AssuredAt = &t
+	}
+	k.Name = store.Text(row[13])
+	for i, dst := range []**string{&k.RolledFrom, &k.RolledTo} {
+		if row[14+i] != nil {
+			id := store.UUIDText(row[14+i])
+			*dst = &id
+		}
 	}
 	return k, nil
 }
@@ -553,15 +618,15 @@ func (d *Directory) authenticate(ctx context.Context, hash string) (*Principal, 
 	var roleDef any
 	var overrides any
 	found, err := store.QueryOne(ctx, d.st, d.d.Bind(`SELECT k.id, k.workspace_id, k.member_id, k.hint, k.access, k.resources, k.allow_ips, k.created_at, k.expires_at, k.revoked_at, k.last_used_at, k.last_used_ip,
-  k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition, w.limits
+  k.assured_at, k.name, k.rolled_from, k.rolled_to, k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition, w.limits
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
 LEFT JOIN workspace_roles wr ON wr.workspace_id = k.workspace_id AND wr.name = m.role
 WHERE k.secret_hash = ?`, hash), func(row []any) error {
 		var err error
-		if p.Key, err = scanKey(row[:12]); err != nil {
+		if p.Key, err = scanKey(row[:keyColumnCount]); err != nil {
 			return err
 		}
-		rest := row[12:] // past the key's columns
+		rest := row[keyColumnCount:] // past the key's columns
 		storedHash = store.Text(rest[0])
 		p.Member = Member{ID: p.Key.Member, Email: store.Text(rest[1]), Role: store.Text(rest[2])}
 		active = rest[3]
@@ -591,25 +656,15 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	if !p.Member.Active {
 		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is unknown or has been revoked."}
 	}
-	if mfaAt != nil && mfaAt.After(p.Key.CreatedAt) {
+	if mfaAt != nil && mfaAt.After(p.Key.Assurance()) {
 		return nil, &apierr.Error{Code: apierr.KeyAssuranceStale, Message: "A new MFA factor was verified after this key was created; sign in with MFA and create a replacement key."}
 	}
 	plan, ok := d.cat.Plan(p.Workspace.Plan)
 	if !ok || !plan.APIAccess {
 		return nil, &apierr.Error{Code: apierr.PlanUpgradeRequired, Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
 	}
-	p.Plan = plan
-	p.Limits = plan.Limits
-	if overrides != nil {
-		var o Limits
-		if err := json.Unmarshal(store.JSON(overrides), &o); err != nil {
-			return nil, fmt.Errorf("authenticate: workspace limits: %w", err)
-		}
-		for _, f := range [][2]**int64{{&p.Limits.KeyPerMinute, &o.KeyPerMinute}, {&p.Limits.KeyPerHour, &o.KeyPerHour}, {&p.Limits.WorkspacePerMinute, &o.WorkspacePerMinute}, {&p.Limits.MonthlyQuota, &o.MonthlyQuota}} {
-			if *f[1] != nil {
-				*f[0] = *f[1]
-			}
-		}
+	if err := p.setPlan(plan, overrides); err != nil {
+		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	role, err := d.resolveRole(p.Member.Role, roleDef)
 	if err != nil {
@@ -622,6 +677,25 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	return &p, nil
 }
 
+// setPlan gives p the workspace's plan and its limits, with the workspace's overrides (a JSON column).
+func (p *Principal) setPlan(plan *model.Plan, overrides any) error {
+	p.Plan = plan
+	p.Limits = plan.Limits
+	if overrides == nil {
+		return nil
+	}
+	var o Limits
+	if err := json.Unmarshal(store.JSON(overrides), &o); err != nil {
+		return fmt.Errorf("workspace limits: %w", err)
+	}
+	for _, f := range [][2]**int64{{&p.Limits.KeyPerMinute, &o.KeyPerMinute}, {&p.Limits.KeyPerHour, &o.KeyPerHour}, {&p.Limits.WorkspacePerMinute, &o.WorkspacePerMinute}, {&p.Limits.MonthlyQuota, &o.MonthlyQuota}} {
+		if *f[1] != nil {
+			*f[0] = *f[1]
+		}
+	}
+	return nil
+}
+
 func hasPermission(r *model.Role, perm string) bool {
 	for _, p := range r.Permissions {
 		if p == perm {
@@ -629,6 +703,13 @@ func hasPermission(r *model.Role, perm string) bool {
 		}
 	}
 	return false
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func jsonOrNil(v []string) any {

@@ -66,9 +66,10 @@ func (p *Principal) HasPermission(perm string) bool {
 }
 
 // Administer checks that the principal may call the admin API: an admin key (a data key is 403
-// insufficient_scope) whose owner's role holds api.manage (else 403 permission_denied).
+// insufficient_scope) or a console session, whose member's role holds api.manage (else 403
+// permission_denied).
 func (p *Principal) Administer() error {
-	if p.Key.Access != AccessAdmin {
+	if p.Session == nil && p.Key.Access != AccessAdmin {
 		return &apierr.Error{Code: apierr.InsufficientScope, Message: "The admin API needs an admin key (access admin); this key reads or writes records only."}
 	}
 	if !p.HasPermission(PermManage) {

@@ -170,6 +170,12 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 		return h.batch(rt.Resource)
 	case route.RecordHistory:
 		return h.history(rt.Resource)
+	case route.ConsoleSignIn:
+		return h.signIn
+	case route.ConsoleSession:
+		return h.session
+	case route.ConsoleSignOut:
+		return h.signOut
 	case route.Admin:
 		if f, ok := adminHandlers[rt.Label]; ok {
 			return f(h)

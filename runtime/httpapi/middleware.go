@@ -23,6 +23,11 @@ func (h *Handler) authed(scope route.Scope, next bunrouter.HandlerFunc) bunroute
 			return apierr.New(apierr.InvalidAPIKey, "Send exactly one Authorization header.")
 		}
 		authz := req.Header.Get("Authorization")
+		if authz == "" && scope != route.ScopeData {
+			if c, err := req.Cookie(SessionCookie); err == nil && c.Value != "" {
+				return h.sessionAuthed(scope, next, w, req, c.Value)
+			}
+		}
 		if authz == "" {
 			return apierr.New(apierr.InvalidAPIKey, "The Authorization header is missing; send Authorization: Bearer <API_KEY>.")
 		}

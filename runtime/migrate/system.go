@@ -64,6 +64,10 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   revoked_at {ts},
   last_used_at {ts},
   last_used_ip TEXT,
+  assured_at {ts},
+  name TEXT,
+  rolled_from {uuid},
+  rolled_to {uuid},
   PRIMARY KEY (workspace_id, id)
 ){strict}`),
 			`CREATE UNIQUE INDEX api_keys_id_idx ON api_keys (id)`,
@@ -126,6 +130,32 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 			`CREATE INDEX notifications_id_idx ON notifications (id)`,
 			`CREATE UNIQUE INDEX notifications_dedupe_idx ON notifications (workspace_id, dedupe)`,
 			`CREATE INDEX notifications_member_idx ON notifications (workspace_id, member_id, created_at)`}},
+		// The console's one-time sign-in links and its sessions (docs/issue-24.md): only SHA-256 hashes
+		// of their secrets are stored.
+		{"console_links", []string{r(`CREATE TABLE console_links (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  token_hash TEXT NOT NULL,
+  created_at {ts} NOT NULL,
+  expires_at {ts} NOT NULL,
+  used_at {ts},
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX console_links_token_idx ON console_links (token_hash)`}},
+		{"console_sessions", []string{r(`CREATE TABLE console_sessions (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  member_id {uuid} NOT NULL,
+  token_hash TEXT NOT NULL,
+  signed_in_at {ts} NOT NULL,
+  last_seen_at {ts} NOT NULL,
+  expires_at {ts} NOT NULL,
+  ended_at {ts},
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX console_sessions_token_idx ON console_sessions (token_hash)`,
+			`CREATE INDEX console_sessions_member_idx ON console_sessions (workspace_id, member_id)`}},
 		{"usage_counters", []string{r(`CREATE TABLE usage_counters (
   workspace_id {uuid} NOT NULL,
   period TEXT NOT NULL,
@@ -369,9 +399,9 @@ type systemAddition struct {
 
 // systemAdditions returns the additive changes to system tables, oldest first.
 func systemAdditions(d sqlgen.Dialect) []systemAddition {
-	js, boolType := "jsonb", "boolean"
+	js, boolType, tsType, uuidType := "jsonb", "boolean", "timestamptz", "uuid"
 	if d.Kind() == sqlgen.SQLite {
-		js, boolType = "TEXT", "INTEGER"
+		js, boolType, tsType, uuidType = "TEXT", "INTEGER", "TEXT", "TEXT"
 	}
 	return []systemAddition{
 		// The values an update replaced, by field key: changes holds the new ones.
@@ -384,5 +414,10 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "idempotency_keys", column: "owner", typ: "TEXT"},
 		// A custom field that is a unique key of its resource (null: not unique).
 		{table: "custom_field_defs", column: "is_unique", typ: boolType},
+		// Own keys (docs/issue-24.md): the sign-in a key delegates, its name, and roll links.
+		{table: "api_keys", column: "assured_at", typ: tsType},
+		{table: "api_keys", column: "name", typ: "TEXT"},
+		{table: "api_keys", column: "rolled_from", typ: uuidType},
+		{table: "api_keys", column: "rolled_to", typ: uuidType},
 	}
 }

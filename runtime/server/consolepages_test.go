@@ -161,4 +161,3 @@ func (p *tabPage) cookies(url string) []struct {
 	p.do("Network.getCookies", map[string]any{"urls": []string{url}}, &res)
 	return res.Cookies
 }
-

@@ -5,8 +5,14 @@ import { h, table, field, formErrors, showError, clearErrors, values, busy, anno
 
 function state(k) {
   if (k.revoked_at) return `revoked ${when(k.revoked_at)}`;
-  if (k.expires_at && new Date(k.expires_at) < new Date()) return `expired ${when(k.expires_at)}`;
+  if (k.state === 'expired' || (k.expires_at && new Date(k.expires_at) < new Date())) return `expired ${when(k.expires_at)}`;
   return k.rolled_to ? `rolled; valid until ${when(k.expires_at)}` : 'active';
+}
+
+// made reads the answer of a create or a roll: {key, secret} (the key never carries its secret again).
+function made(answer) {
+  const d = data(answer) || {};
+  return { key: d.key && typeof d.key === 'object' ? d.key : d, secret: d.secret };
 }
 
 function restrictions(k) {
@@ -21,8 +27,7 @@ function lastUse(k) {
 }
 
 // secretPanel shows a new secret once, with a copy button and a curl line that uses it.
-function secretPanel(k, origin, what) {
-  const secret = k.secret || k.key;
+function secretPanel({ key: k, secret }, origin, what) {
   const curl = `curl -H "Authorization: Bearer ${secret}" ${origin}/v1/me`;
   const panel = h('section', { class: 'notice secret', 'aria-labelledby': 'secret-title', 'data-secret-for': k.id },
     h('h2', { id: 'secret-title', tabIndex: -1 }, what),
@@ -59,7 +64,7 @@ function createForm(ctx, onMade) {
     if (v.allow_ips) body.allow_ips = list(v.allow_ips);
     await busy(form, async () => {
       try {
-        const k = data(await api('POST', '/v1/me/keys', body));
+        const k = made(await api('POST', '/v1/me/keys', body));
         clearErrors(form);
         form.reset();
         announce('Key created. Copy its secret now.', 'ok');
@@ -86,9 +91,9 @@ function rollControl(k, onMade) {
     const go = button('Roll now', async () => {
       go.disabled = true;
       try {
-        const made = data(await api('POST', `/v1/me/keys/${encodeURIComponent(k.id)}/roll`, { overlap: select.value }));
+        const rolled = made(await api('POST', `/v1/me/keys/${encodeURIComponent(k.id)}/roll`, { overlap: select.value }));
         announce('Key rolled. Copy the new secret now.', 'ok');
-        await onMade(made, `The new key replacing ${k.hint || k.id}`);
+        await onMade(rolled, `The new key replacing ${k.hint || k.id}`);
       } catch (err) {
         announce(err.code === 'key_assurance_stale' ? 'Rolling a key needs a sign-in within the last 15 minutes: sign in again.' : err.message, 'error');
         go.disabled = false;
@@ -130,13 +135,13 @@ export async function render(el, ctx) {
   const load = async () => {
     const mine = data(await api('GET', '/v1/me/keys')) || [];
     replace(mineOut, table(`My keys (${mine.length})`, [
-      { label: 'Key', cell: (k) => h('span', { 'data-key-id': k.id }, `${k.name ? `${k.name} ` : ''}`, h('code', {}, k.hint || k.id)) },
+      { label: 'Key', cell: (k) => h('span', { 'data-key-id': k.id }, k.name ? `${k.name} ` : '', h('code', {}, k.hint || k.id)) },
       { label: 'Access', cell: (k) => k.access },
       { label: 'Restrictions', cell: (k) => restrictions(k) },
       { label: 'Expires', cell: (k) => when(k.expires_at) },
       { label: 'Last used', cell: (k) => lastUse(k) },
       { label: 'State', cell: (k) => state(k) },
-      { label: 'Actions', cell: (k) => (k.revoked_at ? '—' : h('div', { class: 'row-actions' }, rollControl(k, onMade), revokeControl(k, `/v1/me/keys/${encodeURIComponent(k.id)}/revoke`, load))) },
+      { label: 'Actions', cell: (k) => (k.revoked_at || k.state === 'expired' ? '—' : h('div', { class: 'row-actions' }, rollControl(k, onMade), revokeControl(k, `/v1/me/keys/${encodeURIComponent(k.id)}/revoke`, load))) },
     ], mine, { empty: 'none yet.' }));
     if (ctx.admin) {
       const m = values(allFilter).member;
@@ -155,7 +160,7 @@ export async function render(el, ctx) {
         { label: 'Expires', cell: (k) => when(k.expires_at) },
         { label: 'Last used', cell: (k) => lastUse(k) },
         { label: 'State', cell: (k) => state(k) },
-        { label: 'Actions', cell: (k) => (k.revoked_at ? '—' : revokeControl(k, `/v1/admin/keys/${encodeURIComponent(k.id)}/revoke`, load)) },
+        { label: 'Actions', cell: (k) => (k.revoked_at || k.state === 'expired' ? '—' : revokeControl(k, `/v1/admin/keys/${encodeURIComponent(k.id)}/revoke`, load)) },
       ], all, { empty: 'none.' }));
     }
   };
