@@ -278,10 +278,13 @@ func (p *tabPage) tryEval(expr string, out any) error {
 	return nil
 }
 
-// waitFor polls the expression until it is true, within the page's context; what names it in the
-// failure.
+// waitTimeout bounds one wait for the page (the page's context bounds them all).
+const waitTimeout = 45 * time.Second
+
+// waitFor polls the expression until it is true, for at most waitTimeout; what names it in the failure.
 func (p *tabPage) waitFor(what, expr string) {
 	p.t.Helper()
+	deadline := time.After(waitTimeout)
 	for {
 		var ok bool
 		err := p.tryEval("!!("+expr+")", &ok)
@@ -290,6 +293,8 @@ func (p *tabPage) waitFor(what, expr string) {
 		}
 		select {
 		case <-p.ctx.Done():
+			p.fail("waiting for %s (%s): %v", what, expr, p.ctx.Err())
+		case <-deadline:
 			var text string
 			_ = p.tryEval("document.querySelector('main') ? document.querySelector('main').innerText : document.documentElement.outerHTML", &text)
 			if len(text) > 3000 {
@@ -368,17 +373,28 @@ func (p *tabPage) press(key string) {
 	}
 }
 
-// checkConsole reports the page's console calls, uncaught exceptions and Chromium's console lines.
-func (p *tabPage) checkConsole() {
+// checkConsole reports the page's console calls, uncaught exceptions and Chromium's console lines, but
+// those holding one of expected (the browser's own notes of answers a test asked for, such as a 403).
+func (p *tabPage) checkConsole(expected ...string) {
 	p.t.Helper()
 	stderr, console := p.b.logs()
+	known := func(s string) bool {
+		for _, x := range expected {
+			if strings.Contains(s, x) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, line := range strings.Split(stderr, "\n") {
-		if strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught") {
+		if (strings.Contains(line, ":CONSOLE") || strings.Contains(line, "Uncaught")) && !known(line) {
 			p.t.Errorf("console: %s", line)
 		}
 	}
 	for _, c := range console {
-		p.t.Errorf("console: %s", c)
+		if !known(c) {
+			p.t.Errorf("console: %s", c)
+		}
 	}
 }
 
