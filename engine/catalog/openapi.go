@@ -105,7 +105,9 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 	}
 	tags = append(tags, map[string]any{"name": "discovery", "x-displayName": "Discovery", "description": "The API's entry point, this contract, the calling key and the catalog of resources and fields."},
 		map[string]any{"name": "probes", "x-displayName": "Probes", "description": "Liveness and readiness for load balancers and orchestrators, outside the versioned API. No key needed."},
-		map[string]any{"name": "events", "x-displayName": "Change feed", "description": "Every committed write as an event, in a per-workspace sequence to resume from; the same events are delivered to webhook endpoints (Standard Webhooks signatures)."})
+		map[string]any{"name": "events", "x-displayName": "Change feed", "description": "Every committed write as an event, in a per-workspace sequence to resume from; the same events are delivered to webhook endpoints (Standard Webhooks signatures)."},
+		map[string]any{"name": "admin-keys", "x-displayName": "Keys and usage", "description": "Administration (admin keys whose owner holds `api.manage`): every member's API keys, never a secret; revocation; requests and refusals per key and day, and the monthly quota."},
+		map[string]any{"name": "admin-webhooks", "x-displayName": "Webhooks", "description": "Administration (admin keys whose owner holds `api.manage`): webhook endpoints, their signing secrets (shown once), deliveries and replays, as `recordsctl webhook`."})
 	for _, r := range cat.Resources {
 		tag := map[string]any{"name": r.Name, "x-displayName": r.LabelPlural, "description": r.Description}
 		if refused[r.Name] != nil {
@@ -115,6 +117,7 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 		tags = append(tags, tag)
 	}
 	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes", "events"}}}, groups...)
+	groups = append(groups, map[string]any{"name": "Administration", "tags": []string{"admin-keys", "admin-webhooks"}})
 	description := apiDescription
 	if ws != nil {
 		description += "\n\n" + ws.description()
