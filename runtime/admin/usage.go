@@ -9,6 +9,7 @@ import (
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/store"
@@ -83,6 +84,9 @@ func (s *Service) Usage(ctx context.Context, a Actor, uq UsageQuery) (UsageRepor
 		byID[keys[i].ID] = &keys[i]
 	}
 	if uq.Key != "" {
+		if !model.IsUUID(uq.Key) {
+			return UsageReport{}, apierr.InvalidField(field.CodeFormat, "key", "must be a key's id (a UUID)")
+		}
 		k, err := s.cfg.Directory.WorkspaceKey(ctx, ws, uq.Key)
 		if errors.Is(err, auth.ErrNotFound) {
 			return UsageReport{}, errNoKey
