@@ -332,9 +332,19 @@ func TestAdminKeys(t *testing.T) {
 			}
 			f.secret(rotated)
 			f.expectAudited(a, a.Workspace, ro, "admin.webhook_endpoints", epID, "rotate_secret", f.admin)
-			ro0 := a.DoKey(f.admin, "POST", "/v1/admin/webhooks/"+epID+"/rotate-secret", nil)
+			ro0 := a.DoKey(f.admin, "POST", "/v1/admin/webhooks/"+epID+"/rotate-secret", map[string]any{"overlap": "0s"})
 			a.Expect(ro0, 200, "")
 			f.secret(ro0.Data()["secret"].(string))
+			f.expectAudited(a, a.Workspace, ro0, "admin.webhook_endpoints", epID, "rotate_secret", f.admin)
+			if ro0.Data()["previous_secret_until"] != nil {
+				t.Errorf("a rotation without overlap answered previous_secret_until %v", ro0.Data()["previous_secret_until"])
+			}
+			dflt := a.DoKey(f.admin, "POST", "/v1/admin/webhooks/"+epID+"/rotate-secret", nil)
+			a.Expect(dflt, 200, "")
+			f.secret(dflt.Data()["secret"].(string))
+			if until, err := time.Parse(time.RFC3339Nano, fmt.Sprint(dflt.Data()["previous_secret_until"])); err != nil || until.Sub(time.Now()) < 23*time.Hour {
+				t.Errorf("a rotation without a body keeps the old secret until %v; want a day (recordsctl's default overlap)", dflt.Data()["previous_secret_until"])
+			}
 			a.Expect(f.read(a, f.admin, "GET", "/v1/admin/webhooks/"+epID, nil), 200, "")
 
 			// Nothing any read answered holds a secret, a piece of a key's hash, or a hash.
