@@ -13,7 +13,8 @@ func (d *doc) adminOperations() map[string]map[string]any {
 // adminTags are the tags of the admin routes' operations (docs/issue-24.md).
 var adminTags = []any{
 	map[string]any{"name": "keys", "x-displayName": "Your keys", "description": "Your own API keys: list, create and roll (from a console session signed in recently), revoke."},
-	map[string]any{"name": "admin", "x-displayName": "Administration", "description": "The workspace's administration (`/v1/admin/…`): an admin key or a console session of a member whose role holds `api.manage`."},
+	map[string]any{"name": "admin-keys", "x-displayName": "Keys and usage", "description": "Administration (an admin key or a console session of a member whose role holds `api.manage`): every member's API keys, never a secret; revocation; requests and refusals per key and day, and the monthly quota."},
+	map[string]any{"name": "admin-webhooks", "x-displayName": "Webhooks", "description": "Administration (an admin key or a console session of a member whose role holds `api.manage`): webhook endpoints, their signing secrets (shown once), deliveries and replays, as `recordsctl webhook`."},
 	map[string]any{"name": "console", "x-displayName": "Console session", "description": "Sign-in to the web console at `/console` with a one-time link, its session and sign-out."},
 }
 

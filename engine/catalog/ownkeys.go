@@ -8,7 +8,6 @@ var keyOrSession = []any{map[string]any{"bearerAuth": []any{}}, map[string]any{"
 // (/console/session), by route label (docs/issue-24.md).
 func (d *doc) ownKeyOperations(ops map[string]map[string]any) {
 	schemas := d.comps["schemas"].(map[string]any)
-	schemas["ApiKey"] = apiKeySchema()
 	schemas["ConsoleSession"] = consoleSessionSchema()
 	idParam := map[string]any{"name": "id", "in": "path", "required": true, "description": "The key's id.", "schema": map[string]any{"type": "string"}}
 	secretAnswer := func(desc string, extra map[string]any) map[string]any {
@@ -77,42 +76,6 @@ func (d *doc) ownKeyOperations(ops map[string]map[string]any) {
 		"204", map[string]any{"description": "Signed out.", "headers": map[string]any{"X-Request-Id": ref("headers", "X-Request-Id"),
 			"Set-Cookie": map[string]any{"description": "Clears `records_session`.", "schema": map[string]any{"type": "string"}}}},
 		"400", "403", "500", "503")
-}
-
-// apiKeySchema is an API key as the API shows it: never its secret.
-func apiKeySchema() map[string]any {
-	ts := func(desc string, null bool) map[string]any {
-		t := any("string")
-		if null {
-			t = []string{"string", "null"}
-		}
-		return map[string]any{"type": t, "format": "date-time", "description": desc}
-	}
-	list := func(desc string) map[string]any {
-		return map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": desc}
-	}
-	return map[string]any{"type": "object", "additionalProperties": false,
-		"required":    []string{"id", "workspace_id", "member_id", "hint", "access", "resources", "allow_ips", "created_at", "expires_at", "revoked_at", "last_used_at", "last_used_ip", "state"},
-		"description": "An API key, never its secret (only its SHA-256 is stored).",
-		"properties": map[string]any{
-			"id":           map[string]any{"type": "string", "format": "uuid"},
-			"workspace_id": map[string]any{"type": "string", "format": "uuid"},
-			"member_id":    map[string]any{"type": "string", "format": "uuid", "description": "The owner."},
-			"hint":         str("`wsk_…` and the secret's last four characters."),
-			"access":       map[string]any{"type": "string", "enum": []string{"read", "write", "admin"}},
-			"resources":    list("The resources it may use; empty: every resource."),
-			"allow_ips":    list("The addresses it may be used from; empty: any."),
-			"created_at":   ts("When it was created.", false),
-			"expires_at":   ts("When it stops working.", false),
-			"revoked_at":   ts("When it was revoked; null while not revoked.", true),
-			"last_used_at": ts("When it was last used, to the key usage interval's precision across servers.", true),
-			"last_used_ip": map[string]any{"type": []string{"string", "null"}, "description": "The client address of that use."},
-			"assured_at":   ts("The console sign-in the key delegates (absent for keys made by recordsctl, whose creation is their assurance).", false),
-			"name":         str("The owner's label."),
-			"rolled_from":  map[string]any{"type": "string", "format": "uuid", "description": "The key this one replaced."},
-			"rolled_to":    map[string]any{"type": "string", "format": "uuid", "description": "The key that replaced this one."},
-			"state":        map[string]any{"type": "string", "enum": []string{"active", "expired", "revoked"}},
-		}}
 }
 
 func consoleSessionSchema() map[string]any {

@@ -43,28 +43,9 @@ func ParseLifetime(s string) (time.Duration, bool) {
 	return v, err == nil
 }
 
-// KeyView is an API key as the API shows it: never its secret.
-type KeyView struct {
-	auth.Key
-	State string `json:"state"` // active, expired or revoked
-}
-
-func (s *Service) view(k auth.Key, now time.Time) KeyView {
-	k.LastUsedAt, k.LastUsedIP = s.cfg.Directory.LastUse(&k)
-	state := "active"
-	switch {
-	case k.RevokedAt != nil:
-		state = "revoked"
-	case !now.Before(k.ExpiresAt):
-		state = "expired"
-	}
-	if k.Resources == nil {
-		k.Resources = []string{}
-	}
-	if k.AllowIPs == nil {
-		k.AllowIPs = []string{}
-	}
-	return KeyView{Key: k, State: state}
+// ownView is key k of the caller as the API shows it (KeyView).
+func (s *Service) ownView(a Actor, k *auth.Key, now time.Time) KeyView {
+	return s.keyView(k, map[string]string{a.Principal.Member.ID: a.Principal.Member.Email}, now)
 }
 
 // OwnKeys lists the caller's own keys, newest first.
@@ -76,7 +57,7 @@ func (s *Service) OwnKeys(ctx context.Context, a Actor) ([]KeyView, error) {
 	now := time.Now()
 	out := make([]KeyView, len(keys))
 	for i, k := range keys {
-		out[i] = s.view(k, now)
+		out[i] = s.ownView(a, &k, now)
 	}
 	return out, nil
 }
@@ -124,7 +105,7 @@ func (s *Service) CreateOwnKey(ctx context.Context, a Actor, in KeyInput) (KeyVi
 	if err != nil {
 		return KeyView{}, "", keyError(err)
 	}
-	return s.view(*k, now), secret, nil
+	return s.ownView(a, k, now), secret, nil
 }
 
 // keyPermission checks that the caller's role may own a key of access (an unknown access is left to
@@ -199,19 +180,26 @@ func (s *Service) RollOwnKey(ctx context.Context, a Actor, id string, overlap ti
 	if err != nil {
 		return KeyView{}, KeyView{}, "", keyError(err)
 	}
-	return s.view(*old, now), s.view(*k, now), secret, nil
+	return s.ownView(a, old, now), s.ownView(a, k, now), secret, nil
 }
 
-// RevokeOwnKey revokes the caller's key id; any of the caller's keys or sessions may.
+// RevokeOwnKey revokes the caller's key id; any of the caller's keys or sessions may. A key's owner never
+// changes, so checking it before the revocation is enough.
 func (s *Service) RevokeOwnKey(ctx context.Context, a Actor, id string) (KeyView, error) {
-	ctx = store.WithWorkspace(ctx, a.Principal.Workspace.ID)
-	k, err := s.cfg.Directory.RevokeKeyOf(ctx, a.Principal.Workspace.ID, a.Principal.Member.ID, id, func(ctx context.Context, q store.Querier, k *auth.Key) error {
-		return s.auditKey(ctx, q, a, k.ID, "revoke", map[string]any{"revoked": true}, nil)
+	ws := a.Principal.Workspace.ID
+	if _, err := s.cfg.Directory.KeyOf(ctx, ws, a.Principal.Member.ID, id); err != nil {
+		return KeyView{}, keyError(err)
+	}
+	k, err := s.cfg.Directory.RevokeWorkspaceKey(ctx, ws, id, func(ctx context.Context, q store.Querier, before, after auth.Key) error {
+		if before.RevokedAt != nil {
+			return nil // revoked already: nothing changes, nothing to audit
+		}
+		return s.auditKey(ctx, q, a, after.ID, "revoke", map[string]any{"revoked_at": after.RevokedAt}, map[string]any{"revoked_at": nil})
 	})
 	if err != nil {
 		return KeyView{}, keyError(err)
 	}
-	return s.view(*k, time.Now()), nil
+	return s.ownView(a, &k, time.Now()), nil
 }
 
 // keyChanges are the audited values of a new key: never its secret.

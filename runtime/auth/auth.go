@@ -143,7 +143,8 @@ type Directory struct {
 	seen    int64
 
 	useMu sync.Mutex
-	uses  map[string]keyUse // by key id: uses not yet written (Touch, FlushUsage)
+	uses  map[string]keyUse    // by key id: uses not yet written (Touch, FlushUsage)
+	daily map[dayKey]*dayCount // requests and refusals per key and day not yet written (Count, FlushUsage)
 }
 
 // notifier is a store that can tell other processes sharing the database about changes (PostgreSQL).

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/workspace-records/records/engine/model"
-	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -24,33 +22,11 @@ const (
 // KeyOf returns key id of workspace, owned by member ("" for any member of the workspace); ErrNotFound
 // when there is none: a key of another workspace or member is not told apart from no key.
 func (d *Directory) KeyOf(ctx context.Context, workspace, member, id string) (*Key, error) {
-	return d.keyOf(ctx, d.st, workspace, member, id, false)
-}
-
-func (d *Directory) keyOf(ctx context.Context, q store.Querier, workspace, member, id string, lock bool) (*Key, error) {
-	id = strings.ToLower(id)
-	if !model.IsUUID(id) {
-		return nil, fmt.Errorf("key %s: %w", id, ErrNotFound)
-	}
-	sql := "SELECT " + keyColumns + " FROM api_keys WHERE workspace_id = ? AND id = ?"
-	args := []any{strings.ToLower(workspace), id}
-	if member != "" {
-		sql += " AND member_id = ?"
-		args = append(args, strings.ToLower(member))
-	}
-	if lock && d.d.Kind() != sqlgen.SQLite {
-		sql += " FOR UPDATE"
-	}
-	var k Key
-	found, err := store.QueryOne(ctx, q, d.d.Bind(sql, args...), func(row []any) error {
-		var err error
-		k, err = scanKey(row)
-		return err
-	})
+	k, err := d.workspaceKey(ctx, d.st, strings.ToLower(workspace), id)
 	if err != nil {
-		return nil, fmt.Errorf("read key: %w", err)
+		return nil, err
 	}
-	if !found {
+	if member != "" && !strings.EqualFold(k.Member, member) {
 		return nil, fmt.Errorf("key %s: %w", id, ErrNotFound)
 	}
 	return &k, nil
@@ -72,38 +48,6 @@ func (d *Directory) MemberKeys(ctx context.Context, workspace, member string) ([
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
 	return keys, nil
-}
-
-// RevokeKeyOf revokes key id of workspace owned by member ("" for any member), running within (when
-// set) in the same transaction with the key as it was. Revoking a revoked key changes nothing and runs
-// nothing; ErrNotFound for a key of another workspace or member.
-func (d *Directory) RevokeKeyOf(ctx context.Context, workspace, member, id string, within func(ctx context.Context, q store.Querier, k *Key) error) (*Key, error) {
-	defer d.forget()
-	var out *Key
-	err := d.st.Tx(ctx, func(q store.Querier) error {
-		k, err := d.keyOf(ctx, q, workspace, member, id, true)
-		if err != nil {
-			return err
-		}
-		out = k
-		if k.RevokedAt != nil {
-			return nil
-		}
-		now := d.ts()
-		if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE workspace_id = ? AND id = ? AND revoked_at IS NULL", now, k.Workspace, k.ID)); err != nil {
-			return fmt.Errorf("revoke key: %w", err)
-		}
-		prev := *k
-		out.RevokedAt = &now
-		if within != nil {
-			return within(ctx, q, &prev)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // ErrKeyInactive refuses to roll a key that is revoked or expired.

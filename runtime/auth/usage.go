@@ -45,8 +45,10 @@ func (d *Directory) LastUse(k *Key) (*time.Time, *string) {
 // FlushUsage writes the uses Touch recorded since the last flush: one statement per key, which sets
 // last_used_at and last_used_ip only when the use is later than the stored one, so that servers flushing
 // in any order never move a key's last use backwards. It returns how many keys it wrote. Uses it could
-// not write are kept for the next flush.
+// not write are kept for the next flush. It also adds the requests and refusals Count recorded to
+// key_usage_daily (flushDaily).
 func (d *Directory) FlushUsage(ctx context.Context) (int, error) {
+	dailyErr := d.flushDaily(ctx)
 	d.useMu.Lock()
 	batch := d.uses
 	d.uses = make(map[string]keyUse, len(batch))
@@ -72,7 +74,7 @@ func (d *Directory) FlushUsage(ctx context.Context) (int, error) {
 		written++
 	}
 	if len(errs) > 0 {
-		return written, fmt.Errorf("write key usage: %d of %d keys failed: %w", len(errs), len(batch), errors.Join(errs...))
+		return written, errors.Join(fmt.Errorf("write key usage: %d of %d keys failed: %w", len(errs), len(batch), errors.Join(errs...)), dailyErr)
 	}
-	return written, nil
+	return written, dailyErr
 }

@@ -39,6 +39,19 @@ type Attempt struct {
 // Deliveries returns the newest deliveries (at most limit) of endpoint id of workspace, newest first,
 // with their attempts; state "" is every state.
 func (g *Registry) Deliveries(ctx context.Context, workspace, id, state string, limit int) ([]Delivery, error) {
+	return g.DeliveriesBefore(ctx, workspace, id, state, limit, nil)
+}
+
+// Place is a delivery's place in an endpoint's log, newest first: by the event's sequence, then the
+// delivery's id (a replay delivers an event again).
+type Place struct {
+	Seq int64
+	ID  string
+}
+
+// DeliveriesBefore is Deliveries continuing past before (nil: from the newest): the deliveries that
+// come after it, newest first, are older.
+func (g *Registry) DeliveriesBefore(ctx context.Context, workspace, id, state string, limit int, before *Place) ([]Delivery, error) {
 	ep, err := g.Get(ctx, workspace, id)
 	if err != nil {
 		return nil, err
@@ -48,6 +61,10 @@ func (g *Registry) Deliveries(ctx context.Context, workspace, id, state string, 
 	if state != "" {
 		where += " AND state = ?"
 		args = append(args, state)
+	}
+	if before != nil {
+		where += " AND (seq < ? OR (seq = ? AND id < ?))"
+		args = append(args, before.Seq, before.Seq, before.ID)
 	}
 	out := []Delivery{}
 	byID := map[string]int{}
@@ -119,6 +136,12 @@ const MaxReplay = 10000
 // same webhook-id as the first time, so they can tell a replay from a new event. It returns how many
 // deliveries it made.
 func (g *Registry) Replay(ctx context.Context, workspace, id, eventID string, after int64) (int, error) {
+	return g.ReplayThen(ctx, workspace, id, eventID, after, nil)
+}
+
+// ReplayThen is Replay running then, when set, in its transaction, with the deliveries queued (0 when
+// no event was to be sent again: then runs all the same).
+func (g *Registry) ReplayThen(ctx context.Context, workspace, id, eventID string, after int64, then func(ctx context.Context, q store.Querier, ep Endpoint, queued int) error) (int, error) {
 	ep, err := g.Get(ctx, workspace, id)
 	if err != nil {
 		return 0, err
@@ -139,10 +162,13 @@ func (g *Registry) Replay(ctx context.Context, workspace, id, eventID string, af
 			return 0, err
 		}
 	}
-	if len(evs) == 0 {
-		return 0, nil
-	}
 	d := g.st.Dialect()
+	if len(evs) == 0 {
+		if then == nil {
+			return 0, nil
+		}
+		return 0, g.st.Tx(ctx, func(q store.Querier) error { return then(ctx, q, ep, 0) })
+	}
 	now := g.now().UTC()
 	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: deliveryColumns}
 	for _, e := range evs {
@@ -155,7 +181,13 @@ func (g *Registry) Replay(ctx context.Context, workspace, id, eventID string, af
 		if err := store.LaterRows(ctx, q, d, rows, func(err error) error { return fmt.Errorf("replay webhook deliveries: %w", err) }); err != nil {
 			return err
 		}
-		return markDue(ctx, q, d, workspace, map[string]bool{ep.ID: true}, now)
+		if err := markDue(ctx, q, d, workspace, map[string]bool{ep.ID: true}, now); err != nil {
+			return err
+		}
+		if then != nil {
+			return then(ctx, q, ep, len(rows.Values))
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, err

@@ -110,8 +110,18 @@ func (g *Registry) check(in Input, create bool) field.ErrorList {
 	return errs
 }
 
+// Then runs inside the transaction of a change to an endpoint with the endpoint before and after it
+// (the zero Endpoint before a Create and after a Delete; never with a secret): an error rolls the change
+// back. The admin API writes its audit entry there (runtime/admin).
+type Then func(ctx context.Context, q store.Querier, before, after Endpoint) error
+
 // Create adds an endpoint of workspace owned by member and returns it with its secret, shown this once.
 func (g *Registry) Create(ctx context.Context, workspace, member string, in Input) (Endpoint, error) {
+	return g.CreateThen(ctx, workspace, member, in, nil)
+}
+
+// CreateThen is Create running then, when set, in its transaction.
+func (g *Registry) CreateThen(ctx context.Context, workspace, member string, in Input, then Then) (Endpoint, error) {
 	if errs := g.check(in, true); errs != nil {
 		return Endpoint{}, errs
 	}
@@ -141,12 +151,27 @@ func (g *Registry) Create(ctx context.Context, workspace, member string, in Inpu
 	if in.Resources != nil {
 		e.Resources = *in.Resources
 	}
-	_, err = g.st.Exec(ctx, d.Bind(`INSERT INTO webhook_endpoints (workspace_id, id, member_id, url, description, event_types, resources, secret, enabled, created_at, updated_at)
+	err = g.st.Tx(ctx, func(q store.Querier) error {
+		_, err := q.Exec(ctx, d.Bind(`INSERT INTO webhook_endpoints (workspace_id, id, member_id, url, description, event_types, resources, secret, enabled, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, workspace, e.ID, member, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), secret, e.Enabled, now, now))
+		if err != nil {
+			return fmt.Errorf("create webhook endpoint: %w", err)
+		}
+		return runThen(ctx, q, then, Endpoint{}, e)
+	})
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("create webhook endpoint: %w", err)
+		return Endpoint{}, err
 	}
 	return e, nil
+}
+
+// runThen runs then, when set, with before and after stripped of any secret.
+func runThen(ctx context.Context, q store.Querier, then Then, before, after Endpoint) error {
+	if then == nil {
+		return nil
+	}
+	before.Secret, after.Secret = "", ""
+	return then(ctx, q, before, after)
 }
 
 // List returns workspace's endpoints, oldest first.
@@ -159,7 +184,15 @@ func (g *Registry) Get(ctx context.Context, workspace, id string) (Endpoint, err
 	if !model.IsUUID(id) {
 		return Endpoint{}, ErrNotFound
 	}
-	list, err := g.query(ctx, "workspace_id = ? AND id = ?", workspace, strings.ToLower(id))
+	return g.getIn(ctx, g.st, workspace, id)
+}
+
+// getIn is Get reading through q (a transaction's).
+func (g *Registry) getIn(ctx context.Context, q store.Querier, workspace, id string) (Endpoint, error) {
+	if !model.IsUUID(id) {
+		return Endpoint{}, ErrNotFound
+	}
+	list, err := g.queryIn(ctx, q, "workspace_id = ? AND id = ?", workspace, strings.ToLower(id))
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -170,8 +203,12 @@ func (g *Registry) Get(ctx context.Context, workspace, id string) (Endpoint, err
 }
 
 func (g *Registry) query(ctx context.Context, where string, args ...any) ([]Endpoint, error) {
+	return g.queryIn(ctx, g.st, where, args...)
+}
+
+func (g *Registry) queryIn(ctx context.Context, q store.Querier, where string, args ...any) ([]Endpoint, error) {
 	out := []Endpoint{}
-	err := g.st.Query(ctx, g.st.Dialect().Bind("SELECT "+endpointColumns+" FROM webhook_endpoints WHERE "+where, args...), func(row []any) error {
+	err := q.Query(ctx, g.st.Dialect().Bind("SELECT "+endpointColumns+" FROM webhook_endpoints WHERE "+where, args...), func(row []any) error {
 		e, err := scanEndpoint(row)
 		if err == nil {
 			out = append(out, e)
@@ -206,13 +243,32 @@ func scanEndpoint(row []any) (Endpoint, error) {
 // Update changes endpoint id of workspace. Enabling an endpoint clears its disabled reason; its
 // deliveries that failed while it was failing stay failed (Replay sends them again).
 func (g *Registry) Update(ctx context.Context, workspace, id string, in Input) (Endpoint, error) {
+	return g.UpdateThen(ctx, workspace, id, in, nil)
+}
+
+// UpdateThen is Update running then, when set, in its transaction.
+func (g *Registry) UpdateThen(ctx context.Context, workspace, id string, in Input, then Then) (Endpoint, error) {
 	if errs := g.check(in, false); errs != nil {
 		return Endpoint{}, errs
 	}
-	e, err := g.Get(ctx, workspace, id)
+	var e Endpoint
+	err := g.st.Tx(ctx, func(q store.Querier) error {
+		var err error
+		e, err = g.update(ctx, q, workspace, id, in, then)
+		return err
+	})
 	if err != nil {
 		return Endpoint{}, err
 	}
+	return e, nil
+}
+
+func (g *Registry) update(ctx context.Context, q store.Querier, workspace, id string, in Input, then Then) (Endpoint, error) {
+	before, err := g.getIn(ctx, q, workspace, id)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	e := before
 	if in.URL != nil {
 		e.URL = *in.URL
 	}
@@ -231,13 +287,13 @@ func (g *Registry) Update(ctx context.Context, workspace, id string, in Input) (
 	}
 	e.UpdatedAt = g.now().UTC()
 	// An endpoint enabled again is due at once: its dispatcher finds what is pending (or nothing).
-	_, err = g.st.Exec(ctx, g.st.Dialect().Bind(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, resources = ?, enabled = ?, disabled_reason = ?, updated_at = ?,
+	_, err = q.Exec(ctx, g.st.Dialect().Bind(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, resources = ?, enabled = ?, disabled_reason = ?, updated_at = ?,
 due_at = CASE WHEN ? THEN ? ELSE due_at END WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, nullable(e.DisabledReason), e.UpdatedAt,
 		in.Enabled != nil && *in.Enabled, e.UpdatedAt, workspace, e.ID))
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
 	}
-	return e, nil
+	return e, runThen(ctx, q, then, before, e)
 }
 
 // MaxSecretOverlap bounds how long a rotated secret keeps signing beside the new one.
@@ -247,12 +303,13 @@ const MaxSecretOverlap = 7 * 24 * time.Hour
 // overlap (at most MaxSecretOverlap) the old secret keeps signing too: each delivery carries both
 // signatures, so a receiver can switch secrets without missing one.
 func (g *Registry) RotateSecret(ctx context.Context, workspace, id string, overlap time.Duration) (Endpoint, error) {
+	return g.RotateSecretThen(ctx, workspace, id, overlap, nil)
+}
+
+// RotateSecretThen is RotateSecret running then, when set, in its transaction.
+func (g *Registry) RotateSecretThen(ctx context.Context, workspace, id string, overlap time.Duration, then Then) (Endpoint, error) {
 	if overlap < 0 || overlap > MaxSecretOverlap {
 		return Endpoint{}, field.ErrorList{field.New(field.CodeRange, field.NewPath("overlap"), "must be between 0 and 168h")}
-	}
-	e, err := g.Get(ctx, workspace, id)
-	if err != nil {
-		return Endpoint{}, err
 	}
 	secret, err := webhooks.NewSecret()
 	if err != nil {
@@ -260,28 +317,45 @@ func (g *Registry) RotateSecret(ctx context.Context, workspace, id string, overl
 	}
 	now := g.now().UTC()
 	d := g.st.Dialect()
-	stmt := d.Bind(`UPDATE webhook_endpoints SET previous_secret = NULL, previous_secret_until = NULL, secret = ?, updated_at = ? WHERE workspace_id = ? AND id = ?`,
-		secret, now, workspace, e.ID)
-	if overlap > 0 {
-		stmt = d.Bind(`UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ? WHERE workspace_id = ? AND id = ?`,
-			now.Add(overlap), secret, now, workspace, e.ID)
-	}
-	_, err = g.st.Exec(ctx, stmt)
+	var e Endpoint
+	err = g.st.Tx(ctx, func(q store.Querier) error {
+		before, err := g.getIn(ctx, q, workspace, id)
+		if err != nil {
+			return err
+		}
+		stmt := d.Bind(`UPDATE webhook_endpoints SET previous_secret = NULL, previous_secret_until = NULL, secret = ?, updated_at = ? WHERE workspace_id = ? AND id = ?`,
+			secret, now, workspace, before.ID)
+		if overlap > 0 {
+			stmt = d.Bind(`UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_until = ?, secret = ?, updated_at = ? WHERE workspace_id = ? AND id = ?`,
+				now.Add(overlap), secret, now, workspace, before.ID)
+		}
+		if _, err := q.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("rotate webhook secret: %w", err)
+		}
+		e = before
+		e.UpdatedAt = now
+		return runThen(ctx, q, then, before, e)
+	})
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("rotate webhook secret: %w", err)
+		return Endpoint{}, err
 	}
-	e.Secret, e.UpdatedAt = secret, now
+	e.Secret = secret
 	return e, nil
 }
 
 // Delete removes endpoint id and its pending deliveries; its delivery log goes with it.
 func (g *Registry) Delete(ctx context.Context, workspace, id string) error {
-	e, err := g.Get(ctx, workspace, id)
-	if err != nil {
-		return err
-	}
+	return g.DeleteThen(ctx, workspace, id, nil)
+}
+
+// DeleteThen is Delete running then, when set, in its transaction.
+func (g *Registry) DeleteThen(ctx context.Context, workspace, id string, then Then) error {
 	d := g.st.Dialect()
 	return g.st.Tx(ctx, func(q store.Querier) error {
+		e, err := g.getIn(ctx, q, workspace, id)
+		if err != nil {
+			return err
+		}
 		for _, t := range []string{"webhook_attempts", "webhook_deliveries", "webhook_endpoints"} {
 			col := "endpoint_id"
 			if t == "webhook_endpoints" {
@@ -291,7 +365,7 @@ func (g *Registry) Delete(ctx context.Context, workspace, id string) error {
 				return fmt.Errorf("delete webhook endpoint: %s: %w", t, err)
 			}
 		}
-		return nil
+		return runThen(ctx, q, then, e, Endpoint{})
 	})
 }
 

@@ -311,6 +311,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if zip != nil {
 		_ = zip.finish() // as for any write of an answer, an error means the client is gone
 	}
+	if p := in.principal; p != nil {
+		// Per key and day, in memory (auth.Directory.Count): written with the key's last use.
+		h.dir.Count(&p.Key, sw.status == http.StatusForbidden || sw.status == http.StatusTooManyRequests, h.now())
+	}
 	elapsed := time.Since(start)
 	h.metrics.Request(in.resource, in.operation, sw.status, elapsed, sw.bytes)
 	h.accessLog(r, id, in, sw, code, elapsed, err)

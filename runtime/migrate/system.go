@@ -162,6 +162,17 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   count {int} NOT NULL,
   PRIMARY KEY (workspace_id, period)
 ){strict}`)}},
+		// Requests and refusals (403, 429) per key and UTC day (YYYY-MM-DD): each server adds its counts
+		// with one upsert per key and day every key_usage_interval (runtime/auth FlushUsage).
+		{"key_usage_daily", []string{r(`CREATE TABLE key_usage_daily (
+  workspace_id {uuid} NOT NULL,
+  key_id {uuid} NOT NULL,
+  day TEXT NOT NULL,
+  requests {int} NOT NULL,
+  refusals {int} NOT NULL,
+  PRIMARY KEY (workspace_id, key_id, day)
+){strict}`),
+			`CREATE INDEX key_usage_daily_day_idx ON key_usage_daily (workspace_id, day)`}},
 		{"server_instances", []string{r(`CREATE TABLE server_instances (
   id TEXT PRIMARY KEY,
   host TEXT NOT NULL,
