@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,6 +212,17 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 		t.Logf("not covered on %s: the admin API (/v1/admin/resources, /v1/admin/custom-fields) has not landed: no custom field made in the page", b)
 	}
 	consoleKeys(t, p, e, shot)
+	if routeLanded("GET", "/v1/admin/keys") && routeLanded("POST", "/v1/admin/keys/:id/revoke") {
+		consoleAdminRevoke(t, p, e)
+	} else {
+		t.Logf("not covered on %s: /v1/admin/keys has not landed: no member's key revoked by an admin in the page", b)
+	}
+	webhooks := routeLanded("POST", "/v1/admin/webhooks") && routeLanded("GET", "/v1/admin/webhooks/:id/deliveries")
+	if webhooks {
+		consoleWebhook(t, p, e, shot)
+	} else {
+		t.Logf("not covered on %s: /v1/admin/webhooks has not landed: no endpoint made in the page", b)
+	}
 
 	// Every page, at both sizes, with axe.
 	for _, pg := range []struct{ hash, name string }{
@@ -219,6 +231,18 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 		{"#/audit", "audit"}, {"#/webhooks", "webhooks"},
 	} {
 		p.openConsolePage(pg.hash)
+		if pg.name == "usage" && routeLanded("GET", "/v1/admin/usage") {
+			// The keys' uses reach the report when the server writes its counts, as it does every
+			// key_usage_interval (the tested server does not run that loop: the test writes them now).
+			if _, err := e.Server.Backend().Directory.FlushUsage(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			p.openConsolePage(pg.hash)
+			if !strings.Contains(p.text("main table"), time.Now().UTC().Format(time.DateOnly)) {
+				admin := e.NewKey(e.Member, auth.KeyOptions{Access: "admin"})
+				t.Errorf("the usage page shows no requests today after the curl calls (%q); the API answers %s", p.text("main"), e.DoKey(admin, "GET", "/v1/admin/usage", nil).Raw)
+			}
+		}
 		p.lookAt(shot(pg.name))
 	}
 	p.openConsolePage("#/fields/new?resource=companies")
@@ -341,4 +365,76 @@ func consoleCustomField(t *testing.T, p *tabPage, e *servertest.Env, shot func(s
 	if rec := e.Do("POST", "/v1/companies", map[string]any{"name": "Console Co", "cf__loyalty_tier": "gold"}); rec.Status != 201 || rec.Data()["cf__loyalty_tier"] != "gold" {
 		t.Errorf("a record with the new field: %d %s", rec.Status, rec.Raw)
 	}
+}
+
+// consoleAdminRevoke: an admin revokes another member's key from the list of every member's keys; curl
+// with it is then refused.
+func consoleAdminRevoke(t *testing.T, p *tabPage, e *servertest.Env) {
+	t.Helper()
+	other := e.NewMember("other@console.example", "member", "")
+	secret := e.NewKey(other, auth.KeyOptions{Access: "read"})
+	id, _ := e.DoKey(secret, "GET", "/v1/me", nil).Data()["key"].(map[string]any)["id"].(string)
+	if status, body := curlStatus(t, e.URL, secret); status != 200 {
+		t.Fatalf("curl with another member's key: %d %s", status, body)
+	}
+	p.openConsolePage("#/keys")
+	row := `tr:has([data-admin-key-id="` + id + `"]) `
+	p.waitFor("the member's key in every member's keys", `document.querySelector(`+jsString(row)+`) && document.querySelector(`+jsString(row)+`).innerText.includes('other@console.example')`)
+	p.click(row + "[data-action=revoke]")
+	p.waitFor("the revoke confirmation", `document.querySelector(`+jsString(row+".confirm-q")+`)`)
+	p.click(row + ".confirm-q ~ button.danger")
+	p.waitFor("the revoked state", `(document.querySelector(`+jsString(row)+`) || {}).innerText && document.querySelector(`+jsString(row)+`).innerText.includes('revoked')`)
+	if status, body := curlStatus(t, e.URL, secret); status != 401 {
+		t.Errorf("curl with the key an admin revoked: %d %s, want 401", status, body)
+	}
+}
+
+// consoleWebhook makes a webhook endpoint in the page (its signing secret shown once), lets a write
+// reach it, and finds the delivery in the endpoint's delivery log.
+func consoleWebhook(t *testing.T, p *tabPage, e *servertest.Env, shot func(string) string) {
+	t.Helper()
+	var mu sync.Mutex
+	received := 0
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		received++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	p.openConsolePage("#/webhooks")
+	form := "form[aria-labelledby=new-wh-title] "
+	p.typeInto(form+"[name=url]", receiver.URL+"/hook")
+	p.typeInto(form+"[name=description]", "console test receiver")
+	p.typeInto(form+"[name=event_types]", "companies.created")
+	p.click(form + "button[type=submit]")
+	p.waitFor("the endpoint's signing secret", `document.querySelector('[data-webhook-secret]')`)
+	if s := p.text("#wh-secret"); !strings.HasPrefix(s, "whsec_") {
+		t.Errorf("the signing secret shown is %q", s)
+	}
+	p.lookAt(shot("webhooks-secret"))
+	list := e.Do("GET", "/v1/admin/webhooks", nil, "Authorization", "Bearer "+e.NewKey(e.Member, auth.KeyOptions{Access: "admin"}))
+	if bytes.Contains(list.Raw, []byte("whsec_")) {
+		t.Error("the endpoint list shows a signing secret")
+	}
+	if r := e.Do("POST", "/v1/companies", map[string]any{"name": "Hooked Co"}); r.Status != 201 {
+		t.Fatalf("create a company: %d %s", r.Status, r.Raw)
+	}
+	p.click(`a[href^="#/webhooks/"]`)
+	p.waitFor("the delivery log", `document.getElementById('main').dataset.ready === 'webhooks' && location.hash.startsWith('#/webhooks/')`)
+	hash := ""
+	p.eval("location.hash", &hash)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(p.text("main table"), "delivered") {
+		if time.Now().After(deadline) {
+			mu.Lock()
+			n := received
+			mu.Unlock()
+			t.Fatalf("no delivered delivery in the log within 30 s (the receiver got %d): %s", n, p.text("main"))
+		}
+		time.Sleep(500 * time.Millisecond)
+		p.openConsolePage(hash)
+	}
+	p.lookAt(shot("webhook-deliveries"))
 }

@@ -86,6 +86,8 @@ func (p *tabPage) axe() []axeViolation {
 func (p *tabPage) lookAt(name string) {
 	p.t.Helper()
 	dir := consoleScreensDir(p.t)
+	// The last action's note (the page's live region, shown for a few seconds) would cover the page.
+	p.eval(`document.getElementById('status').textContent = ''`, nil)
 	for _, size := range consoleSizes {
 		p.viewport(size.width, size.height, size.mobile)
 		p.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)

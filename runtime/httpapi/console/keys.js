@@ -153,8 +153,8 @@ export async function render(el, ctx) {
         return;
       }
       replace(allOut, table(`Every member's keys (${all.length})`, [
-        { label: 'Key', cell: (k) => h('code', {}, k.hint || k.id) },
-        { label: 'Member', cell: (k) => k.member_email || k.member_id || '' },
+        { label: 'Key', cell: (k) => h('code', { 'data-admin-key-id': k.id }, k.hint || k.id) },
+        { label: 'Member', cell: (k) => (k.member && (k.member.email || k.member.id)) || k.member_id || '' },
         { label: 'Access', cell: (k) => k.access },
         { label: 'Restrictions', cell: (k) => restrictions(k) },
         { label: 'Expires', cell: (k) => when(k.expires_at) },

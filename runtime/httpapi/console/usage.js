@@ -39,10 +39,12 @@ const W = 720;
 const H = 260;
 const pad = { l: 48, r: 12, t: 16, b: 36 };
 
+// niceMax is the axis's top: four steps of 1, 2 or 5 times a power of ten.
 function niceMax(v) {
-  if (v <= 5) return 5;
-  const p = 10 ** Math.floor(Math.log10(v));
-  return Math.ceil(v / p) * p;
+  const raw = Math.max(1, v) / 4;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw);
+  return Math.max(4, step * 4);
 }
 
 // chart draws grouped bars of requests and refusals per day.
@@ -61,7 +63,7 @@ function chart(days) {
   for (let i = 0; i <= 4; i += 1) {
     const v = (max / 4) * i;
     put(svg, h('line', { x1: pad.l, x2: W - pad.r, y1: y(v), y2: y(v), class: 'grid' }),
-      h('text', { x: pad.l - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, String(Math.round(v))));
+      h('text', { x: pad.l - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, Math.round(v).toLocaleString('en')));
   }
   days.forEach((d, i) => {
     const x = pad.l + i * slot + (slot - 2 * bw) / 2;

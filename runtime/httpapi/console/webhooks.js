@@ -7,10 +7,11 @@ function list(s) {
   return String(s || '').split(',').map((x) => x.trim()).filter(Boolean);
 }
 
-function secretNotice(secret, what) {
-  const box = h('section', { class: 'notice secret', 'aria-labelledby': 'wh-secret-title' },
+function secretNotice(secret, what, previousUntil) {
+  const box = h('section', { class: 'notice secret', 'aria-labelledby': 'wh-secret-title', 'data-webhook-secret': true },
     h('h2', { id: 'wh-secret-title', tabIndex: -1 }, what),
-    h('p', {}, h('strong', {}, 'Copy the signing secret now: it is shown only this once.')),
+    h('p', {}, h('strong', {}, 'Copy the signing secret now: it is shown only this once.'),
+      previousUntil ? ` The previous secret also signs until ${when(previousUntil)}.` : ''),
     h('p', {}, h('label', { for: 'wh-secret' }, 'Signing secret')),
     h('input', { id: 'wh-secret', class: 'secret-value', type: 'text', readOnly: true, value: secret }),
     h('div', { class: 'actions' }, copyButton(secret, 'Copy the signing secret'), button('Hide it', () => box.remove())));
@@ -52,7 +53,7 @@ function createForm(onMade) {
 
 function endpointActions(w, reload, showSecret) {
   const box = h('div', { class: 'row-actions' });
-  const enabled = w.enabled !== false && !w.disabled_at;
+  const enabled = w.enabled !== false;
   put(box, 
     h('a', { class: 'button secondary', href: `#/webhooks/${encodeURIComponent(w.id)}` }, 'Deliveries'),
     button(enabled ? 'Disable' : 'Enable', async () => {
@@ -67,7 +68,7 @@ function endpointActions(w, reload, showSecret) {
     button('Rotate secret', async () => {
       try {
         const r = data(await api('POST', `/v1/admin/webhooks/${encodeURIComponent(w.id)}/rotate-secret`, {}));
-        await showSecret(r.secret, `New signing secret of ${w.url}`);
+        await showSecret(r.secret, `New signing secret of ${w.url}`, r.previous_secret_until);
       } catch (err) {
         announce(err.message, 'error');
       }
@@ -84,6 +85,14 @@ function endpointActions(w, reload, showSecret) {
   return box;
 }
 
+// lastAttempt says how the last attempt went: the answer's status, or why there was none.
+function lastAttempt(attempts) {
+  const a = attempts[attempts.length - 1];
+  if (!a) return '—';
+  const how = [a.status ? `HTTP ${a.status}` : '', a.outcome || '', a.error || ''].filter(Boolean).join(', ');
+  return `${how}${a.latency_ms != null ? ` in ${a.latency_ms} ms` : ''}`;
+}
+
 async function deliveries(el, id) {
   const w = data(await api('GET', `/v1/admin/webhooks/${encodeURIComponent(id)}`));
   const body = h('tbody', {});
@@ -95,12 +104,12 @@ async function deliveries(el, id) {
     if (fresh) replace(body);
     put(body, ...rows.map((d) => h('tr', {},
       h('th', { scope: 'row' }, when(d.created_at)),
-      h('td', {}, d.event_type || d.type || ''),
-      h('td', {}, String(d.seq ?? d.event_seq ?? '')),
-      h('td', {}, d.state || d.status || ''),
-      h('td', {}, String((d.attempts && d.attempts.length) ?? d.attempt_count ?? '')),
-      h('td', {}, (d.attempts && d.attempts.length) ? String(d.attempts[d.attempts.length - 1].status ?? d.attempts[d.attempts.length - 1].error ?? '') : '—'),
-      h('td', {}, when(d.next_attempt_at || d.due_at)))));
+      h('td', {}, h('code', {}, d.event_id || '')),
+      h('td', {}, String(d.sequence ?? '')),
+      h('td', {}, d.state || ''),
+      h('td', {}, String((d.attempts || []).length)),
+      h('td', {}, lastAttempt(d.attempts || [])),
+      h('td', {}, when(d.next_attempt_at)))));
     cursor = answer?.meta?.next_cursor || null;
     more.hidden = !cursor;
   };
@@ -127,7 +136,7 @@ async function deliveries(el, id) {
     h('p', { class: 'meta' }, `${w.enabled === false ? 'disabled' : 'enabled'} · events: ${(w.event_types || []).join(', ') || 'every type'} · resources: ${(w.resources || []).join(', ') || 'every resource'}`),
     h('div', { class: 'scroll', tabIndex: 0, role: 'region', 'aria-label': 'Deliveries' },
       h('table', {}, h('caption', {}, 'Deliveries, newest first'),
-        h('thead', {}, h('tr', {}, ['Created', 'Event', 'Sequence', 'State', 'Attempts', 'Last answer', 'Next attempt'].map((l) => h('th', { scope: 'col' }, l)))),
+        h('thead', {}, h('tr', {}, ['Created', 'Event id', 'Sequence', 'State', 'Attempts', 'Last attempt', 'Next attempt'].map((l) => h('th', { scope: 'col' }, l)))),
         body)),
     more, replay);
 }
@@ -139,8 +148,8 @@ export async function render(el, ctx, { rest }) {
   }
   const secretBox = h('div', {});
   const out = h('div', {});
-  const showSecret = async (secret, what) => {
-    replace(secretBox, secretNotice(secret, what));
+  const showSecret = async (secret, what, previousUntil) => {
+    replace(secretBox, secretNotice(secret, what, previousUntil));
     secretBox.querySelector('h2').focus();
   };
   const load = async () => {
@@ -149,7 +158,8 @@ export async function render(el, ctx, { rest }) {
       { label: 'URL', cell: (w) => w.url },
       { label: 'Description', cell: (w) => w.description || '' },
       { label: 'Events', cell: (w) => (w.event_types || []).join(', ') || 'every type' },
-      { label: 'State', cell: (w) => (w.enabled === false ? 'disabled' : 'enabled') },
+      { label: 'State', cell: (w) => (w.enabled === false ? `disabled${w.disabled_reason ? `: ${w.disabled_reason}` : ''}` : 'enabled') },
+      { label: 'Resources', cell: (w) => (w.resources || []).join(', ') || 'every resource' },
       { label: 'Created', cell: (w) => when(w.created_at) },
       { label: 'Actions', cell: (w) => endpointActions(w, load, showSecret) },
     ], eps, { empty: 'none yet.' }));
