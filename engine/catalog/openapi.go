@@ -106,6 +106,7 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 	tags = append(tags, map[string]any{"name": "discovery", "x-displayName": "Discovery", "description": "The API's entry point, this contract, the calling key and the catalog of resources and fields."},
 		map[string]any{"name": "probes", "x-displayName": "Probes", "description": "Liveness and readiness for load balancers and orchestrators, outside the versioned API. No key needed."},
 		map[string]any{"name": "events", "x-displayName": "Change feed", "description": "Every committed write as an event, in a per-workspace sequence to resume from; the same events are delivered to webhook endpoints (Standard Webhooks signatures)."})
+	tags = append(tags, d.adminTags...) // the admin API's areas (adminOperations)
 	for _, r := range cat.Resources {
 		tag := map[string]any{"name": r.Name, "x-displayName": r.LabelPlural, "description": r.Description}
 		if refused[r.Name] != nil {
@@ -115,6 +116,13 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 		tags = append(tags, tag)
 	}
 	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes", "events"}}}, groups...)
+	if len(d.adminTags) > 0 {
+		var names []string
+		for _, t := range d.adminTags {
+			names = append(names, t.(map[string]any)["name"].(string))
+		}
+		groups = append(groups, map[string]any{"name": "Administration", "tags": names})
+	}
 	description := apiDescription
 	if ws != nil {
 		description += "\n\n" + ws.description()
@@ -136,13 +144,15 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 }
 
 type doc struct {
-	cat     *model.Catalog
-	schemas *schema.Set
-	ws      *Workspace // nil: the generic document
-	paths   map[string]any
-	comps   map[string]any
-	table   []route.Route     // the API's routes: every documented one is described
-	levels  []map[string]bool // expandLevels, once made
+	// adminTags are the tags of the admin API's operations, each area's added by its operations.
+	adminTags []any
+	cat       *model.Catalog
+	schemas   *schema.Set
+	ws        *Workspace // nil: the generic document
+	paths     map[string]any
+	comps     map[string]any
+	table     []route.Route     // the API's routes: every documented one is described
+	levels    []map[string]bool // expandLevels, once made
 }
 
 func ref(kind, name string) map[string]any {
