@@ -9,6 +9,7 @@ import (
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
@@ -128,10 +129,20 @@ type NewCustomField struct {
 	Options                                         []string
 }
 
+// CheckCustomField returns the problems of a custom field to create, by member (nil: none), without
+// creating it: the handler reports them with those of the body's shape, all at once.
+func (s *Service) CheckCustomField(in NewCustomField) field.ErrorList {
+	return s.cfg.Custom.Check(in.def())
+}
+
+func (in NewCustomField) def() customfields.Def {
+	return customfields.Def{Resource: in.Resource, Key: in.Key, Type: in.Type, Label: in.Label, Description: in.Description, Required: in.Required,
+		Unique: in.Unique, Options: in.Options, Target: in.Target}
+}
+
 // CreateCustomField adds a custom field with the checks of recordsctl field create.
 func (s *Service) CreateCustomField(ctx context.Context, a Actor, in NewCustomField) (CustomField, error) {
-	d, err := s.cfg.Custom.CreateThen(a.scoped(ctx), a.workspace(), customfields.Def{Resource: in.Resource, Key: in.Key, Type: in.Type, Label: in.Label,
-		Description: in.Description, Required: in.Required, Unique: in.Unique, Options: in.Options, Target: in.Target},
+	d, err := s.cfg.Custom.CreateThen(a.scoped(ctx), a.workspace(), in.def(),
 		func(q store.Querier, d *customfields.Def) error {
 			return s.record(a.scoped(ctx), q, a, audit.AdminCustomFields, d.ID, audit.ActionCreate, values(customField(d)), nil)
 		})
@@ -182,6 +193,12 @@ func (s *Service) DataModels(ctx context.Context, a Actor) ([]auth.ModelEntry, e
 func (s *Service) DataModel(ctx context.Context, a Actor, id string) (auth.ModelEntry, error) {
 	m, err := s.cfg.Directory.Model(ctx, a.workspace(), id)
 	return m, explain("data model", err)
+}
+
+// CheckDataModelFields returns the problems of a data model's fields (nil: none), without storing
+// anything: the handler reports them with those of the body's shape, all at once.
+func (s *Service) CheckDataModelFields(fields map[string]auth.ModelField) field.ErrorList {
+	return s.cfg.Directory.CheckModelFields(fields)
 }
 
 // CreateDataModel creates a data model with the checks of recordsctl model create.

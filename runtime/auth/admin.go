@@ -165,6 +165,15 @@ func (d *Directory) checkModelFields(fields map[string]ModelField) error {
 	return nil
 }
 
+// CheckModelFields returns the problems of a data model's fields, by field (nil: none), without storing
+// anything.
+func (d *Directory) CheckModelFields(fields map[string]ModelField) field.ErrorList {
+	if e, ok := d.checkModelFields(fields).(*InvalidError); ok {
+		return e.Errors
+	}
+	return nil
+}
+
 // InvalidError is a refused argument of an admin operation: ErrInvalid (errors.Is) with the problems
 // by field (errors.As into a field.ErrorList gives them: the API answers them as 422
 // validation_failed).

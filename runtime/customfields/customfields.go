@@ -337,6 +337,14 @@ func (e *DuplicateError) Error() string {
 // Unwrap gives ErrInvalid.
 func (e *DuplicateError) Unwrap() error { return ErrInvalid }
 
+// Check returns the problems of a new definition, by field (nil: none), without storing anything.
+func (r *Registry) Check(d Def) field.ErrorList {
+	if e, ok := r.check(d).err().(*InvalidError); ok {
+		return e.Errors
+	}
+	return nil
+}
+
 // check validates a new definition: the problems of field create, by field.
 func (r *Registry) check(d Def) problems {
 	res, ok := r.cat.Resource(d.Resource)

@@ -216,6 +216,26 @@ func (m *strictBody) done() error {
 	return nil
 }
 
+// doneWith is done which, when the body's shape has problems, adds those check finds in what was read
+// (the operation's own checks) at the paths not already refused, so that every problem is answered at
+// once.
+func (m *strictBody) doneWith(check func() field.ErrorList) error {
+	m.unknown()
+	if len(*m.errs) == 0 {
+		return nil
+	}
+	shaped := map[string]bool{}
+	for _, e := range *m.errs {
+		shaped[e.Field] = true
+	}
+	for _, e := range check() {
+		if !shaped[e.Field] {
+			*m.errs = append(*m.errs, e)
+		}
+	}
+	return apierr.Refused(*m.errs)
+}
+
 // noBody checks that a body, if any, is {}.
 func noBody(req bunrouter.Request) error {
 	m, err := readStrictBody(req)
@@ -266,7 +286,7 @@ func (h *Handler) createCustomField(w http.ResponseWriter, req bunrouter.Request
 		}
 	}
 	in.Options = m.strings("options")
-	if err := m.done(); err != nil {
+	if err := m.doneWith(func() field.ErrorList { return h.admin.CheckCustomField(in) }); err != nil {
 		return err
 	}
 	f, err := h.admin.CreateCustomField(req.Context(), adminActor(req), in)
@@ -384,7 +404,7 @@ func (h *Handler) createDataModel(w http.ResponseWriter, req bunrouter.Request) 
 	}
 	name := m.str("name", true)
 	fields := modelFields(m, true)
-	if err := m.done(); err != nil {
+	if err := m.doneWith(func() field.ErrorList { return h.admin.CheckDataModelFields(fields) }); err != nil {
 		return err
 	}
 	dm, err := h.admin.CreateDataModel(req.Context(), adminActor(req), *name, fields)
@@ -405,7 +425,7 @@ func (h *Handler) updateDataModel(w http.ResponseWriter, req bunrouter.Request) 
 	if name != nil && *name == "" {
 		m.fail(field.CodeTooShort, "name", "must not be empty")
 	}
-	if err := m.done(); err != nil {
+	if err := m.doneWith(func() field.ErrorList { return h.admin.CheckDataModelFields(fields) }); err != nil {
 		return err
 	}
 	var newName string
