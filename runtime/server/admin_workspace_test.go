@@ -576,7 +576,7 @@ func TestAdminEscalationAndLockout(t *testing.T) {
 	}
 }
 
-// TestAdminChangesReachOtherServer: a custom field created, a member deactivated and a role changed
+// TestAdminChangesReachOtherServer: a custom field created, a member deactivated, a role and a data model changed
 // through one server's admin API apply on another server of the same database within 2 s.
 func TestAdminChangesReachOtherServer(t *testing.T) {
 	t.Parallel()
@@ -597,8 +597,12 @@ func TestAdminChangesReachOtherServer(t *testing.T) {
 			ck := e1.NewKey(clerk, auth.KeyOptions{Access: "write"})
 			leaver := e1.NewMember("leaver@adminws.example", "member", "")
 			lk := e1.NewKey(leaver, auth.KeyOptions{Access: "read"})
-			// Warm e2's caches: the key and the custom-field snapshot.
+			r := e1.DoKey(ak, "POST", "/v1/admin/data-models", map[string]any{"name": "Boats", "fields": map[string]any{"hull": map[string]any{"type": "string"}}})
+			e1.Expect(r, 201, "")
+			modelID := r.Data()["id"].(string)
+			// Warm e2's caches: the key, the custom-field snapshot and the data model's fields.
 			e2.Expect(e2.Do("GET", "/v1/resources/deals", nil), 200, "")
+			e2.Expect(e2.Do("GET", "/v1/resources/data_model_records?model_id="+modelID, nil), 200, "")
 			e2.Expect(e2.DoKey(lk, "GET", "/v1/me", nil), 200, "")
 			e2.Expect(e2.DoKey(ck, "POST", "/v1/deals", map[string]any{"name": "Before"}), 201, "")
 
@@ -606,7 +610,11 @@ func TestAdminChangesReachOtherServer(t *testing.T) {
 			e1.Expect(e1.DoKey(ak, "POST", "/v1/admin/custom-fields", map[string]any{"resource": "deals", "key": "region", "type": "text"}), 201, "")
 			e1.Expect(e1.DoKey(ak, "POST", "/v1/admin/members/"+leaver+"/deactivate", nil), 200, "")
 			e1.Expect(e1.DoKey(ak, "PATCH", "/v1/admin/roles/clerk", map[string]any{"resources": map[string]string{"*": "read"}}), 200, "")
+			e1.Expect(e1.DoKey(ak, "PATCH", "/v1/admin/data-models/"+modelID, map[string]any{"fields": map[string]any{"hull": map[string]any{"type": "string"}, "mast": map[string]any{"type": "integer"}}}), 200, "")
 			checks := map[string]func() bool{
+				"data model": func() bool {
+					return strings.Contains(string(e2.Do("GET", "/v1/resources/data_model_records?model_id="+modelID, nil).Raw), `"cf__mast"`)
+				},
 				"custom field": func() bool {
 					return strings.Contains(string(e2.Do("GET", "/v1/resources/deals", nil).Raw), `"cf__region"`)
 				},
@@ -619,8 +627,7 @@ func TestAdminChangesReachOtherServer(t *testing.T) {
 					t.Errorf("%s: reached the other server %v after the change (reached: %v), want within 2 s", name, elapsed, done)
 				}
 			}
-			r := e2.Do("POST", "/v1/deals", map[string]any{"name": "Regional", "cf__region": "north"})
-			e2.Expect(r, 201, "")
+			e2.Expect(e2.Do("POST", "/v1/deals", map[string]any{"name": "Regional", "cf__region": "north"}), 201, "")
 		})
 	}
 }
