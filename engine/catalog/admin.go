@@ -7,6 +7,11 @@ func (d *doc) adminOperations() map[string]map[string]any {
 	for _, area := range []func(map[string]map[string]any){d.workspaceAdminOperations, d.keyAdminOperations, d.ownKeyOperations} {
 		area(ops)
 	}
+	for _, op := range ops {
+		if _, set := op["security"]; !set {
+			op["security"] = keyOrSession // an admin key, or a console session with its CSRF token
+		}
+	}
 	return ops
 }
 
