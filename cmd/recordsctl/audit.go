@@ -70,7 +70,7 @@ func cmdAuditList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			if err := workspaceExists(b, e.ctx, a.Workspace); err != nil {
 				return err
 			}
-			if q.Resource != "" {
+			if q.Resource != "" && !audit.IsAdminResource(q.Resource) {
 				if _, err := resourceOf(b, q.Resource); err != nil {
 					return err
 				}

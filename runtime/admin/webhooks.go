@@ -191,6 +191,11 @@ func webhookInput(body map[string]any, create bool) (dispatch.Input, string, err
 	return in, member, nil
 }
 
+// errNotYourView refuses an admin's webhook write that would send another member's view of the events to
+// an address the admin chose: an endpoint owned by someone else, or pointing another member's endpoint
+// elsewhere. (Disabling, deleting, filtering or replaying another member's endpoint is allowed.)
+var errNotYourView = apierr.New(apierr.PermissionDenied, "A webhook endpoint delivers its owner's view of the events: you may create endpoints you own and point only your own endpoints at a new URL.")
+
 // CreateWebhook adds an endpoint to the actor's workspace from body {url, description?, event_types?,
 // resources?, enabled?, member_id?} (the owner, whose view of the events the payloads are: by default
 // the actor's member) and returns it with its secret, shown this once.
@@ -201,6 +206,11 @@ func (s *Service) CreateWebhook(ctx context.Context, a Actor, body map[string]an
 	}
 	if member == "" {
 		member = a.Principal.Member.ID
+	}
+	if !strings.EqualFold(member, a.Principal.Member.ID) {
+		// An endpoint receives its owner's view of the events: owned by a member who reads more than the
+		// admin, it would send that view to an address the admin chose.
+		return WebhookSecret{}, errNotYourView
 	}
 	ws := a.Principal.Workspace.ID
 	ep, err := s.cfg.Webhooks.CreateThen(store.WithWorkspace(ctx, ws), ws, member, in, func(ctx context.Context, q store.Querier, _, after dispatch.Endpoint) error {
@@ -224,6 +234,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, a Actor, id string, body ma
 	}
 	ws := a.Principal.Workspace.ID
 	ep, err := s.cfg.Webhooks.UpdateThen(store.WithWorkspace(ctx, ws), ws, id, in, func(ctx context.Context, q store.Querier, before, after dispatch.Endpoint) error {
+		if before.URL != after.URL && !strings.EqualFold(before.Member, a.Principal.Member.ID) {
+			return errNotYourView
+		}
 		changes, previous := map[string]any{}, map[string]any{}
 		old, cur := webhookOf(before).auditValues(), webhookOf(after).auditValues()
 		for k, v := range cur {

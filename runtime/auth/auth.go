@@ -459,8 +459,18 @@ func (d *Directory) RevokeKey(ctx context.Context, id string) error {
 
 // ListKeys returns the keys of a workspace, newest first.
 func (d *Directory) ListKeys(ctx context.Context, workspace string) ([]Key, error) {
+	return d.listKeys(ctx, workspace, "")
+}
+
+// listKeys returns the keys of workspace, of member only unless member is "", newest first.
+func (d *Directory) listKeys(ctx context.Context, workspace, member string) ([]Key, error) {
+	sql, args := "SELECT "+keyColumns+" FROM api_keys WHERE workspace_id = ?", []any{strings.ToLower(workspace)}
+	if member != "" {
+		sql += " AND member_id = ?"
+		args = append(args, strings.ToLower(member))
+	}
 	keys := []Key{}
-	err := d.st.Query(ctx, d.d.Bind("SELECT "+keyColumns+" FROM api_keys WHERE workspace_id = ? ORDER BY created_at DESC, id DESC", strings.ToLower(workspace)), func(row []any) error {
+	err := d.st.Query(ctx, d.d.Bind(sql+" ORDER BY created_at DESC, id DESC", args...), func(row []any) error {
 		k, err := scanKey(row)
 		if err != nil {
 			return err

@@ -99,6 +99,10 @@ type RoleEntry struct {
 	Builtin     bool              `json:"builtin"`
 	Permissions []string          `json:"permissions"`
 	Resources   map[string]string `json:"resources"` // resource → none, read or write
+	// RecordRules and FieldRules are the role's record rules (resource → all, owned or department) and
+	// field rules (resource → field → masked or hidden).
+	RecordRules map[string]string            `json:"record_rules"`
+	FieldRules  map[string]map[string]string `json:"field_rules"`
 }
 
 // ListRoles returns the roles a member of workspace may have: the built-in ones in the order of
@@ -110,14 +114,14 @@ func (d *Directory) ListRoles(ctx context.Context, workspace string) ([]RoleEntr
 	}
 	out := []RoleEntry{}
 	for _, r := range d.cat.Roles {
-		out = append(out, RoleEntry{Name: r.Name, Label: r.Label, Description: r.Description, Builtin: true, Permissions: nonNil(r.Permissions), Resources: nonNilMap(r.Resources)})
+		out = append(out, RoleEntryOf(r, true))
 	}
 	err := d.st.Query(ctx, d.d.Bind("SELECT name, definition FROM workspace_roles WHERE workspace_id = ? ORDER BY name", workspace), func(row []any) error {
 		r, err := decodeRole(store.Text(row[0]), row[1])
 		if err != nil {
 			return fmt.Errorf("role %s: %w", store.Text(row[0]), err)
 		}
-		out = append(out, RoleEntry{Name: r.Name, Label: r.Label, Description: r.Description, Permissions: nonNil(r.Permissions), Resources: nonNilMap(r.Resources)})
+		out = append(out, RoleEntryOf(r, false))
 		return nil
 	})
 	if err != nil {
@@ -143,12 +147,10 @@ func (d *Directory) ListModels(ctx context.Context, workspace string) ([]ModelEn
 		return nil, err
 	}
 	out := []ModelEntry{}
-	err := d.st.Query(ctx, d.d.Bind("SELECT id, name, fields, created_at, updated_at FROM data_models WHERE workspace_id = ? ORDER BY name, id", workspace), func(row []any) error {
-		m := ModelEntry{ID: store.UUIDText(row[0]), Workspace: workspace, Name: store.Text(row[1]), Fields: map[string]ModelField{}}
-		if err := json.Unmarshal(store.JSON(row[2]), &m.Fields); err != nil {
-			return fmt.Errorf("fields of model %s: %w", m.ID, err)
-		}
-		if err := scanTimes(row[3:], &m.CreatedAt, &m.UpdatedAt); err != nil {
+	var m ModelEntry
+	scan := scanModel(&m)
+	err := d.st.Query(ctx, d.d.Bind("SELECT id, workspace_id, name, fields, created_at, updated_at FROM data_models WHERE workspace_id = ? ORDER BY name, id", workspace), func(row []any) error {
+		if err := scan(row); err != nil {
 			return err
 		}
 		out = append(out, m)
@@ -158,6 +160,17 @@ func (d *Directory) ListModels(ctx context.Context, workspace string) ([]ModelEn
 		return nil, fmt.Errorf("list models: %w", err)
 	}
 	return out, nil
+}
+
+// scanModel reads a data model's id, workspace_id, name, fields, created_at and updated_at into m.
+func scanModel(m *ModelEntry) func(row []any) error {
+	return func(row []any) error {
+		*m = ModelEntry{ID: store.UUIDText(row[0]), Workspace: store.UUIDText(row[1]), Name: store.Text(row[2]), Fields: map[string]ModelField{}}
+		if err := json.Unmarshal(store.JSON(row[3]), &m.Fields); err != nil {
+			return fmt.Errorf("fields of model %s: %w", m.ID, err)
+		}
+		return scanTimes(row[4:], &m.CreatedAt, &m.UpdatedAt)
+	}
 }
 
 // scanTimes reads timestamps from row into dst, in order.

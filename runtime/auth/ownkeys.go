@@ -34,20 +34,7 @@ func (d *Directory) KeyOf(ctx context.Context, workspace, member, id string) (*K
 
 // MemberKeys returns member's keys in workspace, newest first.
 func (d *Directory) MemberKeys(ctx context.Context, workspace, member string) ([]Key, error) {
-	keys := []Key{}
-	err := d.st.Query(ctx, d.d.Bind("SELECT "+keyColumns+" FROM api_keys WHERE workspace_id = ? AND member_id = ? ORDER BY created_at DESC, id DESC",
-		strings.ToLower(workspace), strings.ToLower(member)), func(row []any) error {
-		k, err := scanKey(row)
-		if err != nil {
-			return err
-		}
-		keys = append(keys, k)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	return keys, nil
+	return d.listKeys(ctx, workspace, member)
 }
 
 // ErrKeyInactive refuses to roll a key that is revoked or expired.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/engine/suggest"
@@ -30,28 +31,10 @@ func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data [
 		return nil, err
 	}
 	names := make([]string, 0, len(roles))
-	now := d.ts()
 	err := d.st.Tx(ctx, func(q store.Querier) error {
 		for _, r := range roles {
-			if _, builtin := d.cat.Role(r.Name); builtin {
-				return fmt.Errorf("%w: %s is a built-in role (definitions/roles.yaml)", ErrInvalid, r.Name)
-			}
-			def, _ := json.Marshal(r)
-			var n int64
-			var err error
-			if create {
-				n, err = q.Exec(ctx, d.d.Bind("INSERT INTO workspace_roles (workspace_id, name, definition, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", workspace, r.Name, string(def), now, now))
-				if errors.Is(err, store.ErrConflict) {
-					return fmt.Errorf("%w: role %s exists; use role update", ErrInvalid, r.Name)
-				}
-			} else {
-				n, err = q.Exec(ctx, d.d.Bind("UPDATE workspace_roles SET definition = ?, updated_at = ? WHERE workspace_id = ? AND name = ?", string(def), now, workspace, r.Name))
-				if err == nil && n == 0 {
-					return fmt.Errorf("role %s: %w (use role create)", r.Name, ErrNotFound)
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("store role %s: %w", r.Name, err)
+			if _, err := d.storeRole(ctx, q, workspace, r, create); err != nil {
+				return err
 			}
 			names = append(names, r.Name)
 		}
@@ -61,6 +44,42 @@ func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data [
 		return nil, err
 	}
 	return names, nil
+}
+
+// storeRole creates (create true) or replaces role r of workspace in q's transaction, and returns the
+// role it replaced (nil on create).
+func (d *Directory) storeRole(ctx context.Context, q store.Querier, workspace string, r *model.Role, create bool) (*model.Role, error) {
+	if _, builtin := d.cat.Role(r.Name); builtin {
+		return nil, &InvalidError{Errors: field.ErrorList{field.New(field.CodeInvalid, field.NewPath("name"), r.Name+" is a built-in role (definitions/roles.yaml)")}}
+	}
+	def, _ := json.Marshal(r)
+	now := d.ts()
+	if create {
+		_, err := q.Exec(ctx, d.d.Bind("INSERT INTO workspace_roles (workspace_id, name, definition, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", workspace, r.Name, string(def), now, now))
+		if errors.Is(err, store.ErrConflict) {
+			return nil, &ExistsError{Message: fmt.Sprintf("role %s exists; use role update", r.Name)}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store role %s: %w", r.Name, err)
+		}
+		return nil, nil
+	}
+	var prev *model.Role
+	found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT definition FROM workspace_roles WHERE workspace_id = ? AND name = ?", workspace, r.Name), func(row []any) error {
+		var err error
+		prev, err = decodeRole(r.Name, row[0])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read role %s: %w", r.Name, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("role %s: %w (use role create)", r.Name, ErrNotFound)
+	}
+	if _, err := q.Exec(ctx, d.d.Bind("UPDATE workspace_roles SET definition = ?, updated_at = ? WHERE workspace_id = ? AND name = ?", string(def), now, workspace, r.Name)); err != nil {
+		return nil, fmt.Errorf("store role %s: %w", r.Name, err)
+	}
+	return prev, nil
 }
 
 // checkRole checks that name is a built-in role or a role of workspace; when it is neither, the error

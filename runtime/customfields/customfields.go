@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -58,6 +60,8 @@ type Def struct {
 	// holds each value (enforced in the write's transaction; see records' checkCustomKeys).
 	Unique   bool `json:"unique"`
 	Archived bool `json:"archived"`
+	// workspace holds the definition (read from the store; unused by Create).
+	workspace string
 }
 
 // FilterKey is the identifier filters use for d: different from its write key.
@@ -197,14 +201,10 @@ func toField(d *Def) *model.Field {
 // List returns every definition of workspace, archived ones included, by resource and key.
 func (r *Registry) List(ctx context.Context, workspace string) ([]*Def, error) {
 	var out []*Def
-	err := r.st.Query(ctx, r.st.Dialect().Bind(`SELECT id, resource, key, type, label, description, required, options, target, archived, is_unique
-FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.ToLower(workspace)), func(row []any) error {
-		d := &Def{ID: store.UUIDText(row[0]), Resource: store.Text(row[1]), Key: store.Text(row[2]), Type: store.Text(row[3]),
-			Label: store.Text(row[4]), Description: store.Text(row[5]), Required: store.Bool(row[6]), Target: store.Text(row[8]), Archived: store.Bool(row[9]), Unique: row[10] != nil && store.Bool(row[10])}
-		if row[7] != nil {
-			if err := json.Unmarshal(store.JSON(row[7]), &d.Options); err != nil {
-				return err
-			}
+	err := r.st.Query(ctx, r.st.Dialect().Bind(defColumns+" FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key", strings.ToLower(workspace)), func(row []any) error {
+		d, err := scanDef(row)
+		if err != nil {
+			return err
 		}
 		out = append(out, d)
 		return nil
@@ -213,6 +213,21 @@ FROM custom_field_defs WHERE workspace_id = ? ORDER BY resource, key`, strings.T
 		return nil, fmt.Errorf("list custom fields: %w", err)
 	}
 	return out, nil
+}
+
+// defColumns are the columns scanDef reads.
+const defColumns = "SELECT id, resource, key, type, label, description, required, options, target, archived, is_unique, workspace_id"
+
+func scanDef(row []any) (*Def, error) {
+	d := &Def{ID: store.UUIDText(row[0]), Resource: store.Text(row[1]), Key: store.Text(row[2]), Type: store.Text(row[3]),
+		Label: store.Text(row[4]), Description: store.Text(row[5]), Required: store.Bool(row[6]), Target: store.Text(row[8]), Archived: store.Bool(row[9]),
+		Unique: row[10] != nil && store.Bool(row[10]), workspace: store.UUIDText(row[11])}
+	if row[7] != nil {
+		if err := json.Unmarshal(store.JSON(row[7]), &d.Options); err != nil {
+			return nil, fmt.Errorf("options of custom field %s: %w", d.ID, err)
+		}
+	}
+	return d, nil
 }
 
 // uniqueTypes are the custom types that may be unique keys: one value each, compared whole (long text
@@ -225,46 +240,16 @@ var keyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,62}$`)
 
 // Create adds a custom field to a resource of workspace.
 func (r *Registry) Create(ctx context.Context, workspace string, d Def) (*Def, error) {
+	return r.CreateThen(ctx, workspace, d, nil)
+}
+
+// CreateThen is Create with then, when set, run inside the transaction that stores the definition (the
+// admin API writes its audit entry there). A definition refused is an *InvalidError: ErrInvalid with
+// the problems by field.
+func (r *Registry) CreateThen(ctx context.Context, workspace string, d Def, then func(q store.Querier, d *Def) error) (*Def, error) {
 	workspace = strings.ToLower(workspace)
-	res, ok := r.cat.Resource(d.Resource)
-	var problems []string
-	switch {
-	case !ok:
-		problems = append(problems, suggest.Unknown("resource", d.Resource, r.cat.ResourceNames(true)))
-	case res.ReadOnly():
-		problems = append(problems, d.Resource+" is read-only: custom fields go on resources that take writes")
-	}
-	if !keyRE.MatchString(d.Key) {
-		problems = append(problems, "key must be lowercase snake_case, at most 63 characters")
-	}
-	t, ok := Types[d.Type]
-	if !ok {
-		names := make([]string, 0, len(Types))
-		for n := range Types {
-			names = append(names, n)
-		}
-		problems = append(problems, suggest.Unknown("type", d.Type, names))
-	}
-	if (d.Type == "select" || d.Type == "multi_select") != (len(d.Options) > 0) {
-		problems = append(problems, "options are required for select and multi_select, and only for them")
-	}
-	if t.Type == model.Reference {
-		if _, ok := r.cat.Resource(d.Target); !ok && d.Target == "" {
-			problems = append(problems, "a reference needs a target resource (--target)")
-		} else if !ok {
-			problems = append(problems, "target: "+suggest.Unknown("resource", d.Target, r.cat.ResourceNames(false)))
-		}
-	} else if d.Target != "" {
-		problems = append(problems, "target applies to reference fields only")
-	}
-	if d.Unique && !uniqueTypes[d.Type] {
-		problems = append(problems, "unique applies to text, select, email, phone, integer, decimal, date, datetime and reference fields")
-	}
-	if len(d.Label) > 100 || len(d.Description) > 1000 {
-		problems = append(problems, "label is at most 100 characters and description at most 1000")
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+	if err := r.check(d).err(); err != nil {
+		return nil, err
 	}
 	if d.Label == "" {
 		d.Label = strings.ReplaceAll(d.Key, "_", " ")
@@ -280,16 +265,158 @@ func (r *Registry) Create(ctx context.Context, workspace string, d Def) (*Def, e
 	if d.Target != "" {
 		target = d.Target
 	}
-	_, err := r.st.Exec(ctx, r.st.Dialect().Bind(`INSERT INTO custom_field_defs (workspace_id, id, resource, key, type, label, description, required, options, target, archived, created_at, updated_at, is_unique)
+	err := r.st.Tx(ctx, func(q store.Querier) error {
+		_, err := q.Exec(ctx, r.st.Dialect().Bind(`INSERT INTO custom_field_defs (workspace_id, id, resource, key, type, label, description, required, options, target, archived, created_at, updated_at, is_unique)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, workspace, d.ID, d.Resource, d.Key, d.Type, d.Label, d.Description, d.Required, opts, target, false, now, now, d.Unique))
-	if errors.Is(err, store.ErrConflict) {
-		return nil, fmt.Errorf("%w: %s already has a custom field %q", ErrInvalid, d.Resource, d.Key)
-	}
+		if errors.Is(err, store.ErrConflict) {
+			return &DuplicateError{Resource: d.Resource, Key: d.Key}
+		}
+		if err != nil {
+			return fmt.Errorf("create custom field: %w", err)
+		}
+		if then != nil {
+			return then(q, &d)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("create custom field: %w", err)
+		return nil, err
 	}
 	r.forget(workspace)
 	return &d, nil
+}
+
+// problems are what check found wrong with a definition: each problem's field and the sentence the
+// command line prints.
+type problems []problem
+
+type problem struct {
+	field, text string
+	code        field.Code
+}
+
+// err is nil without problems, else an *InvalidError.
+func (ps problems) err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	e := &InvalidError{}
+	for _, p := range ps {
+		e.Errors = append(e.Errors, field.New(p.code, field.NewPath(p.field), p.text))
+	}
+	return e
+}
+
+// InvalidError is a definition refused: ErrInvalid (errors.Is) with every problem by field (errors.As
+// into a field.ErrorList gives them: the API answers them as 422 validation_failed).
+type InvalidError struct {
+	Errors field.ErrorList
+}
+
+func (e *InvalidError) Error() string {
+	texts := make([]string, len(e.Errors))
+	for i, fe := range e.Errors {
+		texts[i] = fe.Message
+	}
+	return ErrInvalid.Error() + ": " + strings.Join(texts, "; ")
+}
+
+// Unwrap gives ErrInvalid and the field errors.
+func (e *InvalidError) Unwrap() []error { return []error{ErrInvalid, e.Errors} }
+
+// DuplicateError is a key a resource of the workspace already has a custom field for (ErrInvalid, as the
+// command line has always said; the API answers 409 conflict).
+type DuplicateError struct {
+	Resource, Key string
+}
+
+func (e *DuplicateError) Error() string {
+	return fmt.Sprintf("%v: %s already has a custom field %q", ErrInvalid, e.Resource, e.Key)
+}
+
+// Unwrap gives ErrInvalid.
+func (e *DuplicateError) Unwrap() error { return ErrInvalid }
+
+// Check returns the problems of a new definition, by field (nil: none), without storing anything.
+func (r *Registry) Check(d Def) field.ErrorList {
+	if e, ok := r.check(d).err().(*InvalidError); ok {
+		return e.Errors
+	}
+	return nil
+}
+
+// check validates a new definition: the problems of field create, by field.
+func (r *Registry) check(d Def) problems {
+	res, ok := r.cat.Resource(d.Resource)
+	var ps problems
+	add := func(f string, code field.Code, text string) {
+		ps = append(ps, problem{field: f, text: text, code: code})
+	}
+	switch {
+	case !ok:
+		add("resource", field.CodeOption, suggest.Unknown("resource", d.Resource, r.cat.ResourceNames(true)))
+	case res.ReadOnly():
+		add("resource", field.CodeReadOnly, d.Resource+" is read-only: custom fields go on resources that take writes")
+	}
+	if !keyRE.MatchString(d.Key) {
+		add("key", field.CodeFormat, "key must be lowercase snake_case, at most 63 characters")
+	}
+	t, ok := Types[d.Type]
+	if !ok {
+		names := make([]string, 0, len(Types))
+		for n := range Types {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		add("type", field.CodeOption, suggest.Unknown("type", d.Type, names))
+	}
+	if (d.Type == "select" || d.Type == "multi_select") != (len(d.Options) > 0) {
+		add("options", field.CodeInvalid, "options are required for select and multi_select, and only for them")
+	}
+	ps = append(ps, checkOptions(d.Options)...)
+	if t.Type == model.Reference {
+		if _, ok := r.cat.Resource(d.Target); !ok && d.Target == "" {
+			add("target", field.CodeRequired, "a reference needs a target resource (--target)")
+		} else if !ok {
+			add("target", field.CodeOption, "target: "+suggest.Unknown("resource", d.Target, r.cat.ResourceNames(false)))
+		}
+	} else if d.Target != "" {
+		add("target", field.CodeInvalid, "target applies to reference fields only")
+	}
+	if d.Unique && !uniqueTypes[d.Type] {
+		add("unique", field.CodeInvalid, "unique applies to text, select, email, phone, integer, decimal, date, datetime and reference fields")
+	}
+	ps = append(ps, checkTexts(d.Label, d.Description)...)
+	return ps
+}
+
+// checkTexts checks a label and a description.
+func checkTexts(label, description string) problems {
+	var ps problems
+	if len(label) > 100 {
+		ps = append(ps, problem{field: "label", code: field.CodeTooLong, text: "label is at most 100 characters and description at most 1000"})
+	}
+	if len(description) > 1000 {
+		ps = append(ps, problem{field: "description", code: field.CodeTooLong, text: "label is at most 100 characters and description at most 1000"})
+	}
+	return ps
+}
+
+// checkOptions checks the options of a select: each 1 to 255 characters, none twice.
+func checkOptions(options []string) problems {
+	var ps problems
+	seen := map[string]bool{}
+	for i, o := range options {
+		p := field.NewPath("options").Index(i).String()
+		switch {
+		case o == "" || len(o) > 255:
+			ps = append(ps, problem{field: p, code: field.CodeInvalid, text: fmt.Sprintf("option %q must be 1 to 255 characters", o)})
+		case seen[o]:
+			ps = append(ps, problem{field: p, code: field.CodeDuplicate, text: fmt.Sprintf("option %q is given twice", o)})
+		}
+		seen[o] = true
+	}
+	return ps
 }
 
 // Change updates a definition's label, description, required flag or options (nil: unchanged), or
@@ -304,51 +431,108 @@ type Change struct {
 
 // Update applies c to definition id.
 func (r *Registry) Update(ctx context.Context, id string, c Change) (*Def, error) {
-	id = strings.ToLower(id)
-	d := r.st.Dialect()
-	var ws string
-	found, err := store.QueryOne(ctx, r.st, d.Bind("SELECT workspace_id FROM custom_field_defs WHERE id = ?", id), func(row []any) error {
-		ws = store.UUIDText(row[0])
-		return nil
+	return r.UpdateIn(ctx, "", id, c, nil)
+}
+
+// Get returns definition id of workspace (ErrNotFound when workspace has none of that id).
+func (r *Registry) Get(ctx context.Context, workspace, id string) (*Def, error) {
+	return r.get(ctx, r.st, strings.ToLower(workspace), strings.ToLower(id))
+}
+
+// get reads definition id (of workspace, or of any workspace when workspace is "").
+func (r *Registry) get(ctx context.Context, q store.Querier, workspace, id string) (*Def, error) {
+	if !model.IsUUID(id) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	sql, args := defColumns+" FROM custom_field_defs WHERE id = ?", []any{id}
+	if workspace != "" {
+		sql, args = sql+" AND workspace_id = ?", append(args, workspace)
+	}
+	var d *Def
+	var err error
+	found, qerr := store.QueryOne(ctx, q, r.st.Dialect().Bind(sql, args...), func(row []any) error {
+		d, err = scanDef(row)
+		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("update custom field: %w", err)
+	if qerr != nil {
+		return nil, fmt.Errorf("read custom field: %w", qerr)
 	}
 	if !found {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
-	sets, args := []string{"updated_at = ?"}, []any{r.now().UTC()}
-	if c.Label != nil {
-		sets, args = append(sets, "label = ?"), append(args, *c.Label)
-	}
-	if c.Description != nil {
-		sets, args = append(sets, "description = ?"), append(args, *c.Description)
-	}
-	if c.Required != nil {
-		sets, args = append(sets, "required = ?"), append(args, *c.Required)
-	}
-	if c.Options != nil {
-		data, _ := json.Marshal(c.Options)
-		sets, args = append(sets, "options = ?"), append(args, string(data))
-	}
-	if c.Archived != nil {
-		sets, args = append(sets, "archived = ?"), append(args, *c.Archived)
-	}
-	args = append(args, ws, id)
-	if _, err := r.st.Exec(ctx, d.Bind("UPDATE custom_field_defs SET "+strings.Join(sets, ", ")+" WHERE workspace_id = ? AND id = ?", args...)); err != nil {
-		return nil, fmt.Errorf("update custom field: %w", err)
-	}
-	r.forget(ws)
-	defs, err := r.List(ctx, ws)
+	return d, nil
+}
+
+// UpdateIn applies c to definition id of workspace ("" for the operator: whichever workspace holds it),
+// running then, when set, inside the transaction with the definition before and after the change (the
+// admin API writes its audit entry there). A definition of another workspace is ErrNotFound.
+func (r *Registry) UpdateIn(ctx context.Context, workspace, id string, c Change, then func(q store.Querier, before, after *Def) error) (*Def, error) {
+	id, workspace = strings.ToLower(id), strings.ToLower(workspace)
+	d := r.st.Dialect()
+	var after *Def
+	err := r.st.Tx(ctx, func(q store.Querier) error {
+		before, err := r.get(ctx, q, workspace, id)
+		if err != nil {
+			return err
+		}
+		var ps problems
+		if c.Options != nil {
+			if before.Type != "select" && before.Type != "multi_select" {
+				ps = append(ps, problem{field: "options", code: field.CodeInvalid, text: "options apply to select and multi_select fields only"})
+			} else if len(c.Options) == 0 {
+				ps = append(ps, problem{field: "options", code: field.CodeRequired, text: "a select needs at least one option"})
+			}
+			ps = append(ps, checkOptions(c.Options)...)
+		}
+		var label, desc string
+		if c.Label != nil {
+			label = *c.Label
+		}
+		if c.Description != nil {
+			desc = *c.Description
+		}
+		ps = append(ps, checkTexts(label, desc)...)
+		if err := ps.err(); err != nil {
+			return err
+		}
+		sets, args := []string{"updated_at = ?"}, []any{r.now().UTC()}
+		next := *before
+		if c.Label != nil {
+			sets, args = append(sets, "label = ?"), append(args, *c.Label)
+			next.Label = *c.Label
+		}
+		if c.Description != nil {
+			sets, args = append(sets, "description = ?"), append(args, *c.Description)
+			next.Description = *c.Description
+		}
+		if c.Required != nil {
+			sets, args = append(sets, "required = ?"), append(args, *c.Required)
+			next.Required = *c.Required
+		}
+		if c.Options != nil {
+			data, _ := json.Marshal(c.Options)
+			sets, args = append(sets, "options = ?"), append(args, string(data))
+			next.Options = append([]string(nil), c.Options...)
+		}
+		if c.Archived != nil {
+			sets, args = append(sets, "archived = ?"), append(args, *c.Archived)
+			next.Archived = *c.Archived
+		}
+		args = append(args, before.workspace, id)
+		if _, err := q.Exec(ctx, d.Bind("UPDATE custom_field_defs SET "+strings.Join(sets, ", ")+" WHERE workspace_id = ? AND id = ?", args...)); err != nil {
+			return fmt.Errorf("update custom field: %w", err)
+		}
+		after = &next
+		if then != nil {
+			return then(q, before, after)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	for _, def := range defs {
-		if def.ID == id {
-			return def, nil
-		}
-	}
-	return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	r.forget(after.workspace)
+	return after, nil
 }
 
 func (r *Registry) forget(workspace string) {

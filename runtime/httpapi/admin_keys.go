@@ -25,7 +25,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			keys, err := h.admin.Keys(req.Context(), adminActorOf(req), admin.KeyFilter{Member: q.Get("member"), State: q.Get("state")})
+			keys, err := h.admin.Keys(req.Context(), adminActor(req), admin.KeyFilter{Member: q.Get("member"), State: q.Get("state")})
 			if err != nil {
 				return err
 			}
@@ -38,7 +38,7 @@ func init() {
 			if _, err := adminKeysQuery(req); err != nil {
 				return err
 			}
-			k, err := h.admin.Key(req.Context(), adminActorOf(req), req.Param("id"))
+			k, err := h.admin.Key(req.Context(), adminActor(req), req.Param("id"))
 			return adminKeysAnswer(w, http.StatusOK, k, err)
 		}
 	})
@@ -47,7 +47,7 @@ func init() {
 			if err := adminKeysNoBody(req); err != nil {
 				return err
 			}
-			k, err := h.admin.RevokeKey(req.Context(), adminActorOf(req), req.Param("id"))
+			k, err := h.admin.RevokeKey(req.Context(), adminActor(req), req.Param("id"))
 			return adminKeysAnswer(w, http.StatusOK, k, err)
 		}
 	})
@@ -61,7 +61,7 @@ func init() {
 			if u, ok := req.Context().Value(keyUsage).(*usage); ok {
 				uq.UsedHere = u.quotaUsed
 			}
-			rep, err := h.admin.Usage(req.Context(), adminActorOf(req), uq)
+			rep, err := h.admin.Usage(req.Context(), adminActor(req), uq)
 			return adminKeysAnswer(w, http.StatusOK, rep, err)
 		}
 	})
@@ -70,7 +70,7 @@ func init() {
 			if _, err := adminKeysQuery(req); err != nil {
 				return err
 			}
-			list, err := h.admin.Webhooks(req.Context(), adminActorOf(req))
+			list, err := h.admin.Webhooks(req.Context(), adminActor(req))
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ep, err := h.admin.CreateWebhook(req.Context(), adminActorOf(req), body)
+			ep, err := h.admin.CreateWebhook(req.Context(), adminActor(req), body)
 			return adminKeysAnswer(w, http.StatusCreated, ep, err)
 		}
 	})
@@ -93,7 +93,7 @@ func init() {
 			if _, err := adminKeysQuery(req); err != nil {
 				return err
 			}
-			ep, err := h.admin.Webhook(req.Context(), adminActorOf(req), req.Param("id"))
+			ep, err := h.admin.Webhook(req.Context(), adminActor(req), req.Param("id"))
 			return adminKeysAnswer(w, http.StatusOK, ep, err)
 		}
 	})
@@ -103,7 +103,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ep, err := h.admin.UpdateWebhook(req.Context(), adminActorOf(req), req.Param("id"), body)
+			ep, err := h.admin.UpdateWebhook(req.Context(), adminActor(req), req.Param("id"), body)
 			return adminKeysAnswer(w, http.StatusOK, ep, err)
 		}
 	})
@@ -112,7 +112,7 @@ func init() {
 			if err := adminKeysNoBody(req); err != nil {
 				return err
 			}
-			id, err := h.admin.DeleteWebhook(req.Context(), adminActorOf(req), req.Param("id"))
+			id, err := h.admin.DeleteWebhook(req.Context(), adminActor(req), req.Param("id"))
 			return adminKeysAnswer(w, http.StatusOK, map[string]any{"id": id, "deleted": true}, err)
 		}
 	})
@@ -122,7 +122,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ep, err := h.admin.RotateWebhookSecret(req.Context(), adminActorOf(req), req.Param("id"), body)
+			ep, err := h.admin.RotateWebhookSecret(req.Context(), adminActor(req), req.Param("id"), body)
 			return adminKeysAnswer(w, http.StatusOK, ep, err)
 		}
 	})
@@ -140,7 +140,7 @@ func init() {
 				}
 				dq.Limit = n
 			}
-			list, next, err := h.admin.Deliveries(req.Context(), adminActorOf(req), req.Param("id"), dq)
+			list, next, err := h.admin.Deliveries(req.Context(), adminActor(req), req.Param("id"), dq)
 			if err != nil {
 				return err
 			}
@@ -154,15 +154,10 @@ func init() {
 			if err != nil {
 				return err
 			}
-			n, err := h.admin.ReplayWebhook(req.Context(), adminActorOf(req), req.Param("id"), body)
+			n, err := h.admin.ReplayWebhook(req.Context(), adminActor(req), req.Param("id"), body)
 			return adminKeysAnswer(w, http.StatusOK, n, err)
 		}
 	})
-}
-
-// adminActorOf is the caller of an admin route, for runtime/admin.
-func adminActorOf(req bunrouter.Request) admin.Actor {
-	return admin.Actor{Principal: principal(req.Context()), RequestID: requestID(req.Context())}
 }
 
 // adminKeysAnswer writes {"data": v} with status, or returns err.

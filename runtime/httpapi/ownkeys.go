@@ -19,11 +19,6 @@ func init() {
 	handle("own_keys_revoke", func(h *Handler) bunrouter.HandlerFunc { return h.revokeOwnKey })
 }
 
-// adminActor is the caller of an admin or own-key route.
-func adminActor(req bunrouter.Request) admin.Actor {
-	return admin.Actor{Principal: principal(req.Context()), RequestID: requestID(req.Context())}
-}
-
 // noQuery refuses any query parameter on a route that takes none.
 func noQuery(req bunrouter.Request) error {
 	for k := range req.URL.Query() {

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/workspace-records/records/runtime/dispatch"
 	"net/url"
 	"strings"
 	"testing"
@@ -256,7 +257,15 @@ func TestAdminKeys(t *testing.T) {
 			a.Expect(a.DoKey(f.admin, "PATCH", "/v1/admin/webhooks/"+epID, []byte(`{"description":"a","description":"b"}`)), 400, "invalid_request")
 			a.Expect(a.DoKey(f.admin, "POST", "/v1/admin/webhooks", []byte(`{"url":`)), 400, "invalid_request")
 			a.Expect(a.DoKey(f.admin, "POST", "/v1/admin/webhooks", map[string]any{"description": "no url"}), 422, "validation_failed")
-			a.Expect(a.DoKey(f.admin, "POST", "/v1/admin/webhooks", map[string]any{"url": rc.URL, "member_id": "0190a6d4-0000-7000-8000-00000000beef"}), 422, "validation_failed")
+			// An endpoint delivers its owner's view: an admin makes only endpoints they own, and points only
+			// their own at a new URL; another member's may be disabled.
+			a.Expect(a.DoKey(f.admin, "POST", "/v1/admin/webhooks", map[string]any{"url": rc.URL, "member_id": "0190a6d4-0000-7000-8000-00000000beef"}), 403, "permission_denied")
+			a.Expect(a.DoKey(f.admin, "POST", "/v1/admin/webhooks", map[string]any{"url": rc.URL, "member_id": other}), 403, "permission_denied")
+			theirs := newEndpointIn(t, a, a.Workspace, other, newHookReceiver(t, time.Now), dispatch.Input{})
+			a.Expect(a.DoKey(f.admin, "PATCH", "/v1/admin/webhooks/"+theirs.ID, map[string]any{"url": rc.URL + "/elsewhere"}), 403, "permission_denied")
+			if r := a.DoKey(f.admin, "PATCH", "/v1/admin/webhooks/"+theirs.ID, map[string]any{"enabled": false}); r.Status != 200 {
+				t.Errorf("disabling another member's endpoint: %d %s", r.Status, r.Raw)
+			}
 			// The SSRF check: B refuses internal addresses, naming the url.
 			for _, u := range []string{"http://127.0.0.1:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://10.0.0.8/hook"} {
 				res := f.b.DoKey(f.admin2, "POST", "/v1/admin/webhooks", map[string]any{"url": u})

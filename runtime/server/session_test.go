@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
@@ -99,6 +100,18 @@ func TestConsoleSession(t *testing.T) {
 			}
 			e.Expect(e.DoKey("", "POST", "/console/session", map[string]any{"token": strings.Repeat("0", 64)}, "Origin", "https://evil.example"), 403, "forbidden")
 			e.Expect(e.DoKey("", "POST", "/console/session", []byte(`token=x`), "Content-Type", "application/x-www-form-urlencoded"), 400, "invalid_request")
+			// The admin routes take a session of a member whose role holds api.manage, every GET of the table.
+			plain := signIn(t, e, e.NewMember("plain@session.example", "member", ""))
+			for _, rt := range route.Fixed() {
+				if rt.Endpoint != route.Admin || rt.Scope != route.ScopeAdmin || rt.Method != "GET" || strings.Contains(rt.Path, ":") {
+					continue
+				}
+				if r := e.DoKey("", "GET", rt.Path, nil, s.headers()...); r.Status != 200 {
+					t.Errorf("GET %s with an admin's session: %d %s", rt.Path, r.Status, r.Raw)
+				}
+				e.Expect(e.DoKey("", "GET", rt.Path, nil, plain.headers()...), 403, "permission_denied")
+				e.Expect(e.DoKey("", "GET", rt.Path, nil, "Cookie", "records_session="+s.secret), 403, "forbidden")
+			}
 			// The cookie is not a key: the record routes and the feed ignore it.
 			e.Expect(e.DoKey("", "GET", "/v1/companies", nil, s.headers()...), 401, "invalid_api_key")
 			e.Expect(e.DoKey("", "GET", "/v1/events", nil, s.headers()...), 401, "invalid_api_key")
