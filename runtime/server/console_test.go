@@ -362,9 +362,28 @@ func consoleCustomField(t *testing.T, p *tabPage, e *servertest.Env, shot func(s
 	if filterKey == "" || !strings.Contains(created, filterKey) {
 		t.Errorf("the API's catalog has filter key %q; the page said %q", filterKey, created)
 	}
-	if rec := e.Do("POST", "/v1/companies", map[string]any{"name": "Console Co", "cf__loyalty_tier": "gold"}); rec.Status != 201 || rec.Data()["cf__loyalty_tier"] != "gold" {
+	rec := e.Do("POST", "/v1/companies", map[string]any{"name": "Console Co", "cf__loyalty_tier": "gold"})
+	if cf, _ := rec.Data()["custom_fields"].(map[string]any); rec.Status != 201 || cf["loyalty_tier"] != "gold" {
 		t.Errorf("a record with the new field: %d %s", rec.Status, rec.Raw)
 	}
+
+	// Archive it from the list, then restore it from the list of archived fields.
+	p.openConsolePage("#/fields?resource=companies")
+	id := e.Do("GET", "/v1/resources/companies", nil).Data()["custom_fields"].([]any)[0].(map[string]any)["id"].(string)
+	row := `tr:has(a[href="#/fields/` + id + `"]) `
+	p.click(row + "[data-action=archive]")
+	p.waitFor("the archive confirmation", `document.querySelector(`+jsString(row+".confirm-q")+`)`)
+	p.click(row + ".confirm-q ~ button.danger")
+	p.waitFor("the archived field to leave the list", `!document.querySelector(`+jsString(row)+`)`)
+	p.click("form.filters [name=archived]")
+	p.click("form.filters button[type=submit]")
+	p.waitFor("the archived field", `(document.querySelector(`+jsString(row)+`) || {}).innerText && document.querySelector(`+jsString(row)+`).innerText.includes('archived')`)
+	p.click(row + "[data-action=restore]")
+	p.waitFor("the restored field to leave the archived list", `!document.querySelector(`+jsString(row)+`)`)
+	p.click("form.filters [name=archived]")
+	p.click("form.filters button[type=submit]")
+	p.waitFor("the restored field", `(document.querySelector(`+jsString(row)+`) || {}).innerText && document.querySelector(`+jsString(row)+`).innerText.includes('active')`)
+	p.lookAt(shot("fields-list"))
 }
 
 // consoleAdminRevoke: an admin revokes another member's key from the list of every member's keys; curl

@@ -56,6 +56,12 @@ async function renderResource(el, name) {
   );
 }
 
+// customCount says how many custom fields a resource has (the admin list counts them; archived apart).
+function customCount(r) {
+  const n = typeof r.custom_fields === 'number' ? r.custom_fields : (r.custom_fields || []).length;
+  return r.archived_custom_fields ? `${n} (${r.archived_custom_fields} archived)` : String(n);
+}
+
 export async function render(el, ctx, { rest }) {
   if (rest[0]) {
     await renderResource(el, rest[0]);
@@ -70,7 +76,7 @@ export async function render(el, ctx, { rest }) {
       { label: 'Resource', cell: (r) => h('a', { href: `#/catalog/${encodeURIComponent(r.name)}` }, r.label_plural || r.label || r.name) },
       { label: 'Name', cell: (r) => h('code', {}, r.name) },
       { label: 'Group', cell: (r) => r.group || '—' },
-      { label: 'Custom fields', cell: (r) => (r.read_only ? 'read-only resource' : String(r.custom_field_count ?? (r.custom_fields ? r.custom_fields.length : '—'))) },
+      { label: 'Custom fields', cell: (r) => (r.read_only ? 'read-only resource' : customCount(r)) },
     ], shown, { empty: 'no resource matches.' }));
   };
   filter.querySelector('input').addEventListener('input', (ev) => draw(ev.target.value.trim().toLowerCase()));

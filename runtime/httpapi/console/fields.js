@@ -1,7 +1,7 @@
 // Custom fields: list, create (with a live preview of the catalog entry and of the keys the API takes),
 // edit, archive and restore (/v1/admin/custom-fields…).
 import { api, data, query } from './api.js';
-import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, yesNo, when, confirmInline, put, replace } from './ui.js';
+import { h, table, field, formErrors, showError, clearErrors, values, busy, announce, button, yesNo, confirmInline, put, replace } from './ui.js';
 import { resourceList, customFieldsTable } from './catalog.js';
 
 // types are the custom field types (runtime/customfields.Types) with the value type and length the
@@ -114,7 +114,7 @@ function createForm(el, resources, preset) {
 
 function created(f, resource) {
   const r = f.resource || resource;
-  return h('section', { class: 'notice ok', 'aria-labelledby': 'created-title', 'data-created-field': f.key },
+  return h('section', { class: 'notice ok', 'aria-labelledby': 'created-title', 'data-created-field': f.key, 'data-field-id': f.id },
     h('h2', { id: 'created-title', tabIndex: -1 }, `Custom field ${f.key} created`),
     h('dl', { class: 'keys' },
       h('dt', {}, 'Write key'), h('dd', {}, h('code', {}, f.write_key || `cf__${f.key}`)),
@@ -131,7 +131,7 @@ async function editPage(el, id) {
   const form = h('form', { class: 'form', noValidate: true, 'aria-labelledby': 'edit-title' },
     h('h2', { id: 'edit-title' }, `Edit ${f.resource}.`, h('code', {}, f.key)),
     h('p', { class: 'meta' }, `Type ${f.type}; write key `, h('code', {}, f.write_key || `cf__${f.key}`), '; filter key ', h('code', {}, f.filter_key || `cfv:${f.id}`),
-      f.archived_at ? `; archived ${when(f.archived_at)}` : ''),
+      f.archived || f.archived_at ? '; archived' : ''),
     formErrors(),
     field({ name: 'label', label: 'Label', value: f.label }),
     field({ name: 'description', label: 'Description', type: 'textarea', rows: 2, value: f.description || '' }),
@@ -160,7 +160,7 @@ async function listPage(el, ctx, q) {
   const resources = await resourceList();
   const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter custom fields' },
     field({ name: 'resource', label: 'Resource', type: 'select', options: [['', 'All resources'], ...resources.filter((r) => !r.read_only).map((r) => [r.name, r.name])], value: q.get('resource') || '' }),
-    field({ name: 'archived', label: 'Include archived fields', type: 'checkbox', value: q.get('archived') === 'true' }),
+    field({ name: 'archived', label: 'Archived fields (instead of active ones)', type: 'checkbox', value: q.get('archived') === 'true' }),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'button secondary' }, 'Show')));
   const out = h('div', {});
   const load = async () => {
@@ -173,7 +173,7 @@ async function listPage(el, ctx, q) {
       { label: 'Write key', cell: (f) => h('code', {}, f.write_key || `cf__${f.key}`) },
       { label: 'Filter key', cell: (f) => h('code', {}, f.filter_key || `cfv:${f.id}`) },
       { label: 'Required', cell: (f) => yesNo(f.required) },
-      { label: 'State', cell: (f) => (f.archived_at ? `archived ${when(f.archived_at)}` : 'active') },
+      { label: 'State', cell: (f) => (f.archived || f.archived_at ? 'archived' : 'active') },
       { label: 'Actions', cell: (f) => actions(f, load) },
     ], list, { empty: 'none. Create one below.' }));
   };
@@ -200,9 +200,9 @@ function actions(f, reload) {
       announce(err.message, 'error');
     }
   };
-  if (f.archived_at) put(box, button(`Restore ${f.key}`, () => act('restore')));
+  if (f.archived || f.archived_at) put(box, button(`Restore ${f.key}`, () => act('restore'), { attrs: { 'data-action': 'restore' } }));
   else {
-    put(box, button(`Archive ${f.key}`, () => confirmInline(box, `Archive ${f.key}? Its values are kept.`, 'Archive', () => act('archive')), { kind: 'danger' }));
+    put(box, button(`Archive ${f.key}`, () => confirmInline(box, `Archive ${f.key}? Its values are kept.`, 'Archive', () => act('archive')), { kind: 'danger', attrs: { 'data-action': 'archive' } }));
   }
   return box;
 }
