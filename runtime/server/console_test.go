@@ -208,6 +208,7 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	adminAPI := routeLanded("GET", "/v1/admin/resources/:resource") && routeLanded("POST", "/v1/admin/custom-fields")
 	if adminAPI {
 		consoleCustomField(t, p, e, shot)
+		consoleDataModel(t, p, e)
 	} else {
 		t.Logf("not covered on %s: the admin API (/v1/admin/resources, /v1/admin/custom-fields) has not landed: no custom field made in the page", b)
 	}
@@ -243,6 +244,14 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 				t.Errorf("the usage page shows no requests today after the curl calls (%q); the API answers %s", p.text("main"), e.DoKey(admin, "GET", "/v1/admin/usage", nil).Raw)
 			}
 		}
+		if pg.name == "audit" && routeLanded("GET", "/v1/admin/audit") {
+			// The trail pages by meta.next_cursor: ten entries, then "Load more".
+			p.choose("form.filters [name=limit]", "10")
+			p.click("form.filters button[type=submit]")
+			p.waitFor("a page of ten entries", `document.querySelectorAll('main tbody tr').length === 10 && !document.querySelector('[data-action=more]').hidden`)
+			p.click("[data-action=more]")
+			p.waitFor("the next page of the trail", `document.querySelectorAll('main tbody tr').length > 10`)
+		}
 		p.lookAt(shot(pg.name))
 	}
 	p.openConsolePage("#/fields/new?resource=companies")
@@ -261,6 +270,23 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	p.navigate(link)
 	p.waitFor("the used link's message", `(document.getElementById('sign-in-message') || {}).textContent && document.getElementById('sign-in-message').textContent.includes('expired or was already used')`)
 	p.lookAt(shot("sign-in-used-link"))
+
+	// A member without api.manage sees only their keys.
+	member := e.NewMember("member@console.example", "member", "")
+	memberLink, _ := consoleLink(t, e, member)
+	p.navigate(memberLink)
+	p.waitFor("the member's console", `document.getElementById('main').dataset.ready === 'keys'`)
+	var nav []string
+	p.eval(`[...document.querySelectorAll('#nav-list a')].map(a => a.textContent)`, &nav)
+	if strings.Join(nav, ",") != "Keys" {
+		t.Errorf("a member without api.manage is offered the pages %v, want Keys only", nav)
+	}
+	if strings.Contains(p.text("main"), "Every member's keys") {
+		t.Error("a member without api.manage is shown every member's keys")
+	}
+	p.lookAt(shot("member-keys"))
+	p.click("#sign-out")
+	p.waitFor("the member signed out", `document.getElementById('main').dataset.ready === 'sign-in'`)
 	p.checkConsole("Failed to load resource")
 	t.Logf("%s: the console run took %v", b, time.Since(t0).Round(time.Millisecond))
 }
@@ -456,4 +482,32 @@ func consoleWebhook(t *testing.T, p *tabPage, e *servertest.Env, shot func(strin
 		p.openConsolePage(hash)
 	}
 	p.lookAt(shot("webhook-deliveries"))
+}
+
+// consoleDataModel makes a data model with two fields in the page and finds it in the list and the API.
+func consoleDataModel(t *testing.T, p *tabPage, e *servertest.Env) {
+	t.Helper()
+	p.openConsolePage("#/models")
+	form := "form.form.wide "
+	p.typeInto(form+"[name=name]", "Console model")
+	p.typeInto(form+"fieldset [name=key]", "rating")
+	p.choose(form+"fieldset [name=type]", "integer")
+	p.click(form + "[data-action=add-field]")
+	p.typeInto(form+"fieldset:nth-of-type(2) [name=key]", "tier")
+	p.typeInto(form+"fieldset:nth-of-type(2) [name=options]", "gold, silver")
+	p.click(form + "button[type=submit]")
+	p.waitFor("the new data model in the list", `document.querySelector('main table') && document.querySelector('main table').innerText.includes('Console model')`)
+	admin := e.NewKey(e.Member, auth.KeyOptions{Access: "admin"})
+	var found map[string]any
+	for _, m := range e.DoKey(admin, "GET", "/v1/admin/data-models", nil).List() {
+		if m["name"] == "Console model" {
+			found = m
+		}
+	}
+	fields, _ := found["fields"].(map[string]any)
+	rating, _ := fields["rating"].(map[string]any)
+	tier, _ := fields["tier"].(map[string]any)
+	if rating["type"] != "integer" || tier["type"] != "string" || fmt.Sprint(tier["options"]) != "[gold silver]" {
+		t.Errorf("the data model made in the page: %v", found)
+	}
 }

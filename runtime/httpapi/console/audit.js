@@ -11,13 +11,16 @@ function changes(e) {
   return keys.length > 4 ? `${shown}; and ${keys.length - 4} more` : shown;
 }
 
+// who names an entry's author: the member's email when the admin may list members.
+let emails = new Map();
+
 function row(e) {
   return h('tr', {},
     h('th', { scope: 'row' }, when(e.created_at)),
     h('td', {}, e.action),
     h('td', {}, e.resource),
     h('td', {}, h('code', {}, e.record_id || '—')),
-    h('td', {}, e.member_email || e.member_id || (e.key_id ? `key ${e.key_id}` : 'operator')),
+    h('td', {}, emails.get(e.member_id) || e.member_id || (e.key_id ? `key ${e.key_id}` : 'operator')),
     h('td', { class: 'wrap' }, changes(e)));
 }
 
@@ -26,7 +29,7 @@ export async function render(el) {
     field({ name: 'resource', label: 'Resource', hint: 'e.g. companies, admin.custom_fields' }),
     field({ name: 'record_id', label: 'Record id' }),
     field({ name: 'since', label: 'Since', type: 'datetime-local' }),
-    field({ name: 'limit', label: 'Per page', type: 'select', options: [['25', '25'], ['50', '50'], ['100', '100']], value: '25' }),
+    field({ name: 'limit', label: 'Per page', type: 'select', options: [['10', '10'], ['25', '25'], ['50', '50'], ['100', '100']], value: '25' }),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'button secondary' }, 'Show')));
   const body = h('tbody', {});
   const tbl = h('div', { class: 'scroll', tabIndex: 0, role: 'region', 'aria-label': 'Audit entries' },
@@ -34,7 +37,7 @@ export async function render(el) {
       h('thead', {}, h('tr', {}, ['When', 'Action', 'Resource', 'Record', 'By', 'Changes'].map((l) => h('th', { scope: 'col' }, l)))),
       body));
   const count = h('p', { class: 'meta' });
-  const more = button('Load more', () => page(), { attrs: { hidden: true } });
+  const more = button('Load more', () => page(), { attrs: { hidden: true, 'data-action': 'more' } });
   let cursor = null;
   let shown = 0;
   const params = () => {
@@ -59,6 +62,11 @@ export async function render(el) {
     ev.preventDefault();
     await page(true);
   });
+  try {
+    emails = new Map((data(await api('GET', '/v1/admin/members')) || []).map((m) => [m.id, m.email]));
+  } catch (err) {
+    emails = new Map();
+  }
   await page(true);
   put(el, h('p', {}, 'Every write of the workspace, the admin API\'s included (resources admin.…), with who made it.'), form, count, tbl, more);
 }

@@ -49,7 +49,7 @@ function modelForm(model, onSaved) {
     h('div', { class: 'field', 'data-field': 'fields' }, h('p', { class: 'field-error', id: uid('fields-error') })),
     list,
     h('div', { class: 'actions' },
-      button('Add a field', () => { fieldRow(list).querySelector('input').focus(); }),
+      button('Add a field', () => { fieldRow(list).querySelector('input').focus(); }, { attrs: { 'data-action': 'add-field' } }),
       h('button', { type: 'submit', class: 'button primary' }, model ? 'Save model' : 'Create model')));
   const fields = model?.fields || {};
   for (const [key, f] of Object.entries(fields)) fieldRow(list, { key, ...f });
