@@ -320,13 +320,13 @@ func (p *tabPage) viewport(width, height int, mobile bool) {
 	p.do("Emulation.setDeviceMetricsOverride", map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile}, nil)
 }
 
-// screenshot returns a PNG of the whole page at the current viewport width.
+// screenshot returns a PNG of the window.
 func (p *tabPage) screenshot() []byte {
 	p.t.Helper()
 	var shot struct {
 		Data []byte `json:"data"` // base64 in JSON
 	}
-	p.do("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &shot)
+	p.do("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
 	return shot.Data
 }
 

@@ -91,14 +91,6 @@ func (p *tabPage) lookAt(name string) {
 	for _, size := range consoleSizes {
 		p.viewport(size.width, size.height, size.mobile)
 		p.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)
-		png := p.screenshot()
-		if len(png) < 8 || string(png[:8]) != "\x89PNG\r\n\x1a\n" {
-			p.t.Errorf("%s at %s: the screenshot is not a PNG", name, size.name)
-		}
-		file := filepath.Join(dir, name+"-"+size.name+".png")
-		if err := os.WriteFile(file, png, 0o644); err != nil {
-			p.t.Fatal(err)
-		}
 		for _, v := range p.axe() {
 			if v.Impact == "serious" || v.Impact == "critical" {
 				p.t.Errorf("axe on %s at %s: %s", name, size.name, v)
@@ -118,6 +110,21 @@ func (p *tabPage) lookAt(name string) {
 			return {Scroll: d.scrollWidth, Client: w, Culprits: culprits}; })()`, &overflow)
 		if overflow.Scroll > overflow.Client+1 {
 			p.t.Errorf("%s at %s: the page is %d px wide on a %d px screen (%v)", name, size.name, overflow.Scroll, overflow.Client, overflow.Culprits)
+		}
+		// The whole page in one picture: the window as tall as the page (Chromium leaves the inside of
+		// scrolling regions below the window unpainted when it captures beyond the viewport).
+		var height int
+		p.eval("Math.ceil(document.documentElement.scrollHeight)", &height)
+		if height > size.height {
+			p.viewport(size.width, min(height, 10000), size.mobile)
+			p.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil)
+		}
+		png := p.screenshot()
+		if len(png) < 8 || string(png[:8]) != "\x89PNG\r\n\x1a\n" {
+			p.t.Errorf("%s at %s: the screenshot is not a PNG", name, size.name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+size.name+".png"), png, 0o644); err != nil {
+			p.t.Fatal(err)
 		}
 	}
 	p.viewport(consoleSizes[0].width, consoleSizes[0].height, consoleSizes[0].mobile)

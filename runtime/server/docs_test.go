@@ -35,13 +35,10 @@ func render(t *testing.T, bin, url string, want []string) (dom string, png []byt
 	}
 	p.waitFor(fmt.Sprintf("the page to render %q within %v", want, docsBudget), strings.Join(conds, " && "))
 	dom = p.dom()
-	var shot struct {
-		Data []byte `json:"data"` // base64 in JSON
-	}
-	p.do("Page.captureScreenshot", map[string]any{"format": "png"}, &shot)
+	png = p.screenshot()
 	t.Logf("chromium rendered the page in %v", time.Since(t0).Round(time.Millisecond))
 	p.checkConsole()
-	return dom, shot.Data
+	return dom, png
 }
 
 // GET /docs is a reference rendered by the bundled Redoc from /v1/openapi.json, all from this server:
