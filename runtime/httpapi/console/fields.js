@@ -75,7 +75,7 @@ function createForm(el, resources, preset) {
     replace(keysOut, 
       h('dt', {}, 'Write key (create, update, upsert)'), h('dd', {}, h('code', { 'data-preview': 'write-key' }, e.write_key)),
       h('dt', {}, 'Filter and sort key'), h('dd', {}, h('code', { 'data-preview': 'filter-key' }, e.filter_key), ' — the id is given when the field is created'),
-      h('dt', {}, 'Example filter'), h('dd', {}, h('code', {}, `GET /v1/${v.resource}?filter[cfv:<id>][eq]=…`)));
+      h('dt', {}, 'Example filter'), h('dd', {}, h('code', {}, `GET /v1/${v.resource}?filter=[{"field":"cfv:<id>","op":"eq","value":…}]`), ' (URL-encoded)'));
     replace(entryOut, customFieldsTable('Catalog entry', [e]));
     jsonOut.textContent = JSON.stringify(e, null, 2);
     const problems = [];
