@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,9 +41,10 @@ const templatePrefix = "records_tpl_"
 const templateMaxAge = 3 * time.Hour
 
 type template struct {
-	once sync.Once
-	ref  string // the template's database name (PostgreSQL) or file (SQLite)
-	err  error
+	once    sync.Once
+	started atomic.Bool // its build was started in the background
+	ref     string      // the template's database name (PostgreSQL) or file (SQLite)
+	err     error
 }
 
 var templates struct {
@@ -84,11 +86,13 @@ func migratedDatabase(t testing.TB, b Backend) string {
 	if b == SQLite {
 		other = Postgres
 	}
-	templates.building.Add(1)
-	go func() {
-		defer templates.building.Done()
-		templateOf(other, leakproof).build(other, leakproof)
-	}()
+	if o := templateOf(other, leakproof); o.started.CompareAndSwap(false, true) {
+		templates.building.Add(1)
+		go func() {
+			defer templates.building.Done()
+			o.build(other, leakproof)
+		}()
+	}
 	tpl.build(b, leakproof)
 	id := fmt.Sprintf("%s/%t", b, leakproof)
 	if tpl.err != nil {
