@@ -128,7 +128,7 @@ func TestListCommands(t *testing.T) {
 				t.Errorf("member list of an empty workspace printed %q", got)
 			}
 
-			roles := c.rows([]string{"name", "label", "description", "builtin", "permissions", "resources"}, "role", "list", "--workspace", ws)
+			roles := c.rows([]string{"name", "label", "description", "builtin", "permissions", "resources", "record_rules", "field_rules"}, "role", "list", "--workspace", ws)
 			var names []string
 			for _, r := range roles {
 				names = append(names, r["name"].(string))

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,8 +68,13 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("openapi_url %v", got)
 	}
 
-	// recordsctl openapi prints the same bytes.
-	cmd := exec.Command("go", "run", "./cmd/recordsctl", "--definitions", servertest.DefinitionsDir(), "openapi", "--server-url", public)
+	// recordsctl openapi prints the same bytes: the recordsctl make test built from the working tree
+	// (servertest.BinEnv), or else built here by go run.
+	args := []string{"--definitions", servertest.DefinitionsDir(), "openapi", "--server-url", public}
+	cmd := exec.Command("go", append([]string{"run", "./cmd/recordsctl"}, args...)...)
+	if dir := os.Getenv(servertest.BinEnv); dir != "" {
+		cmd = exec.Command(filepath.Join(dir, "recordsctl"), args...)
+	}
 	cmd.Dir = servertest.RepoDir()
 	printed, err := cmd.Output()
 	if err != nil {

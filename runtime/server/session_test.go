@@ -239,6 +239,17 @@ func TestOwnKeys(t *testing.T) {
 			e.Expect(e.DoKey("", "POST", "/v1/me/keys/"+otherKeys[0].ID+"/revoke", nil, s.headers()...), 404, "not_found")
 			e.Expect(e.DoKey("", "POST", "/v1/me/keys/"+otherKeys[0].ID+"/roll", nil, s.headers()...), 404, "not_found")
 			e.Expect(e.DoKey(last, "POST", "/v1/me/keys/not-a-uuid/revoke", nil), 404, "not_found")
+			// Another workspace's key id: 404 on every own-key route that takes an id (from the route table).
+			otherWS, otherMember, _ := e.NewWorkspace("growth", "admin", "read")
+			foreign, _ := dir.MemberKeys(ctx, otherWS, otherMember)
+			for _, rt := range route.Fixed() {
+				if rt.Endpoint == route.Admin && strings.HasPrefix(rt.Path, "/v1/me/keys/:id") {
+					e.Expect(e.DoKey("", rt.Method, strings.Replace(rt.Path, ":id", foreign[0].ID, 1), nil, s.headers()...), 404, "not_found")
+				}
+			}
+			if k, err := dir.KeyOf(ctx, otherWS, "", foreign[0].ID); err != nil || k.RevokedAt != nil || k.RolledTo != nil {
+				t.Errorf("another workspace's key after the attempts: %+v, %v", k, err)
+			}
 			if r := e.DoKey(other, "GET", "/v1/me", nil); r.Status != 200 {
 				t.Fatalf("the other member's key stopped working: %d", r.Status)
 			}
