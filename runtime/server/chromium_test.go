@@ -44,6 +44,7 @@ type browser struct {
 	next    int
 	waiting map[int]chan cdpMessage
 	console []string // console calls and uncaught exceptions of the page
+	fetched []string // the URLs the page requested (with the Network domain enabled)
 	closed  chan struct{}
 }
 
@@ -120,6 +121,15 @@ func (b *browser) read(r io.Reader) {
 		switch m.Method {
 		case "Runtime.consoleAPICalled", "Runtime.exceptionThrown":
 			b.console = append(b.console, fmt.Sprintf("%s %.500s", m.Method, m.Params))
+		case "Network.requestWillBeSent":
+			var ev struct {
+				Request struct {
+					URL string `json:"url"`
+				} `json:"request"`
+			}
+			if json.Unmarshal(m.Params, &ev) == nil {
+				b.fetched = append(b.fetched, ev.Request.URL)
+			}
 		}
 		if ch, ok := b.waiting[m.ID]; ok && m.ID != 0 {
 			delete(b.waiting, m.ID)
@@ -161,6 +171,13 @@ func (b *browser) call(ctx context.Context, session, method string, params, out 
 	case <-ctx.Done():
 		return fmt.Errorf("%s: %w", method, ctx.Err())
 	}
+}
+
+// requested returns the URLs the page requested since the Network domain was enabled.
+func (b *browser) requested() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.fetched...)
 }
 
 // logs returns what Chromium wrote on stderr and the page's console calls.

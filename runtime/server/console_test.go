@@ -112,6 +112,7 @@ func consoleInChromium(t *testing.T, bin string, b servertest.Backend) {
 
 	p := startBrowser(t, bin).openPage(ctx)
 	p.viewport(1280, 800, false)
+	p.do("Network.enable", map[string]any{}, nil)
 
 	// Session fixation: a cookie planted before sign-in is replaced, and authenticates nothing.
 	planted := strings.Repeat("ab", 32)
@@ -209,6 +210,7 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	if adminAPI {
 		consoleCustomField(t, p, e, shot)
 		consoleDataModel(t, p, e)
+		consoleRoles(t, p, e)
 	} else {
 		t.Logf("not covered on %s: the admin API (/v1/admin/resources, /v1/admin/custom-fields) has not landed: no custom field made in the page", b)
 	}
@@ -288,6 +290,12 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	p.click("#sign-out")
 	p.waitFor("the member signed out", `document.getElementById('main').dataset.ready === 'sign-in'`)
 	p.checkConsole("Failed to load resource")
+	// Nothing but this server (and the other site the attack came from) was asked for anything.
+	for _, u := range p.b.requested() {
+		if !strings.HasPrefix(u, e.URL+"/") && !strings.HasPrefix(u, evil.URL+"/") && !strings.HasPrefix(u, "data:") {
+			t.Errorf("the console requested %s, outside the server", u)
+		}
+	}
 	t.Logf("%s: the console run took %v", b, time.Since(t0).Round(time.Millisecond))
 }
 
@@ -509,5 +517,33 @@ func consoleDataModel(t *testing.T, p *tabPage, e *servertest.Env) {
 	tier, _ := fields["tier"].(map[string]any)
 	if rating["type"] != "integer" || tier["type"] != "string" || fmt.Sprint(tier["options"]) != "[gold silver]" {
 		t.Errorf("the data model made in the page: %v", found)
+	}
+}
+
+// consoleRoles creates a workspace role in the page and gives it to a member there.
+func consoleRoles(t *testing.T, p *tabPage, e *servertest.Env) {
+	t.Helper()
+	other := e.NewMember("reader@console.example", "member", "")
+	p.openConsolePage("#/members")
+	form := "form.form:has([name=name]) "
+	p.typeInto(form+"[name=name]", "auditor")
+	p.typeInto(form+"[name=label]", "Auditor")
+	p.click(form + `[name="perm:api.access"]`)
+	p.click(form + "button[type=submit]")
+	p.waitFor("the new role in the list", `[...document.querySelectorAll('main table')].some(t => t.innerText.includes('Auditor (auditor)'))`)
+	row := `tr:has([data-member-id="` + other + `"]) `
+	p.choose(row+"select", "auditor")
+	p.click(row + "[data-action=set-role]")
+	admin := e.NewKey(e.Member, auth.KeyOptions{Access: "admin"})
+	deadline := time.Now().Add(10 * time.Second)
+	for e.DoKey(admin, "GET", "/v1/admin/members/"+other, nil).Data()["role"] != "auditor" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the member's role changed in the page is %v", e.DoKey(admin, "GET", "/v1/admin/members/"+other, nil).Data()["role"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r := e.DoKey(admin, "GET", "/v1/admin/roles/auditor", nil)
+	if perms := fmt.Sprint(r.Data()["permissions"]); r.Status != 200 || perms != "[api.access]" {
+		t.Errorf("the role made in the page: %d %s", r.Status, r.Raw)
 	}
 }

@@ -11,7 +11,7 @@ function memberName(m) {
 function roleControl(m, roles, reload) {
   const id = uid('role');
   const select = h('select', { id, name: 'role' }, roles.map((r) => h('option', { value: r.name, selected: r.name === m.role }, r.label ? `${r.label} (${r.name})` : r.name)));
-  const save = button('Change role', async () => {
+  const save = button(`Change the role of ${m.email}`, async () => {
     save.disabled = true;
     try {
       await api('PATCH', `/v1/admin/members/${encodeURIComponent(m.id)}`, { role: select.value });
@@ -24,6 +24,7 @@ function roleControl(m, roles, reload) {
       save.disabled = false;
     }
   });
+  save.dataset.action = 'set-role';
   return h('div', { class: 'inline' }, h('label', { for: id, class: 'visually-hidden' }, `Role of ${m.email}`), select, save);
 }
 
@@ -90,7 +91,7 @@ export async function render(el) {
     const ms = data(members) || [];
     const rs = data(roles) || [];
     replace(membersOut, table(`Members (${ms.length})`, [
-      { label: 'Member', cell: (m) => memberName(m) },
+      { label: 'Member', cell: (m) => h('span', { 'data-member-id': m.id }, memberName(m)) },
       { label: 'Role', cell: (m) => roleControl(m, rs, load) },
       { label: 'State', cell: (m) => (m.active === false ? 'deactivated' : 'active') },
       { label: 'Since', cell: (m) => when(m.created_at) },
