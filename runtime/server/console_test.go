@@ -209,7 +209,7 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	adminAPI := routeLanded("GET", "/v1/admin/resources/:resource") && routeLanded("POST", "/v1/admin/custom-fields")
 	if adminAPI {
 		consoleCustomField(t, p, e, shot)
-		consoleDataModel(t, p, e)
+		consoleDataModel(t, p, e, shot)
 		consoleRoles(t, p, e)
 	} else {
 		t.Logf("not covered on %s: the admin API (/v1/admin/resources, /v1/admin/custom-fields) has not landed: no custom field made in the page", b)
@@ -418,6 +418,20 @@ func consoleCustomField(t *testing.T, p *tabPage, e *servertest.Env, shot func(s
 	p.click("form.filters button[type=submit]")
 	p.waitFor("the restored field", `(document.querySelector(`+jsString(row)+`) || {}).innerText && document.querySelector(`+jsString(row)+`).innerText.includes('active')`)
 	p.lookAt(shot("fields-list"))
+
+	// Edit its label on its own page.
+	p.openConsolePage("#/fields/" + id)
+	p.typeInto("form.form [name=label]", "Loyalty level")
+	p.click("form.form button[type=submit]")
+	admin := e.NewKey(e.Member, auth.KeyOptions{Access: "admin"})
+	deadline := time.Now().Add(10 * time.Second)
+	for e.DoKey(admin, "GET", "/v1/admin/custom-fields/"+id, nil).Data()["label"] != "Loyalty level" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the label changed in the page is %v", e.DoKey(admin, "GET", "/v1/admin/custom-fields/"+id, nil).Data()["label"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.lookAt(shot("fields-edit"))
 }
 
 // consoleAdminRevoke: an admin revokes another member's key from the list of every member's keys; curl
@@ -490,10 +504,21 @@ func consoleWebhook(t *testing.T, p *tabPage, e *servertest.Env, shot func(strin
 		p.openConsolePage(hash)
 	}
 	p.lookAt(shot("webhook-deliveries"))
+
+	// Rotate its secret (a new one, shown once), then disable it.
+	p.openConsolePage("#/webhooks")
+	row := `tr:has([data-endpoint-url="` + receiver.URL + `/hook"]) `
+	p.click(row + "[data-action=rotate]")
+	p.waitFor("the rotated secret", `document.querySelector('[data-webhook-secret]') && document.getElementById('wh-secret-title').textContent.startsWith('New signing secret')`)
+	if s := p.text("#wh-secret"); !strings.HasPrefix(s, "whsec_") {
+		t.Errorf("the rotated secret shown is %q", s)
+	}
+	p.click(row + "[data-action=toggle]")
+	p.waitFor("the disabled endpoint", `(document.querySelector(`+jsString(row)+`) || {}).innerText && document.querySelector(`+jsString(row)+`).innerText.includes('disabled')`)
 }
 
 // consoleDataModel makes a data model with two fields in the page and finds it in the list and the API.
-func consoleDataModel(t *testing.T, p *tabPage, e *servertest.Env) {
+func consoleDataModel(t *testing.T, p *tabPage, e *servertest.Env, shot func(string) string) {
 	t.Helper()
 	p.openConsolePage("#/models")
 	form := "form.form.wide "
@@ -516,8 +541,11 @@ func consoleDataModel(t *testing.T, p *tabPage, e *servertest.Env) {
 	rating, _ := fields["rating"].(map[string]any)
 	tier, _ := fields["tier"].(map[string]any)
 	if rating["type"] != "integer" || tier["type"] != "string" || fmt.Sprint(tier["options"]) != "[gold silver]" {
-		t.Errorf("the data model made in the page: %v", found)
+		t.Fatalf("the data model made in the page: %v", found)
 	}
+	p.openConsolePage("#/models/" + found["id"].(string))
+	p.waitFor("the model's fields in its form", `document.querySelectorAll('main fieldset').length === 2`)
+	p.lookAt(shot("models-edit"))
 }
 
 // consoleRoles creates a workspace role in the page and gives it to a member there.

@@ -55,7 +55,7 @@ function endpointActions(w, reload, showSecret) {
   const box = h('div', { class: 'row-actions' });
   const enabled = w.enabled !== false;
   put(box, 
-    h('a', { class: 'button secondary', href: `#/webhooks/${encodeURIComponent(w.id)}` }, 'Deliveries'),
+    h('a', { class: 'button secondary', href: `#/webhooks/${encodeURIComponent(w.id)}`, 'aria-label': `Deliveries to ${w.url}` }, 'Deliveries'),
     button(enabled ? 'Disable' : 'Enable', async () => {
       try {
         await api('PATCH', `/v1/admin/webhooks/${encodeURIComponent(w.id)}`, { enabled: !enabled });
@@ -64,7 +64,7 @@ function endpointActions(w, reload, showSecret) {
       } catch (err) {
         announce(err.message, 'error');
       }
-    }),
+    }, { attrs: { 'data-action': 'toggle', 'aria-label': `${enabled ? 'Disable' : 'Enable'} ${w.url}` } }),
     button('Rotate secret', async () => {
       try {
         const r = data(await api('POST', `/v1/admin/webhooks/${encodeURIComponent(w.id)}/rotate-secret`, {}));
@@ -72,7 +72,7 @@ function endpointActions(w, reload, showSecret) {
       } catch (err) {
         announce(err.message, 'error');
       }
-    }),
+    }, { attrs: { 'data-action': 'rotate', 'aria-label': `Rotate secret of ${w.url}` } }),
     button('Delete', () => confirmInline(box, `Delete ${w.url} with its delivery log?`, 'Delete', async () => {
       try {
         await api('DELETE', `/v1/admin/webhooks/${encodeURIComponent(w.id)}`);
@@ -81,7 +81,7 @@ function endpointActions(w, reload, showSecret) {
       } catch (err) {
         announce(err.message, 'error');
       }
-    }), { kind: 'danger' }));
+    }), { kind: 'danger', attrs: { 'aria-label': `Delete ${w.url}` } }));
   return box;
 }
 
@@ -155,7 +155,7 @@ export async function render(el, ctx, { rest }) {
   const load = async () => {
     const eps = data(await api('GET', '/v1/admin/webhooks')) || [];
     replace(out, table(`Endpoints (${eps.length})`, [
-      { label: 'URL', cell: (w) => w.url },
+      { label: 'URL', cell: (w) => h('span', { 'data-endpoint-url': w.url }, w.url) },
       { label: 'Description', cell: (w) => w.description || '' },
       { label: 'Events', cell: (w) => (w.event_types || []).join(', ') || 'every type' },
       { label: 'State', cell: (w) => (w.enabled === false ? `disabled${w.disabled_reason ? `: ${w.disabled_reason}` : ''}` : 'enabled') },
