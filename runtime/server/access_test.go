@@ -71,6 +71,15 @@ func TestMasksMatrix(t *testing.T) {
 			viewerID := e.NewMember("viewer@x.example", "viewer", "")
 			vkey := e.NewKey(viewerID, auth.KeyOptions{Access: "read"})
 			vwkey := e.NewKey(viewerID, auth.KeyOptions{Access: "write"})
+			// A manager with the viewer's field rules: the admin API's audit trail shows them the
+			// viewer's masks (an admin key reads no records, but it reads the trail).
+			vm := map[string]any{"label": "Viewer manager", "permissions": []string{"api.access", "api.manage"}, "resources": viewer.Resources,
+				"record_rules": viewer.RecordRules, "field_rules": viewer.FieldRules}
+			vmYAML, _ := json.Marshal(map[string]any{"version": 1, "roles": map[string]any{"viewer_manager": vm}})
+			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", vmYAML, true); err != nil {
+				t.Fatal(err)
+			}
+			vmkey := e.NewKey(e.NewMember("viewer-manager@x.example", "viewer_manager", ""), auth.KeyOptions{Access: auth.AccessAdmin})
 			// A webhook endpoint the viewer owns: its payloads are the events as the viewer reads them.
 			vHooks := newHookReceiver(t, time.Now)
 			newEndpoint(t, e, viewerID, vHooks, dispatch.Input{})
@@ -277,6 +286,12 @@ func TestMasksMatrix(t *testing.T) {
 					hist := e.DoKey(vkey, "GET", "/v1/"+name+"/"+id+"/history", nil)
 					e.Expect(hist, 200, "")
 					check("history", hist)
+					trail := e.DoKey(vmkey, "GET", "/v1/admin/audit?resource="+name+"&record_id="+id, nil)
+					e.Expect(trail, 200, "")
+					check("admin audit trail", trail)
+					if got := actions(trail.List()); got != wantActions {
+						t.Errorf("the viewer manager reads the audit trail of %s %s as %s, want %s", name, id, got, wantActions)
+					}
 					if got := actions(hist.List()); got != wantActions {
 						t.Errorf("the viewer reads the history of %s %s as %s, want %s", name, id, got, wantActions)
 					}

@@ -277,7 +277,7 @@ func TestAdminKeys(t *testing.T) {
 
 			// A delivery, then a replay of every event: the log pages newest first with a cursor.
 			a.Expect(a.Do("POST", "/v1/companies", map[string]any{"name": "Hooked"}), 201, "")
-			rc.await(t, 10*time.Second, "the first delivery", func(got []received) bool { return len(got) >= 1 && got[0].verified })
+			rc.await(t, 30*time.Second, "the first delivery", func(got []received) bool { return len(got) >= 1 && got[0].verified })
 			rp := a.DoKey(f.admin, "POST", "/v1/admin/webhooks/"+epID+"/replay", map[string]any{"after": 0})
 			a.Expect(rp, 200, "")
 			if n, _ := rp.Data()["queued"].(json.Number).Int64(); n < 1 {
@@ -288,7 +288,7 @@ func TestAdminKeys(t *testing.T) {
 				map[string]any{"event_id": "0190a6d4-0000-7000-8000-00000000beef"}, map[string]any{"after": "3"}} {
 				a.Expect(a.DoKey(f.admin, "POST", "/v1/admin/webhooks/"+epID+"/replay", body), 422, "validation_failed")
 			}
-			rc.await(t, 10*time.Second, "the replayed delivery", func(got []received) bool { return len(got) >= 2 })
+			rc.await(t, 30*time.Second, "the replayed delivery", func(got []received) bool { return len(got) >= 2 })
 			queued, _ := rp.Data()["queued"].(json.Number).Int64()
 			var all *servertest.Response
 			servertest.WaitFor(5*time.Second, func() bool {

@@ -46,6 +46,7 @@ type report struct {
 	delivery    *deliveryReport // the webhook delivery phases (nil: not run)
 	reads       []readPair      // the read-power comparisons (issue 23; reads.go)
 	readsSetup  *readsSetup     // what they seeded (nil: not run)
+	admin       []readPair      // the administration comparisons (issue 24; admin.go)
 }
 
 // phase is one operation at one concurrency on its targets, and recordsd's state after it.
@@ -222,6 +223,11 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 		}
 		b.closeClients()
 		b.rep.rounds = append(b.rep.rounds, sample{b.api.rssMB(), b.api.goroutines()})
+	}
+	if b.selected("admin") {
+		if err := b.runAdmin(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if b.selected("deliveries") {
 		// Every server's dispatcher leases deliveries: only the delivery phase's may run (the others

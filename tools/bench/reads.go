@@ -30,6 +30,9 @@ type readPair struct {
 	a, b                result
 	ratios              []float64
 	limit               float64 // the target: the median ratio at most this
+	// withAuth and withoutAuth, when set, authenticate the two requests instead of the bench's key
+	// (the admin phase: a console session against a key).
+	withAuth, withoutAuth func(*http.Request)
 }
 
 // readsSetup is what the phase seeded.
@@ -109,10 +112,16 @@ func (b *bench) runReads(ctx context.Context) error {
 // runPair measures p's two requests in interleaved rounds, as runPhase does its targets.
 func (b *bench) runPair(ctx context.Context, p *readPair) error {
 	fmt.Fprintf(os.Stderr, "%s %-36s c=%-3d", b.backend, p.name, p.c)
-	op := func(path string) worker {
-		return b.httpOp(200, func(*mrand.Rand) (*http.Request, error) { return b.apiReq("GET", path, nil, false) })(p.c)
+	op := func(path string, auth func(*http.Request)) worker {
+		return b.httpOp(200, func(*mrand.Rand) (*http.Request, error) {
+			req, err := b.apiReq("GET", path, nil, false)
+			if err == nil && auth != nil {
+				auth(req)
+			}
+			return req, err
+		})(p.c)
 	}
-	with, without := op(p.with), op(p.without)
+	with, without := op(p.with, p.withAuth), op(p.without, p.withoutAuth)
 	var as, bs []result
 	slice := b.o.duration / time.Duration(b.o.repeats)
 	tag := strings.NewReplacer(" ", "_", "=", "-", ",", "+", "(", "", ")", "").Replace(p.name)

@@ -55,6 +55,7 @@ func render(o options, reps []*report, cpus int) string {
 		}
 		b.WriteString(renderFeed(r))
 		b.WriteString(renderReads(r))
+		b.WriteString(renderAdmin(r))
 		b.WriteString("\nClosing rounds (get, first page and create at c=32, back to back):")
 		for i, s := range r.rounds {
 			fmt.Fprintf(&b, " round %d %.1f MB / %d goroutines;", i+1, s.rssMB, s.goroutines)
@@ -181,6 +182,7 @@ func targets(reps []*report) []verdict {
 		}
 		out = append(out, feedTargets(r)...)
 		out = append(out, readsTargets(r)...)
+		out = append(out, adminTargets(r)...)
 		if p, ok := r.phase("update", 8); ok && p.hasFloor {
 			x := medianOf(p.vsFloor)
 			out = append(out, verdict{tag + "update with Idempotency-Key ≥ 0.8× the floor's update at c=8", spread(p.vsFloor), x >= 0.8})
