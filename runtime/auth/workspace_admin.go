@@ -116,6 +116,12 @@ func (d *Directory) ChangeMember(ctx context.Context, workspace, id string, c Me
 		}
 		if c.Active != nil {
 			after.Active = *c.Active
+			// Activating a member gives their role's access back: the same grant as giving that role.
+			if after.Active && !before.Active && c.Role == nil && allow != nil && afterRole != nil {
+				if err := allow(afterRole); err != nil {
+					return err
+				}
+			}
 		}
 		after.UpdatedAt = d.ts()
 		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET role = ?, active = ?, updated_at = ? WHERE workspace_id = ? AND id = ?", after.Role, after.Active, after.UpdatedAt, workspace, id)); err != nil {

@@ -546,6 +546,15 @@ func TestAdminEscalationAndLockout(t *testing.T) {
 				e.Expect(e.DoKey(lk, "PATCH", "/v1/admin/members/"+m, map[string]any{"role": "admin"}), 403, "permission_denied")
 			}
 			e.Expect(e.DoKey(lk, "PATCH", "/v1/admin/members/"+worker, map[string]any{"role": "dealer"}), 200, "")
+			// Activating a member whose role grants more than the lead's is that grant: refused.
+			boss := e.NewMember("boss@adminws.example", "admin", "")
+			if err := dir.Deactivate(ctx, boss); err != nil {
+				t.Fatal(err)
+			}
+			e.Expect(e.DoKey(lk, "POST", "/v1/admin/members/"+boss+"/activate", nil), 403, "permission_denied")
+			if m, _ := dir.Member(ctx, e.Workspace, boss); m.Active {
+				t.Error("the refused activation activated the member")
+			}
 			if m, _ := dir.Member(ctx, e.Workspace, leader); m.Role != "lead" {
 				t.Errorf("the lead's role is %s", m.Role)
 			}
