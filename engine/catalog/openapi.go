@@ -216,7 +216,7 @@ func (d *doc) discovery() {
 			"properties": map[string]any{"status": map[string]any{"type": "string", "enum": []string{"ok", "degraded"}, "description": "`degraded` when an optional part fails."},
 				"checks": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "Each part checked: `ok` or the reason it fails."}}})},
 		"400", "500", "503")
-	ops[route.Me] = withResponses(map[string]any{"operationId": "getMe", "tags": []string{"discovery"}, "summary": "The calling key",
+	ops[route.Me] = withResponses(map[string]any{"operationId": "getMe", "tags": []string{"discovery"}, "summary": "The calling key", "security": keyOrSession,
 		"description": "The calling key, its owner, its workspace and its current rate-limit and quota usage. Use it to verify a key after rotation."},
 		"200", ok("The key report.", schemaRef("Me")), "401", "403", "429", "500", "503")
 	ops[route.Resources] = withResponses(map[string]any{"operationId": "listResources", "tags": []string{"discovery"}, "summary": "Resources",

@@ -311,8 +311,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if zip != nil {
 		_ = zip.finish() // as for any write of an answer, an error means the client is gone
 	}
-	if p := in.principal; p != nil {
-		// Per key and day, in memory (auth.Directory.Count): written with the key's last use.
+	if p := in.principal; p != nil && p.Session == nil {
+		// Per key and day, in memory (auth.Directory.Count): written with the key's last use. A console
+		// session is the product's own UI, not API usage: not counted.
 		h.dir.Count(&p.Key, sw.status == http.StatusForbidden || sw.status == http.StatusTooManyRequests, h.now())
 	}
 	elapsed := time.Since(start)

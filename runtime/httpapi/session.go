@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,11 +64,30 @@ func (h *Handler) sessionAuthed(scope route.Scope, next bunrouter.HandlerFunc, w
 	if err := inScope(p, scope); err != nil {
 		return err
 	}
-	ctx, err := h.admit(context.WithValue(req.Context(), keyPrincipal, p), w, p)
+	if err := h.admitSession(req.Context(), w, p); err != nil {
+		return err
+	}
+	return next(w, req.WithContext(context.WithValue(req.Context(), keyPrincipal, p)))
+}
+
+// admitSession applies the rate limits to a console request as to a key's (per session and per
+// workspace), but not the monthly quota: the console is the product's own UI, not API usage.
+func (h *Handler) admitSession(ctx context.Context, w http.ResponseWriter, p *auth.Principal) error {
+	d, err := h.limiter.Allow(ctx, h.now(), windows(p))
 	if err != nil {
 		return err
 	}
-	return next(w, req.WithContext(ctx))
+	if d.Limit > 0 {
+		w.Header().Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+		w.Header().Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+		w.Header().Set("X-RateLimit-Reset", seconds(d.Reset))
+	}
+	if !d.Allowed {
+		e := apierr.New(apierr.RateLimited, "Too many requests; retry after "+seconds(d.RetryAfter)+" s.")
+		e.Header = http.Header{"Retry-After": {seconds(d.RetryAfter)}}
+		return e
+	}
+	return nil
 }
 
 // sessionCookie is the Set-Cookie of a session secret (maxAge < 0 clears it): HttpOnly, SameSite=Strict,

@@ -112,6 +112,19 @@ func TestConsoleSession(t *testing.T) {
 				e.Expect(e.DoKey("", "GET", rt.Path, nil, plain.headers()...), 403, "permission_denied")
 				e.Expect(e.DoKey("", "GET", rt.Path, nil, "Cookie", "records_session="+s.secret), 403, "forbidden")
 			}
+			// /v1/me serves a session too; the console's requests are rate-limited but count neither
+			// against the monthly quota nor in any key's usage.
+			if r := e.DoKey("", "GET", "/v1/me", nil, s.headers()...); r.Status != 200 || r.Header.Get("X-Quota-Limit") != "" || r.Header.Get("X-RateLimit-Limit") == "" {
+				t.Errorf("GET /v1/me with a session: %d %v %s", r.Status, r.Header, r.Raw)
+			}
+			sessionID := e.DoKey("", "GET", "/console/session", nil, "Cookie", "records_session="+s.secret).Data()["session"].(map[string]any)["id"].(string)
+			if _, err := dir.FlushUsage(ctx); err != nil {
+				t.Fatal(err)
+			}
+			usage := e.DoKey(e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin}), "GET", "/v1/admin/usage", nil)
+			if usage.Status != 200 || strings.Contains(string(usage.Raw), sessionID) {
+				t.Errorf("the usage report counts the console session: %d %s", usage.Status, usage.Raw)
+			}
 			// The cookie is not a key: the record routes and the feed ignore it.
 			e.Expect(e.DoKey("", "GET", "/v1/companies", nil, s.headers()...), 401, "invalid_api_key")
 			e.Expect(e.DoKey("", "GET", "/v1/events", nil, s.headers()...), 401, "invalid_api_key")
