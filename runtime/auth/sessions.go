@@ -184,6 +184,36 @@ func (d *Directory) SessionPrincipal(ctx context.Context, secret string) (*Princ
 	if len(secret) != 64 {
 		return nil, errSession
 	}
+	// Where every change is announced (PostgreSQL's NOTIFY: sign-out, deactivation, a new MFA factor, a
+	// role changed), a session read lately is remembered as a key is, for PrincipalMaxAge, while its idle
+	// time need not move on. (On SQLite the session is read every time: the change count that guards
+	// remembered keys does not count sessions.)
+	hash := "session:" + hashSecret(secret)
+	cacheable := d.watching.Load() && !d.counted
+	var epoch uint64
+	if cacheable {
+		d.mu.Lock()
+		c, ok := d.cache[hash]
+		epoch = d.epoch
+		d.mu.Unlock()
+		if now := d.now(); ok && time.Since(c.loaded) < PrincipalMaxAge && now.Before(c.p.Session.IdleUntil()) && now.Sub(c.p.Session.LastSeenAt) < sessionTouch {
+			return c.p, nil
+		}
+	}
+	p, err := d.sessionPrincipal(ctx, secret)
+	if err != nil || !cacheable {
+		return p, err
+	}
+	d.mu.Lock()
+	if d.epoch == epoch && len(d.cache) < maxCachedPrincipals {
+		d.cache[hash] = cachedPrincipal{p: p, loaded: time.Now()}
+	}
+	d.mu.Unlock()
+	return p, nil
+}
+
+// sessionPrincipal reads the session of secret (SessionPrincipal) from the database.
+func (d *Directory) sessionPrincipal(ctx context.Context, secret string) (*Principal, error) {
 	var p Principal
 	var s Session
 	var ended, active, mfa, roleDef, overrides any
@@ -249,6 +279,7 @@ WHERE s.token_hash = ?`, hashSecret(secret)), func(row []any) error {
 
 // SignOut ends the session of secret. Ending an ended or unknown session is not an error.
 func (d *Directory) SignOut(ctx context.Context, secret string) error {
+	defer d.forget() // every server's remembered sessions
 	if _, err := d.st.Exec(ctx, d.d.Bind("UPDATE console_sessions SET ended_at = ? WHERE token_hash = ? AND ended_at IS NULL", d.ts(), hashSecret(secret))); err != nil {
 		return fmt.Errorf("sign out: %w", err)
 	}
