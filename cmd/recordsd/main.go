@@ -134,6 +134,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	defer srv.Close()
+	var demoAdmin string // the demo's admin, who gets a console sign-in link once serving
 	if cfg.Dev {
 		demo, err := server.SeedDemo(ctx, srv.Backend(), time.Now())
 		if err != nil {
@@ -143,6 +144,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			if err := server.WriteKeyFile(cfg.DevKeyFile, demo.Secret); err != nil {
 				return err
 			}
+			demoAdmin = demo.Admin
 			log.Info("demo workspace created", "workspace", demo.Workspace, "records", demo.Records, "key_file", cfg.DevKeyFile)
 			fmt.Fprintf(stdout, "Demo workspace %s with %d records.\nAPI key (also in %s): %s\n", demo.Workspace, demo.Records, cfg.DevKeyFile, demo.Secret)
 		} else if data, err := os.ReadFile(cfg.DevKeyFile); err == nil {
@@ -164,6 +166,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "db", config.RedactURL(cfg.DB), "started_in", time.Since(started).String())
 	fmt.Fprintf(stdout, "Serving the Workspace Records API on http://%s/v1\n", ln.Addr())
+	if demoAdmin != "" {
+		if token, _, err := srv.Backend().Directory.CreateSignInLink(ctx, demoAdmin, 0); err == nil {
+			fmt.Fprintf(stdout, "Web console, signed in as the demo admin (the link works once, for 15 minutes; recordsctl console-link makes more): http://%s/console#sign-in=%s\n", ln.Addr(), token)
+		} else {
+			log.Warn("demo console link", "err", err)
+		}
+	}
 	return srv.Serve(ctx, ln)
 }
 
