@@ -16,15 +16,6 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// The audit resources and actions of the keys area (docs/issue-24.md, "Rules every admin write keeps").
-const (
-	keysAuditResource     = "admin.api_keys"
-	webhooksAuditResource = "admin.webhook_endpoints"
-	keysActionRevoke      = "revoke"
-	keysActionRotate      = "rotate_secret"
-	keysActionReplay      = "replay"
-)
-
 // KeyStates are the states a key listing filters on (auth.KeyState).
 var KeyStates = []string{"active", "revoked", "expired"}
 
@@ -121,7 +112,7 @@ func (s *Service) Key(ctx context.Context, a Actor, id string) (KeyView, error) 
 func (s *Service) RevokeKey(ctx context.Context, a Actor, id string) (KeyView, error) {
 	ws := a.Principal.Workspace.ID
 	k, err := s.cfg.Directory.RevokeWorkspaceKey(ctx, ws, id, func(ctx context.Context, q store.Querier, before, after auth.Key) error {
-		return s.keysAudit(ctx, q, a, keysAuditResource, after.ID, keysActionRevoke,
+		return s.record(ctx, q, a, audit.AdminAPIKeys, after.ID, audit.ActionRevoke,
 			map[string]any{"revoked_at": after.RevokedAt}, map[string]any{"revoked_at": before.RevokedAt})
 	})
 	if errors.Is(err, auth.ErrNotFound) {
@@ -159,12 +150,4 @@ func (s *Service) memberEmails(ctx context.Context, workspace string) (map[strin
 		out[m.ID] = m.Email
 	}
 	return out, nil
-}
-
-// keysAudit writes the audit entry of an admin write of the keys area inside its transaction q: who
-// (the actor's member, key and request), what (resource, the object's id, action) and the values, never
-// a secret.
-func (s *Service) keysAudit(ctx context.Context, q store.Querier, a Actor, resource, id, action string, changes, previous map[string]any) error {
-	who := audit.Author{Workspace: a.Principal.Workspace.ID, Member: a.Principal.Member.ID, Key: a.Principal.Key.ID, RequestID: a.RequestID}
-	return audit.Write(ctx, q, s.cfg.Store.Dialect(), who, time.Now().UTC().Truncate(time.Microsecond), []audit.Entry{{Resource: resource, RecordID: id, Action: action, Changes: changes, Previous: previous}})
 }

@@ -15,9 +15,6 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// AuditKeys is the audit trail's resource of API key writes, one's own and an admin's.
-const AuditKeys = "admin.api_keys"
-
 // KeyInput is the body of POST /v1/me/keys.
 type KeyInput struct {
 	Access    string   `json:"access"`
@@ -215,11 +212,9 @@ func keyChanges(k *auth.Key) map[string]any {
 	return c
 }
 
-// auditKey writes the audit entry of a key write in its transaction q.
+// auditKey writes the audit entry of a key write in its transaction q (resource admin.api_keys).
 func (s *Service) auditKey(ctx context.Context, q store.Querier, a Actor, id, action string, changes, previous map[string]any) error {
-	p := a.Principal
-	return audit.Write(ctx, q, s.cfg.Store.Dialect(), audit.Author{Workspace: p.Workspace.ID, Member: p.Member.ID, Key: p.Key.ID, RequestID: a.RequestID},
-		time.Now().UTC(), []audit.Entry{{Resource: AuditKeys, RecordID: id, Action: action, Changes: jsonShaped(changes), Previous: previous}})
+	return s.record(ctx, q, a, audit.AdminAPIKeys, id, action, jsonShaped(changes), previous)
 }
 
 // jsonShaped turns times into RFC 3339 text, as the audit trail stores values.

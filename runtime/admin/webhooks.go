@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/workspace-records/records/runtime/audit"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,7 +215,7 @@ func (s *Service) CreateWebhook(ctx context.Context, a Actor, body map[string]an
 	}
 	ws := a.Principal.Workspace.ID
 	ep, err := s.cfg.Webhooks.CreateThen(store.WithWorkspace(ctx, ws), ws, member, in, func(ctx context.Context, q store.Querier, _, after dispatch.Endpoint) error {
-		return s.keysAudit(ctx, q, a, webhooksAuditResource, after.ID, "create", webhookOf(after).auditValues(), nil)
+		return s.record(ctx, q, a, audit.AdminWebhooks, after.ID, "create", webhookOf(after).auditValues(), nil)
 	})
 	if err != nil {
 		return WebhookSecret{}, webhookError(err)
@@ -244,7 +245,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, a Actor, id string, body ma
 				changes[k], previous[k] = v, old[k]
 			}
 		}
-		return s.keysAudit(ctx, q, a, webhooksAuditResource, after.ID, "update", changes, previous)
+		return s.record(ctx, q, a, audit.AdminWebhooks, after.ID, "update", changes, previous)
 	})
 	if err != nil {
 		return Webhook{}, webhookError(err)
@@ -264,7 +265,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, a Actor, id string) (string
 	var deleted string
 	err := s.cfg.Webhooks.DeleteThen(store.WithWorkspace(ctx, ws), ws, id, func(ctx context.Context, q store.Querier, before, _ dispatch.Endpoint) error {
 		deleted = before.ID
-		return s.keysAudit(ctx, q, a, webhooksAuditResource, before.ID, "delete", nil, webhookOf(before).auditValues())
+		return s.record(ctx, q, a, audit.AdminWebhooks, before.ID, "delete", nil, webhookOf(before).auditValues())
 	})
 	if err != nil {
 		return "", webhookError(err)
@@ -305,7 +306,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, a Actor, id string, b
 			t := after.UpdatedAt.Add(overlap)
 			until = &t
 		}
-		return s.keysAudit(ctx, q, a, webhooksAuditResource, after.ID, keysActionRotate, map[string]any{"previous_secret_until": until}, nil)
+		return s.record(ctx, q, a, audit.AdminWebhooks, after.ID, audit.ActionRotateSecret, map[string]any{"previous_secret_until": until}, nil)
 	})
 	if err != nil {
 		return WebhookSecret{}, webhookError(err)
@@ -364,7 +365,7 @@ func (s *Service) ReplayWebhook(ctx context.Context, a Actor, id string, body ma
 		} else {
 			changes["after"] = after
 		}
-		return s.keysAudit(ctx, q, a, webhooksAuditResource, ep.ID, keysActionReplay, changes, nil)
+		return s.record(ctx, q, a, audit.AdminWebhooks, ep.ID, audit.ActionReplay, changes, nil)
 	})
 	if errors.Is(err, dispatch.ErrEventNotFound) {
 		return Replayed{}, apierr.Refused(field.ErrorList{field.New(field.CodeNotFound, field.NewPath("event_id"), "no such event in the feed")})
