@@ -17,11 +17,11 @@ import (
 
 // KeyInput is the body of POST /v1/me/keys.
 type KeyInput struct {
-	Access    string   `json:"access"`
-	Resources []string `json:"resources"`
-	AllowIPs  []string `json:"allow_ips"`
-	ExpiresIn string   `json:"expires_in"`
-	Name      string   `json:"name"`
+	Access    string
+	Resources []string
+	AllowIPs  []string
+	ExpiresIn string
+	Name      string
 }
 
 // DefaultKeyLifetime is the lifetime of a key created without expires_in (as recordsctl's default).

@@ -1,12 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/uptrace/bunrouter"
 
@@ -21,7 +17,7 @@ import (
 func init() {
 	handle("admin.keys.list", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			q, err := adminKeysQuery(req, "member", "state")
+			q, err := adminQuery(req, "member", "state")
 			if err != nil {
 				return err
 			}
@@ -29,31 +25,31 @@ func init() {
 			if err != nil {
 				return err
 			}
-			writeJSON(w, http.StatusOK, adminKeysList(keys, nil))
+			writeJSON(w, http.StatusOK, listAnswer(keys, nil))
 			return nil
 		}
 	})
 	handle("admin.keys.get", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			if _, err := adminKeysQuery(req); err != nil {
+			if _, err := adminQuery(req); err != nil {
 				return err
 			}
 			k, err := h.admin.Key(req.Context(), adminActor(req), req.Param("id"))
-			return adminKeysAnswer(w, http.StatusOK, k, err)
+			return answer(w, http.StatusOK, k, err)
 		}
 	})
 	handle("admin.keys.revoke", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			if err := adminKeysNoBody(req); err != nil {
+			if err := noBody(req); err != nil {
 				return err
 			}
 			k, err := h.admin.RevokeKey(req.Context(), adminActor(req), req.Param("id"))
-			return adminKeysAnswer(w, http.StatusOK, k, err)
+			return answer(w, http.StatusOK, k, err)
 		}
 	})
 	handle("admin.usage", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			q, err := adminKeysQuery(req, "from", "to", "key")
+			q, err := adminQuery(req, "from", "to", "key")
 			if err != nil {
 				return err
 			}
@@ -62,73 +58,73 @@ func init() {
 				uq.UsedHere = u.quotaUsed
 			}
 			rep, err := h.admin.Usage(req.Context(), adminActor(req), uq)
-			return adminKeysAnswer(w, http.StatusOK, rep, err)
+			return answer(w, http.StatusOK, rep, err)
 		}
 	})
 	handle("admin.webhooks.list", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			if _, err := adminKeysQuery(req); err != nil {
+			if _, err := adminQuery(req); err != nil {
 				return err
 			}
 			list, err := h.admin.Webhooks(req.Context(), adminActor(req))
 			if err != nil {
 				return err
 			}
-			writeJSON(w, http.StatusOK, adminKeysList(list, nil))
+			writeJSON(w, http.StatusOK, listAnswer(list, nil))
 			return nil
 		}
 	})
 	handle("admin.webhooks.create", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			body, err := adminKeysBody(req, true)
+			body, err := readObject(req, true)
 			if err != nil {
 				return err
 			}
 			ep, err := h.admin.CreateWebhook(req.Context(), adminActor(req), body)
-			return adminKeysAnswer(w, http.StatusCreated, ep, err)
+			return answer(w, http.StatusCreated, ep, err)
 		}
 	})
 	handle("admin.webhooks.get", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			if _, err := adminKeysQuery(req); err != nil {
+			if _, err := adminQuery(req); err != nil {
 				return err
 			}
 			ep, err := h.admin.Webhook(req.Context(), adminActor(req), req.Param("id"))
-			return adminKeysAnswer(w, http.StatusOK, ep, err)
+			return answer(w, http.StatusOK, ep, err)
 		}
 	})
 	handle("admin.webhooks.update", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			body, err := adminKeysBody(req, true)
+			body, err := readObject(req, true)
 			if err != nil {
 				return err
 			}
 			ep, err := h.admin.UpdateWebhook(req.Context(), adminActor(req), req.Param("id"), body)
-			return adminKeysAnswer(w, http.StatusOK, ep, err)
+			return answer(w, http.StatusOK, ep, err)
 		}
 	})
 	handle("admin.webhooks.delete", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			if err := adminKeysNoBody(req); err != nil {
+			if err := noBody(req); err != nil {
 				return err
 			}
 			id, err := h.admin.DeleteWebhook(req.Context(), adminActor(req), req.Param("id"))
-			return adminKeysAnswer(w, http.StatusOK, map[string]any{"id": id, "deleted": true}, err)
+			return answer(w, http.StatusOK, map[string]any{"id": id, "deleted": true}, err)
 		}
 	})
 	handle("admin.webhooks.rotate_secret", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			body, err := adminKeysBody(req, false)
+			body, err := readObject(req, false)
 			if err != nil {
 				return err
 			}
 			ep, err := h.admin.RotateWebhookSecret(req.Context(), adminActor(req), req.Param("id"), body)
-			return adminKeysAnswer(w, http.StatusOK, ep, err)
+			return answer(w, http.StatusOK, ep, err)
 		}
 	})
 	handle("admin.webhooks.deliveries", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			q, err := adminKeysQuery(req, "state", "limit", "cursor")
+			q, err := adminQuery(req, "state", "limit", "cursor")
 			if err != nil {
 				return err
 			}
@@ -144,102 +140,18 @@ func init() {
 			if err != nil {
 				return err
 			}
-			writeJSON(w, http.StatusOK, adminKeysList(list, next))
+			writeJSON(w, http.StatusOK, listAnswer(list, next))
 			return nil
 		}
 	})
 	handle("admin.webhooks.replay", func(h *Handler) bunrouter.HandlerFunc {
 		return func(w http.ResponseWriter, req bunrouter.Request) error {
-			body, err := adminKeysBody(req, true)
+			body, err := readObject(req, true)
 			if err != nil {
 				return err
 			}
 			n, err := h.admin.ReplayWebhook(req.Context(), adminActor(req), req.Param("id"), body)
-			return adminKeysAnswer(w, http.StatusOK, n, err)
+			return answer(w, http.StatusOK, n, err)
 		}
 	})
-}
-
-// adminKeysAnswer writes {"data": v} with status, or returns err.
-func adminKeysAnswer(w http.ResponseWriter, status int, v any, err error) error {
-	if err != nil {
-		return err
-	}
-	writeJSON(w, status, map[string]any{"data": v})
-	return nil
-}
-
-// adminKeysList is a list's answer: the whole list, or a page continued by next.
-func adminKeysList[T any](items []T, next *string) map[string]any {
-	if items == nil {
-		items = []T{}
-	}
-	return map[string]any{"data": items, "meta": map[string]any{"next_cursor": next}}
-}
-
-// adminKeysQuery reads the query string: each of the allowed parameters at most once, no other.
-func adminKeysQuery(req bunrouter.Request, allowed ...string) (url.Values, error) {
-	q, err := queryOf(req.Request)
-	if err != nil {
-		return nil, err
-	}
-	var errs field.ErrorList
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		switch {
-		case !slices.Contains(allowed, name):
-			msg := "is not a parameter of this route"
-			if len(allowed) > 0 {
-				msg += "; it takes " + strings.Join(allowed, ", ")
-			}
-			errs = append(errs, field.New(field.CodeUnknown, field.NewPath(name), msg))
-		case len(q[name]) > 1:
-			errs = append(errs, field.New(field.CodeDuplicate, field.NewPath(name), "must be given once"))
-		}
-	}
-	if errs != nil {
-		return nil, apierr.Invalid("", errs)
-	}
-	return q, nil
-}
-
-// adminKeysNoBody checks the body of a route that takes none: empty, or an object without members (a
-// member is 422 unknown_field).
-func adminKeysNoBody(req bunrouter.Request) error {
-	body, err := adminKeysBody(req, false)
-	if err != nil {
-		return err
-	}
-	var errs field.ErrorList
-	for name := range body {
-		errs = append(errs, field.New(field.CodeUnknown, field.NewPath(name), "this route takes no body members"))
-	}
-	if errs != nil {
-		return apierr.Refused(errs)
-	}
-	return nil
-}
-
-// adminKeysBody reads a JSON object body strictly (DecodeObject). Without required, an empty body is the
-// empty object.
-func adminKeysBody(req bunrouter.Request, required bool) (map[string]any, error) {
-	data, err := readBody(req.Request)
-	if err != nil {
-		return nil, err
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		if required {
-			return nil, apierr.New(apierr.InvalidRequest, "The request needs a JSON object body.")
-		}
-		return map[string]any{}, nil
-	}
-	obj, err := DecodeObject(data)
-	if err != nil {
-		return nil, malformedBody(err)
-	}
-	return obj, nil
 }

@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -45,208 +43,8 @@ func init() {
 	handle("admin.audit.list", func(h *Handler) bunrouter.HandlerFunc { return h.adminAudit })
 }
 
-// adminActor is who calls an admin route.
-func adminActor(req bunrouter.Request) admin.Actor {
-	return admin.Actor{Principal: principal(req.Context()), RequestID: requestID(req.Context())}
-}
-
-// answerOne answers {"data": v}.
-func answerOne(w http.ResponseWriter, status int, v any) {
-	writeJSON(w, status, map[string]any{"data": v})
-}
-
-// answerWhole answers a list that is never paged: {"data": [...], "meta": {"next_cursor": null}}.
-func answerWhole(w http.ResponseWriter, list any) {
-	writeJSON(w, 200, map[string]any{"data": list, "meta": map[string]any{"next_cursor": nil}})
-}
-
-// adminParams reads the query string, refusing parameters other than known (400).
-func adminParams(req bunrouter.Request, known ...string) (url.Values, error) {
-	q, err := queryOf(req.Request)
-	if err != nil {
-		return nil, err
-	}
-	var errs field.ErrorList
-	for k, v := range q {
-		found := false
-		for _, n := range known {
-			found = found || n == k
-		}
-		switch {
-		case !found:
-			errs = append(errs, field.New(field.CodeUnknown, field.NewPath(k), "is not a parameter of this endpoint"))
-		case len(v) > 1:
-			errs = append(errs, field.New(field.CodeDuplicate, field.NewPath(k), "must be given once"))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, apierr.Invalid("", errs)
-	}
-	return q, nil
-}
-
-// strictBody reads the members of a JSON object body strictly, as record writes are read: each member of
-// the type it must have, required ones present, unknown ones refused (422 validation_failed, every
-// problem in details.errors at its path).
-type strictBody struct {
-	obj    map[string]any
-	prefix field.Path
-	root   bool
-	used   map[string]bool
-	errs   *field.ErrorList
-}
-
-// readStrictBody reads the request's body: a JSON object (an empty body is {}), strictly decoded (400 when
-// malformed, 413 past MaxBody).
-func readStrictBody(req bunrouter.Request) (*strictBody, error) {
-	data, err := readBody(req.Request)
-	if err != nil {
-		return nil, err
-	}
-	obj := map[string]any{}
-	if len(bytes.TrimSpace(data)) > 0 {
-		if obj, err = DecodeObject(data); err != nil {
-			return nil, malformedBody(err)
-		}
-	}
-	return &strictBody{obj: obj, root: true, used: map[string]bool{}, errs: &field.ErrorList{}}, nil
-}
-
-func (m *strictBody) path(name string) field.Path {
-	if m.root {
-		return field.NewPath(name)
-	}
-	return m.prefix.Child(name)
-}
-
-func (m *strictBody) fail(code field.Code, name, message string) {
-	*m.errs = append(*m.errs, field.New(code, m.path(name), message))
-}
-
-// get returns member name (marked as known) and whether it is present.
-func (m *strictBody) get(name string, required bool) (any, bool) {
-	m.used[name] = true
-	v, ok := m.obj[name]
-	if !ok && required {
-		m.fail(field.CodeRequired, name, "is required")
-	}
-	return v, ok
-}
-
-// str returns string member name (nil when absent or refused).
-func (m *strictBody) str(name string, required bool) *string {
-	v, ok := m.get(name, required)
-	if !ok {
-		return nil
-	}
-	s, isStr := v.(string)
-	if !isStr {
-		m.fail(field.CodeType, name, "must be a string")
-		return nil
-	}
-	return &s
-}
-
-// boolean returns boolean member name (nil when absent or refused).
-func (m *strictBody) boolean(name string) *bool {
-	v, ok := m.get(name, false)
-	if !ok {
-		return nil
-	}
-	b, isBool := v.(bool)
-	if !isBool {
-		m.fail(field.CodeType, name, "must be true or false")
-		return nil
-	}
-	return &b
-}
-
-// strings returns array member name of strings (nil when absent or refused; an empty array is not nil).
-func (m *strictBody) strings(name string) []string {
-	v, ok := m.get(name, false)
-	if !ok {
-		return nil
-	}
-	items, isList := v.([]any)
-	if !isList {
-		m.fail(field.CodeType, name, "must be an array of strings")
-		return nil
-	}
-	out := make([]string, 0, len(items))
-	for i, it := range items {
-		s, isStr := it.(string)
-		if !isStr {
-			*m.errs = append(*m.errs, field.New(field.CodeType, m.path(name).Index(i), "must be a string"))
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// object returns object member name as members of its own (nil when absent or refused).
-func (m *strictBody) object(name string, required bool) *strictBody {
-	v, ok := m.get(name, required)
-	if !ok {
-		return nil
-	}
-	obj, isObj := v.(map[string]any)
-	if !isObj {
-		m.fail(field.CodeType, name, "must be an object")
-		return nil
-	}
-	return &strictBody{obj: obj, prefix: m.path(name), used: map[string]bool{}, errs: m.errs}
-}
-
-// unknown refuses the members nothing read.
-func (m *strictBody) unknown() {
-	for k := range m.obj {
-		if !m.used[k] {
-			m.fail(field.CodeUnknown, k, "is not a member of this body")
-		}
-	}
-}
-
-// done refuses unknown members and returns every problem found (nil: none).
-func (m *strictBody) done() error {
-	m.unknown()
-	if len(*m.errs) > 0 {
-		return apierr.Refused(*m.errs)
-	}
-	return nil
-}
-
-// doneWith is done which, when the body's shape has problems, adds those check finds in what was read
-// (the operation's own checks) at the paths not already refused, so that every problem is answered at
-// once.
-func (m *strictBody) doneWith(check func() field.ErrorList) error {
-	m.unknown()
-	if len(*m.errs) == 0 {
-		return nil
-	}
-	shaped := map[string]bool{}
-	for _, e := range *m.errs {
-		shaped[e.Field] = true
-	}
-	for _, e := range check() {
-		if !shaped[e.Field] {
-			*m.errs = append(*m.errs, e)
-		}
-	}
-	return apierr.Refused(*m.errs)
-}
-
-// noBody checks that a body, if any, is {}.
-func noBody(req bunrouter.Request) error {
-	m, err := readStrictBody(req)
-	if err != nil {
-		return err
-	}
-	return m.done()
-}
-
 func (h *Handler) listCustomFields(w http.ResponseWriter, req bunrouter.Request) error {
-	q, err := adminParams(req, "resource", "archived")
+	q, err := adminQuery(req, "resource", "archived")
 	if err != nil {
 		return err
 	}
@@ -298,7 +96,7 @@ func (h *Handler) createCustomField(w http.ResponseWriter, req bunrouter.Request
 }
 
 func (h *Handler) getCustomField(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	f, err := h.admin.CustomField(req.Context(), adminActor(req), req.Param("id"))
@@ -341,7 +139,7 @@ func (h *Handler) archiveCustomField(archived bool) bunrouter.HandlerFunc {
 }
 
 func (h *Handler) listDataModels(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	list, err := h.admin.DataModels(req.Context(), adminActor(req))
@@ -353,7 +151,7 @@ func (h *Handler) listDataModels(w http.ResponseWriter, req bunrouter.Request) e
 }
 
 func (h *Handler) getDataModel(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	m, err := h.admin.DataModel(req.Context(), adminActor(req), req.Param("id"))
@@ -441,7 +239,7 @@ func (h *Handler) updateDataModel(w http.ResponseWriter, req bunrouter.Request) 
 }
 
 func (h *Handler) listAdminResources(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	list, err := h.admin.Resources(req.Context(), adminActor(req))
@@ -453,7 +251,7 @@ func (h *Handler) listAdminResources(w http.ResponseWriter, req bunrouter.Reques
 }
 
 func (h *Handler) getAdminResource(w http.ResponseWriter, req bunrouter.Request) error {
-	q, err := adminParams(req, "model_id")
+	q, err := adminQuery(req, "model_id")
 	if err != nil {
 		return err
 	}
@@ -466,7 +264,7 @@ func (h *Handler) getAdminResource(w http.ResponseWriter, req bunrouter.Request)
 }
 
 func (h *Handler) listMembers(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	list, err := h.admin.Members(req.Context(), adminActor(req))
@@ -478,7 +276,7 @@ func (h *Handler) listMembers(w http.ResponseWriter, req bunrouter.Request) erro
 }
 
 func (h *Handler) getMember(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	m, err := h.admin.Member(req.Context(), adminActor(req), req.Param("id"))
@@ -521,7 +319,7 @@ func (h *Handler) setMemberActive(active bool) bunrouter.HandlerFunc {
 }
 
 func (h *Handler) listRoles(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	list, err := h.admin.Roles(req.Context(), adminActor(req))
@@ -533,7 +331,7 @@ func (h *Handler) listRoles(w http.ResponseWriter, req bunrouter.Request) error 
 }
 
 func (h *Handler) getRole(w http.ResponseWriter, req bunrouter.Request) error {
-	if _, err := adminParams(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	r, err := h.admin.Role(req.Context(), adminActor(req), req.Param("name"))
@@ -600,7 +398,7 @@ func (h *Handler) updateRole(w http.ResponseWriter, req bunrouter.Request) error
 }
 
 func (h *Handler) adminAudit(w http.ResponseWriter, req bunrouter.Request) error {
-	q, err := adminParams(req, "resource", "record_id", "since", "limit", "cursor")
+	q, err := adminQuery(req, "resource", "record_id", "since", "limit", "cursor")
 	if err != nil {
 		return err
 	}

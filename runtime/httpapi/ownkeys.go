@@ -5,7 +5,6 @@ import (
 
 	"github.com/uptrace/bunrouter"
 
-	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/auth"
@@ -19,85 +18,75 @@ func init() {
 	handle("own_keys_revoke", func(h *Handler) bunrouter.HandlerFunc { return h.revokeOwnKey })
 }
 
-// noQuery refuses any query parameter on a route that takes none.
-func noQuery(req bunrouter.Request) error {
-	for k := range req.URL.Query() {
-		return apierr.InvalidField(field.CodeUnknown, k, "is not a parameter of this endpoint")
-	}
-	return nil
-}
-
 func (h *Handler) ownKeys(w http.ResponseWriter, req bunrouter.Request) error {
-	if err := noQuery(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
 	keys, err := h.admin.OwnKeys(req.Context(), adminActor(req))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, 200, map[string]any{"data": keys, "meta": map[string]any{"next_cursor": nil}})
+	answerWhole(w, keys)
 	return nil
 }
 
 func (h *Handler) createOwnKey(w http.ResponseWriter, req bunrouter.Request) error {
-	if err := noQuery(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
-	var in admin.KeyInput
-	errs, err := decodeFields(req, &in, false)
+	m, err := readStrictBody(req)
 	if err != nil {
 		return err
 	}
-	if errs = append(errs, h.admin.CheckKeyInput(in)...); errs != nil {
-		return apierr.Refused(errs)
+	text := func(name string) string {
+		if s := m.str(name, false); s != nil {
+			return *s
+		}
+		return ""
+	}
+	in := admin.KeyInput{Access: text("access"), ExpiresIn: text("expires_in"), Name: text("name"),
+		Resources: m.strings("resources"), AllowIPs: m.strings("allow_ips")}
+	// The body's shape and its values' problems in one answer; the values alone are checked by the
+	// service (admin.Service.CreateOwnKey).
+	if err := m.doneWith(func() field.ErrorList { return h.admin.CheckKeyInput(in) }); err != nil {
+		return err
 	}
 	k, secret, err := h.admin.CreateOwnKey(req.Context(), adminActor(req), in)
-	if err != nil {
-		return err
-	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, 201, map[string]any{"data": map[string]any{"key": k, "secret": secret}})
-	return nil
+	return answer(w, 201, map[string]any{"key": k, "secret": secret}, err)
 }
 
 func (h *Handler) rollOwnKey(w http.ResponseWriter, req bunrouter.Request) error {
-	if err := noQuery(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
-	var in struct {
-		Overlap *string `json:"overlap"`
-	}
-	if err := decodeInput(req, &in, true); err != nil {
+	m, err := readStrictBody(req)
+	if err != nil {
 		return err
 	}
 	overlap := auth.DefaultRollOverlap
-	if in.Overlap != nil {
-		d, ok := admin.ParseLifetime(*in.Overlap)
+	if s := m.str("overlap", false); s != nil {
+		d, ok := admin.ParseLifetime(*s)
 		if !ok || d < 0 || d > auth.MaxRollOverlap {
-			return apierr.Refused(field.ErrorList{field.New(field.CodeRange, field.NewPath("overlap"), "must be a duration from 0 to 7d (168h), such as 24h")})
+			m.fail(field.CodeRange, "overlap", "must be a duration from 0 to 7d (168h), such as 24h")
 		}
 		overlap = d
 	}
-	old, k, secret, err := h.admin.RollOwnKey(req.Context(), adminActor(req), req.Param("id"), overlap)
-	if err != nil {
+	if err := m.done(); err != nil {
 		return err
 	}
+	old, k, secret, err := h.admin.RollOwnKey(req.Context(), adminActor(req), req.Param("id"), overlap)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, 201, map[string]any{"data": map[string]any{"key": k, "secret": secret, "rolled": old}})
-	return nil
+	return answer(w, 201, map[string]any{"key": k, "secret": secret, "rolled": old}, err)
 }
 
 func (h *Handler) revokeOwnKey(w http.ResponseWriter, req bunrouter.Request) error {
-	if err := noQuery(req); err != nil {
+	if _, err := adminQuery(req); err != nil {
 		return err
 	}
-	if err := decodeInput(req, &struct{}{}, true); err != nil {
+	if err := noBody(req); err != nil {
 		return err
 	}
 	k, err := h.admin.RevokeOwnKey(req.Context(), adminActor(req), req.Param("id"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, 200, map[string]any{"data": k})
-	return nil
+	return answer(w, 200, k, err)
 }

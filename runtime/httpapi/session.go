@@ -107,20 +107,22 @@ func (h *Handler) signIn(w http.ResponseWriter, req bunrouter.Request) error {
 		// A form a page of another site could post has no JSON content type: refused before reading.
 		return apierr.New(apierr.InvalidRequest, "Send the sign-in token as application/json: {\"token\": \"…\"}.")
 	}
-	var in struct {
-		Token string `json:"token"`
+	m, err := readStrictBody(req)
+	if err != nil {
+		return err
 	}
-	if err := decodeInput(req, &in, false); err != nil {
+	token := m.str("token", true)
+	if err := m.done(); err != nil {
 		return err
 	}
 	var src = source(req.Request, h.proxies)
 	now := h.now()
 	if h.authFails != nil {
-		if err := h.authFails.refused(src, in.Token, now); err != nil {
+		if err := h.authFails.refused(src, *token, now); err != nil {
 			return err
 		}
 	}
-	secret, s, err := h.dir.SignIn(req.Context(), in.Token)
+	secret, s, err := h.dir.SignIn(req.Context(), *token)
 	if err != nil {
 		if isKeyFailure(err) {
 			h.authFails.failed(req.Context(), src, now)
