@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/workspace-records/records/runtime/admin"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -150,23 +151,6 @@ func accessText(resources map[string]string) string {
 	return def + ", except " + strings.Join(parts, ", ")
 }
 
-// fieldEntry is a custom field as field list shows it.
-type fieldEntry struct {
-	ID          string   `json:"id"`
-	Resource    string   `json:"resource"`
-	Key         string   `json:"key"`
-	WriteKey    string   `json:"write_key"`
-	FilterKey   string   `json:"filter_key"`
-	Type        string   `json:"type"`
-	Label       string   `json:"label"`
-	Description string   `json:"description"`
-	Required    bool     `json:"required"`
-	Unique      bool     `json:"unique"`
-	Options     []string `json:"options"`
-	Target      *string  `json:"target"`
-	Archived    bool     `json:"archived"`
-}
-
 func cmdFieldList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	ws := fs.String("workspace", "", "workspace id")
 	res := fs.String("resource", "", "only the custom fields of this resource")
@@ -187,20 +171,13 @@ func cmdFieldList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			if err != nil {
 				return err
 			}
-			list := []fieldEntry{}
+			list := []admin.CustomField{}
 			var rows [][]string
 			for _, d := range defs {
 				if *res != "" && d.Resource != *res {
 					continue
 				}
-				f := fieldEntry{ID: d.ID, Resource: d.Resource, Key: d.Key, WriteKey: "cf__" + d.Key, FilterKey: d.FilterKey(), Type: d.Type,
-					Label: d.Label, Description: d.Description, Required: d.Required, Unique: d.Unique, Options: d.Options, Archived: d.Archived}
-				if f.Options == nil {
-					f.Options = []string{}
-				}
-				if d.Target != "" {
-					f.Target = &d.Target
-				}
+				f := admin.CustomFieldOf(d) // the admin API's shape, field for field
 				list = append(list, f)
 				state := "active"
 				if d.Archived {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/workspace-records/records/runtime/admin"
 	"slices"
 	"strings"
 	"time"
@@ -64,30 +65,11 @@ as the first time. An event is in the feed once a server numbered it: at once fo
 made, at a running server's next sweep (every 2 s) for one of recordsctl records import, so imports
 made while no server runs are not in the feed yet.`
 
-// webhookEntry is an endpoint as the webhook commands print it: never with its secret.
-type webhookEntry struct {
-	ID          string `json:"id"`
-	WorkspaceID string `json:"workspace_id"`
-	MemberID    string `json:"member_id"`
-	URL         string `json:"url"`
-	Description string `json:"description"`
-	// EventTypes and Resources are null for every type and every resource.
-	EventTypes     []string  `json:"event_types"`
-	Resources      []string  `json:"resources"`
-	Enabled        bool      `json:"enabled"`
-	DisabledReason *string   `json:"disabled_reason"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-}
+// webhookEntry is an endpoint as the webhook commands print it: the admin API's shape, never with its
+// secret.
+type webhookEntry struct{ admin.Webhook }
 
-func entryOf(ep dispatch.Endpoint) webhookEntry {
-	w := webhookEntry{ID: ep.ID, WorkspaceID: ep.Workspace, MemberID: ep.Member, URL: ep.URL, Description: ep.Description,
-		EventTypes: ep.EventTypes, Resources: ep.Resources, Enabled: ep.Enabled, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt}
-	if ep.DisabledReason != "" {
-		w.DisabledReason = &ep.DisabledReason
-	}
-	return w
-}
+func entryOf(ep dispatch.Endpoint) webhookEntry { return webhookEntry{admin.WebhookOf(ep)} }
 
 func (w webhookEntry) state() string {
 	switch {

@@ -25,7 +25,7 @@ import (
 // dispatch.Registry calls, so the same validation (the SSRF-safe URL check included) and the same
 // effect on every server; each write also writes its audit entry in its transaction.
 
-// Webhook is an endpoint as the admin API shows it: never with its secret, except Secret in the answers
+// Webhook is an endpoint as the admin API (and recordsctl webhook) shows it: never with its secret, except Secret in the answers
 // of create and rotate-secret.
 type Webhook struct {
 	ID          string `json:"id"`
@@ -50,7 +50,8 @@ type WebhookSecret struct {
 	PreviousSecretUntil *time.Time `json:"previous_secret_until,omitempty"`
 }
 
-func webhookOf(ep dispatch.Endpoint) Webhook {
+// WebhookOf is ep as the API shows it.
+func WebhookOf(ep dispatch.Endpoint) Webhook {
 	w := Webhook{ID: ep.ID, WorkspaceID: ep.Workspace, MemberID: ep.Member, URL: ep.URL, Description: ep.Description,
 		EventTypes: ep.EventTypes, Resources: ep.Resources, Enabled: ep.Enabled, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt}
 	if ep.DisabledReason != "" {
@@ -95,7 +96,7 @@ func (s *Service) Webhooks(ctx context.Context, a Actor) ([]Webhook, error) {
 	}
 	out := make([]Webhook, len(eps))
 	for i, ep := range eps {
-		out[i] = webhookOf(ep)
+		out[i] = WebhookOf(ep)
 	}
 	return out, nil
 }
@@ -106,7 +107,7 @@ func (s *Service) Webhook(ctx context.Context, a Actor, id string) (Webhook, err
 	if err != nil {
 		return Webhook{}, webhookError(err)
 	}
-	return webhookOf(ep), nil
+	return WebhookOf(ep), nil
 }
 
 // webhookInput reads a create (create true) or update body into the registry's input; member_id (create
@@ -215,12 +216,12 @@ func (s *Service) CreateWebhook(ctx context.Context, a Actor, body map[string]an
 	}
 	ws := a.Principal.Workspace.ID
 	ep, err := s.cfg.Webhooks.CreateThen(store.WithWorkspace(ctx, ws), ws, member, in, func(ctx context.Context, q store.Querier, _, after dispatch.Endpoint) error {
-		return s.record(ctx, q, a, audit.AdminWebhooks, after.ID, "create", webhookOf(after).auditValues(), nil)
+		return s.record(ctx, q, a, audit.AdminWebhooks, after.ID, "create", WebhookOf(after).auditValues(), nil)
 	})
 	if err != nil {
 		return WebhookSecret{}, webhookError(err)
 	}
-	return WebhookSecret{Webhook: webhookOf(ep), Secret: ep.Secret}, nil
+	return WebhookSecret{Webhook: WebhookOf(ep), Secret: ep.Secret}, nil
 }
 
 // UpdateWebhook changes endpoint id from body {url?, description?, event_types?, resources?, enabled?}
@@ -239,7 +240,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, a Actor, id string, body ma
 			return errNotYourView
 		}
 		changes, previous := map[string]any{}, map[string]any{}
-		old, cur := webhookOf(before).auditValues(), webhookOf(after).auditValues()
+		old, cur := WebhookOf(before).auditValues(), WebhookOf(after).auditValues()
 		for k, v := range cur {
 			if !sameJSON(v, old[k]) {
 				changes[k], previous[k] = v, old[k]
@@ -250,7 +251,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, a Actor, id string, body ma
 	if err != nil {
 		return Webhook{}, webhookError(err)
 	}
-	return webhookOf(ep), nil
+	return WebhookOf(ep), nil
 }
 
 func sameJSON(a, b any) bool {
@@ -265,7 +266,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, a Actor, id string) (string
 	var deleted string
 	err := s.cfg.Webhooks.DeleteThen(store.WithWorkspace(ctx, ws), ws, id, func(ctx context.Context, q store.Querier, before, _ dispatch.Endpoint) error {
 		deleted = before.ID
-		return s.record(ctx, q, a, audit.AdminWebhooks, before.ID, "delete", nil, webhookOf(before).auditValues())
+		return s.record(ctx, q, a, audit.AdminWebhooks, before.ID, "delete", nil, WebhookOf(before).auditValues())
 	})
 	if err != nil {
 		return "", webhookError(err)
@@ -311,7 +312,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, a Actor, id string, b
 	if err != nil {
 		return WebhookSecret{}, webhookError(err)
 	}
-	return WebhookSecret{Webhook: webhookOf(ep), Secret: ep.Secret, PreviousSecretUntil: until}, nil
+	return WebhookSecret{Webhook: WebhookOf(ep), Secret: ep.Secret, PreviousSecretUntil: until}, nil
 }
 
 // Replayed is what a replay queued.

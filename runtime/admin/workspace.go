@@ -37,7 +37,7 @@ func (s *Service) record(ctx context.Context, q store.Querier, a Actor, resource
 	return audit.Write(ctx, q, s.cfg.Store.Dialect(), a.author(), time.Now().UTC(), []audit.Entry{{Resource: resource, RecordID: id, Action: action, Changes: changes, Previous: previous}})
 }
 
-// CustomField is a custom field as the admin API shows it: its definition with the key records are written
+// CustomField is a custom field as the admin API (and recordsctl field list) shows it: its definition with the key records are written
 // with (write_key, cf__<key>) and the key lists filter and sort by (filter_key, cfv:<id>).
 type CustomField struct {
 	ID          string   `json:"id"`
@@ -55,7 +55,8 @@ type CustomField struct {
 	Archived    bool     `json:"archived"`
 }
 
-func customField(d *customfields.Def) CustomField {
+// CustomFieldOf is d as the API shows it.
+func CustomFieldOf(d *customfields.Def) CustomField {
 	f := CustomField{ID: d.ID, Resource: d.Resource, Key: d.Key, WriteKey: "cf__" + d.Key, FilterKey: d.FilterKey(), Type: d.Type, Label: d.Label,
 		Description: d.Description, Required: d.Required, Unique: d.Unique, Options: d.Options, Archived: d.Archived}
 	if f.Options == nil {
@@ -107,7 +108,7 @@ func (s *Service) CustomFields(ctx context.Context, a Actor, resource string, ar
 	out := []CustomField{}
 	for _, d := range defs {
 		if (resource == "" || d.Resource == resource) && d.Archived == archived {
-			out = append(out, customField(d))
+			out = append(out, CustomFieldOf(d))
 		}
 	}
 	return out, nil
@@ -119,7 +120,7 @@ func (s *Service) CustomField(ctx context.Context, a Actor, id string) (CustomFi
 	if err != nil {
 		return CustomField{}, explain("custom field", err)
 	}
-	return customField(d), nil
+	return CustomFieldOf(d), nil
 }
 
 // NewCustomField is a custom field to create: the members of `recordsctl field create`.
@@ -144,12 +145,12 @@ func (in NewCustomField) def() customfields.Def {
 func (s *Service) CreateCustomField(ctx context.Context, a Actor, in NewCustomField) (CustomField, error) {
 	d, err := s.cfg.Custom.CreateThen(a.scoped(ctx), a.workspace(), in.def(),
 		func(q store.Querier, d *customfields.Def) error {
-			return s.record(a.scoped(ctx), q, a, audit.AdminCustomFields, d.ID, audit.ActionCreate, values(customField(d)), nil)
+			return s.record(a.scoped(ctx), q, a, audit.AdminCustomFields, d.ID, audit.ActionCreate, values(CustomFieldOf(d)), nil)
 		})
 	if err != nil {
 		return CustomField{}, explain("custom field", err)
 	}
-	return customField(d), nil
+	return CustomFieldOf(d), nil
 }
 
 // CustomFieldChange is a change of a custom field: nil members are kept.
@@ -175,13 +176,13 @@ func (s *Service) ArchiveCustomField(ctx context.Context, a Actor, id string, ar
 
 func (s *Service) changeCustomField(ctx context.Context, a Actor, id string, c customfields.Change, action string) (CustomField, error) {
 	d, err := s.cfg.Custom.UpdateIn(a.scoped(ctx), a.workspace(), id, c, func(q store.Querier, before, after *customfields.Def) error {
-		changes, previous := diff(values(customField(before)), values(customField(after)))
+		changes, previous := diff(values(CustomFieldOf(before)), values(CustomFieldOf(after)))
 		return s.record(a.scoped(ctx), q, a, audit.AdminCustomFields, after.ID, action, changes, previous)
 	})
 	if err != nil {
 		return CustomField{}, explain("custom field", err)
 	}
-	return customField(d), nil
+	return CustomFieldOf(d), nil
 }
 
 // DataModels lists the workspace's data models, by name.
