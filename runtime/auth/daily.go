@@ -9,9 +9,10 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// dayKey names one key's count of one UTC day (YYYY-MM-DD).
+// dayKey names one key's count of one UTC day (days since the Unix epoch: no formatting per request).
 type dayKey struct {
-	key, day string
+	key string
+	day int64
 }
 
 // dayCount is what this server answered a key on one day and has not written yet.
@@ -24,7 +25,7 @@ type dayCount struct {
 // refusal (403 or 429). It writes nothing: FlushUsage adds the counts to key_usage_daily once per
 // interval, so counting costs a request no database round trip.
 func (d *Directory) Count(k *Key, refused bool, now time.Time) {
-	dk := dayKey{key: k.ID, day: now.UTC().Format(time.DateOnly)}
+	dk := dayKey{key: k.ID, day: now.Unix() / 86400}
 	d.useMu.Lock()
 	defer d.useMu.Unlock()
 	if d.daily == nil {
@@ -54,7 +55,7 @@ func (d *Directory) flushDaily(ctx context.Context) error {
 	d.useMu.Unlock()
 	var errs []error
 	for dk, c := range batch {
-		_, err := d.st.Exec(store.WithWorkspace(ctx, c.workspace), d.d.Bind(upsertDaily, c.workspace, dk.key, dk.day, c.requests, c.refusals))
+		_, err := d.st.Exec(store.WithWorkspace(ctx, c.workspace), d.d.Bind(upsertDaily, c.workspace, dk.key, time.Unix(dk.day*86400, 0).UTC().Format(time.DateOnly), c.requests, c.refusals))
 		if err == nil {
 			continue
 		}
