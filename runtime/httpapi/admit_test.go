@@ -30,7 +30,7 @@ func TestAdmitMore(t *testing.T) {
 count INTEGER NOT NULL, PRIMARY KEY (workspace_id, period))`)); err != nil {
 		t.Fatal(err)
 	}
-	h := &Handler{limiter: limits.NewLocal(), quota: limits.NewQuota(st)}
+	h := &Handler{core: &core{limiter: limits.NewLocal(), quota: limits.NewQuota(st)}}
 	now := time.Date(2031, 3, 15, 12, 0, 0, 0, time.UTC)
 	h.SetClock(func() time.Time { return now })
 	ten, twelve := int64(10), int64(12)

@@ -54,20 +54,32 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// Ready checks the parts a request needs (GET /readyz); nil: always ready.
 	Ready func(ctx context.Context) []Check
+	// ReadyDetails adds members to GET /readyz's answer (the definitions version served); nil adds none.
+	ReadyDetails func() map[string]any
 	// FailedAuthPerMinute is how many failing keys one client address may present a minute before its
 	// keys are refused with 429 without a lookup (except keys that authenticated here lately); 0: no bound.
 	FailedAuthPerMinute int64
 }
 
-// Handler is the API's http.Handler.
+// Handler is the API's http.Handler for one definitions generation: the record service, the admin
+// operations, the catalog, the OpenAPI document and the router built from them. What outlives a
+// generation — keys, limits, idempotency, metrics, draining — is in the core every generation shares.
+// Whichever generation's ServeHTTP the listener calls, a request is served by the current one, loaded
+// once when it starts: a request in flight finishes on the generation it started with (Swap).
 type Handler struct {
-	svc       *records.Service
+	*core
+	svc     *records.Service
+	admin   *admin.Service
+	cat     *model.Catalog
+	openapi *Document
+	wsDocs  workspaceDocs // the documents served for keys (workspaceOpenAPI)
+	router  *bunrouter.Router
+}
+
+// core is the state every generation of a Handler shares.
+type core struct {
 	dir       *auth.Directory
-	admin     *admin.Service
-	cat       *model.Catalog
 	log       *slog.Logger
-	openapi   *Document
-	wsDocs    workspaceDocs // the documents served for keys (workspaceOpenAPI)
 	publicURL string
 	proxies   []netip.Prefix
 	limiter   limits.Limiter
@@ -77,22 +89,50 @@ type Handler struct {
 	timeout   time.Duration
 	metrics   *metrics.Metrics
 	ready     func(ctx context.Context) []Check
+	details   func() map[string]any
 	draining  atomic.Bool
 	clock     atomic.Pointer[func() time.Time] // admission's clock (SetClock); nil: time.Now
-	router    *bunrouter.Router
+	current   atomic.Pointer[Handler]          // the generation that serves new requests
+}
+
+// Generation is what changes with the definitions: the services built over one catalog and the
+// document describing it.
+type Generation struct {
+	Records *records.Service
+	Admin   *admin.Service
+	OpenAPI *Document
 }
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	h := &Handler{svc: cfg.Records, dir: cfg.Directory, admin: cfg.Admin, cat: cfg.Records.Catalog(), log: cfg.Logger, openapi: cfg.OpenAPI, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
-		metrics: cfg.Metrics, ready: cfg.Ready}
-	h.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
-	if h.timeout <= 0 {
-		h.timeout = 10 * time.Second
+	c := &core{dir: cfg.Directory, log: cfg.Logger, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
+		metrics: cfg.Metrics, ready: cfg.Ready, details: cfg.ReadyDetails}
+	c.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
+	if c.timeout <= 0 {
+		c.timeout = 10 * time.Second
 	}
-	if h.log == nil {
-		h.log = slog.Default()
+	if c.log == nil {
+		c.log = slog.Default()
 	}
+	return c.swap(Generation{Records: cfg.Records, Admin: cfg.Admin, OpenAPI: cfg.OpenAPI})
+}
+
+// Swap makes g serve every request that starts from now on, and returns its handler; requests already
+// running finish on the generation they started with.
+func (h *Handler) Swap(g Generation) *Handler { return h.core.swap(g) }
+
+// Current returns the generation serving new requests.
+func (h *Handler) Current() *Handler { return h.core.current.Load() }
+
+func (c *core) swap(g Generation) *Handler {
+	h := &Handler{core: c, svc: g.Records, admin: g.Admin, cat: g.Records.Catalog(), openapi: g.OpenAPI}
+	h.router = h.routes()
+	c.current.Store(h)
+	return h
+}
+
+// routes builds the router of h's catalog.
+func (h *Handler) routes() *bunrouter.Router {
 	r := bunrouter.New(
 		bunrouter.WithNotFoundHandler(h.unmatched),
 		bunrouter.WithMethodNotAllowedHandler(h.unmatched),
@@ -125,8 +165,7 @@ func New(cfg Config) *Handler {
 			r.Handle(m, rt.Path, h.unmatched)
 		}
 	}
-	h.router = r
-	return h
+	return r
 }
 
 // endpoint returns the handler of rt.
@@ -250,6 +289,7 @@ const StatusClientClosed = 499
 // ServeHTTP gives every request an id, recovers panics, writes the envelope for any error, and logs
 // and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h = h.core.current.Load() // the generation this request runs on, to its end
 	start := time.Now()
 	defer h.metrics.RequestStarted()()
 	id := uuid.NewString()

@@ -76,12 +76,25 @@ func (h *Handler) readyz(w http.ResponseWriter, req bunrouter.Request) error {
 		if len(degraded) > 0 {
 			status = "degraded"
 		}
-		writeJSON(w, 200, map[string]any{"status": status, "checks": checks})
+		body := map[string]any{"status": status, "checks": checks}
+		h.addDetails(body)
+		writeJSON(w, 200, body)
 		return nil
 	}
 	sort.Strings(failing)
 	e := apierr.New(apierr.ServiceUnavailable, "Not ready: "+strings.Join(failing, ", ")+".")
 	e.Details = map[string]any{"checks": checks}
+	h.addDetails(e.Details)
 	e.Header = http.Header{"Retry-After": {"1"}}
 	return e
+}
+
+// addDetails adds the server's own members (Config.ReadyDetails) to a readiness answer.
+func (h *Handler) addDetails(body map[string]any) {
+	if h.details == nil {
+		return
+	}
+	for k, v := range h.details() {
+		body[k] = v
+	}
 }

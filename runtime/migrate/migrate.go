@@ -7,6 +7,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -22,7 +23,15 @@ type Options struct {
 	// AllowDestructive drops columns that no field declares any more. Without it such columns are
 	// reported in Result.Pending and left alone.
 	AllowDestructive bool
+	// DryRun runs the migration and rolls it back: Result says what it would apply (a plan).
+	DryRun bool
+	// Then runs in the migration's transaction once it has succeeded (not on a dry run): what must
+	// change with the schema, such as the definitions version served (runtime/defset).
+	Then func(q store.Querier) error
 }
+
+// errDryRun rolls back a dry run's transaction.
+var errDryRun = errors.New("dry run")
 
 // Result says what a migration did.
 type Result struct {
@@ -72,8 +81,20 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 		if err := checkLeakproof(ctx, q, d, res); err != nil {
 			return err
 		}
-		return recordFingerprint(ctx, q, d, cat)
+		if opts.DryRun {
+			return errDryRun
+		}
+		if err := recordFingerprint(ctx, q, d, cat); err != nil {
+			return err
+		}
+		if opts.Then != nil {
+			return opts.Then(q)
+		}
+		return nil
 	})
+	if opts.DryRun && errors.Is(err, errDryRun) {
+		return res, nil
+	}
 	if err != nil {
 		return nil, err
 	}

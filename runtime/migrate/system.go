@@ -156,6 +156,15 @@ func systemTables(d sqlgen.Dialect) []systemTable {
 ){strict}`),
 			`CREATE UNIQUE INDEX console_sessions_token_idx ON console_sessions (token_hash)`,
 			`CREATE INDEX console_sessions_member_idx ON console_sessions (workspace_id, member_id)`}},
+		// Every definitions set applied (docs/issue-25.md): its files as one JSON object (path → text),
+		// keyed by the SHA-256 of those files; settings.definitions_version names the one served.
+		{"definitions_versions", []string{r(`CREATE TABLE definitions_versions (
+  id TEXT PRIMARY KEY,
+  files TEXT NOT NULL,
+  applied_at {ts} NOT NULL,
+  applied_by TEXT NOT NULL,
+  changes TEXT NOT NULL
+){strict}`)}},
 		{"usage_counters", []string{r(`CREATE TABLE usage_counters (
   workspace_id {uuid} NOT NULL,
   period TEXT NOT NULL,

@@ -35,6 +35,7 @@ var noRowSecurity = map[string]string{
 	"data_models":        "addressed by model id alone (recordsctl model …)",
 	"webhook_endpoints":  "addressed by endpoint id (recordsctl webhook …); holds no record values",
 	"webhook_deliveries": "leased by every server's dispatcher across workspaces (FOR UPDATE SKIP LOCKED); ids and times only, the payload is read from events under the workspace's scope",
+	"definitions_versions": "the definitions sets applied: one for the whole installation, no workspace's data",
 	"console_links":      "a one-time sign-in token is redeemed by its hash before any workspace is known; hashes and times only",
 	"console_sessions":   "looked up by the session secret's hash to authenticate a console request, before the workspace is known; hashes and times only",
 	"webhook_attempts":   "the delivery log, written by the dispatcher outside a workspace scope; statuses and the start of the receiver's answer, no record values",
