@@ -66,6 +66,9 @@ func commands() map[string]command {
 		"webhook replay":        {webhookReplayUsage, "send a webhook endpoint one event, or every event after a sequence, again", cmdWebhookReplay},
 		"seed":                  {"seed --workspace W --resource R --count N [--model-id M] [--seed S] [--batch B]", "create synthetic records", cmdSeed},
 		"definitions lint":      {"definitions lint [DIR]", "check the definitions and report every problem", cmdLint},
+		"definitions diff":      {"definitions diff [DIR]", "show what applying the definitions in DIR would change: the definitions and the database migration", cmdDefinitionsApply(true)},
+		"definitions apply":     {"definitions apply [DIR] [--allow-destructive]", "validate and apply the definitions in DIR: every server on the database serves them within seconds, without a restart", cmdDefinitionsApply(false)},
+		"definitions versions":  {"definitions versions [--limit N]", "list the definitions versions applied to the database, newest first, and the one served", cmdDefinitionsVersions},
 		"plugins list":          {"plugins list [--plugins DIR]", "start the plugins the definitions name and report their health", cmdPluginsList},
 		"openapi":               {"openapi [--server-url URL]", "print the OpenAPI document recordsd serves", cmdOpenAPI},
 	}

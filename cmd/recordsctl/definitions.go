@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"strings"
+	"time"
 
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/defset"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/server"
 )
@@ -85,5 +88,119 @@ func cmdPluginsList(*flag.FlagSet) func(*env, config.Config, []string) error {
 			lines = append(lines, "no definition names a plugin")
 		}
 		return e.emit(map[string]any{"plugins": st}, strings.Join(lines, "\n"))
+	}
+}
+
+// cmdDefinitionsApply applies the definitions directory (or, with plan, only shows what applying it
+// would do): the set is validated whole, the migration planned, destructive changes refused without
+// --allow-destructive (docs/issue-25.md).
+func cmdDefinitionsApply(plan bool) func(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	return func(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+		destructive := fs.Bool("allow-destructive", false, "also apply destructive changes (a resource, field, association, role or plan removed, a column dropped)")
+		return func(e *env, cfg config.Config, pos []string) error {
+			verb := "apply"
+			if plan {
+				verb = "diff"
+			}
+			if len(pos) > 1 {
+				return suggest.Usage(fmt.Errorf("usage: recordsctl definitions %s [DIR]", verb))
+			}
+			dir := cfg.DefinitionsDir
+			if len(pos) == 1 {
+				dir = pos[0]
+			}
+			by := "recordsctl"
+			if u, err := user.Current(); err == nil {
+				by += " (" + u.Username + ")"
+			}
+			set, p, err := server.ApplyDefinitions(e.ctx, cfg, dir, defset.Options{AllowDestructive: *destructive, DryRun: plan, By: by})
+			if p == nil {
+				if err != nil && e.json {
+					_ = json.NewEncoder(e.stdout).Encode(map[string]any{"ok": false, "errors": strings.Split(strings.TrimPrefix(err.Error(), "definitions:\n"), "\n")})
+				}
+				return err
+			}
+			if e.json {
+				if encErr := json.NewEncoder(e.stdout).Encode(map[string]any{"ok": err == nil, "applied": err == nil && !plan && !p.Unchanged, "plan": p}); encErr != nil {
+					return encErr
+				}
+				return err
+			}
+			if _, werr := fmt.Fprint(e.stdout, planText(set, p, plan, err == nil)); werr != nil {
+				return werr
+			}
+			return err
+		}
+	}
+}
+
+// planText prints a plan for people.
+func planText(set *defset.Set, p *defset.Plan, dryRun, ok bool) string {
+	var b strings.Builder
+	from := defset.Short(p.From)
+	if from == "" {
+		from = "none stored"
+	}
+	fmt.Fprintf(&b, "definitions version %s (serving: %s)\n", set.Short(), from)
+	section := func(title string, lines []string) {
+		if len(lines) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "%s:\n", title)
+		for _, l := range lines {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
+	section("changes", p.Changes)
+	section("migration", p.Migration)
+	section("destructive (needs --allow-destructive)", p.Destructive)
+	section("blocked (no apply can make these)", p.Blocked)
+	switch {
+	case p.Unchanged:
+		b.WriteString("nothing to apply: the database serves this version\n")
+	case !ok:
+	case dryRun:
+		b.WriteString("not applied (diff); recordsctl definitions apply applies it\n")
+	default:
+		fmt.Fprintf(&b, "applied: every server on this database serves version %s within seconds\n", set.Short())
+	}
+	return b.String()
+}
+
+// cmdDefinitionsVersions lists the stored definitions versions.
+func cmdDefinitionsVersions(fs *flag.FlagSet) func(*env, config.Config, []string) error {
+	limit := fs.Int("limit", 20, "how many versions to list, newest first")
+	return func(e *env, cfg config.Config, pos []string) error {
+		if err := need(pos, 0, "definitions versions [--limit N]"); err != nil {
+			return err
+		}
+		if *limit < 1 || *limit > 1000 {
+			return suggest.Usage(errors.New("--limit must be between 1 and 1000"))
+		}
+		current, versions, err := server.DefinitionsHistory(e.ctx, cfg, *limit)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			Version   string    `json:"version"`
+			Current   bool      `json:"current"`
+			AppliedAt time.Time `json:"applied_at"`
+			AppliedBy string    `json:"applied_by"`
+			Changes   []string  `json:"changes"`
+		}
+		rows := make([]row, 0, len(versions))
+		lines := make([]string, 0, len(versions)+1)
+		for _, v := range versions {
+			rows = append(rows, row{Version: v.ID, Current: v.ID == current, AppliedAt: v.AppliedAt, AppliedBy: v.AppliedBy, Changes: v.Changes})
+			mark := " "
+			if v.ID == current {
+				mark = "*"
+			}
+			lines = append(lines, fmt.Sprintf("%s %s  %s  %s  (%d changes)", mark, defset.Short(v.ID), v.AppliedAt.Format(time.RFC3339), v.AppliedBy, len(v.Changes)))
+		}
+		if len(lines) == 0 {
+			lines = append(lines, "no definitions version stored yet (recordsd stores its directory's at its start)")
+		}
+		return e.emit(map[string]any{"current": current, "versions": rows}, strings.Join(lines, "\n"))
 	}
 }

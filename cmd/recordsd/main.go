@@ -129,6 +129,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	log.Info("configuration", "version", version.Get().Version, "file", file, "config", cfg)
 
+	// From here a SIGHUP reloads the definitions (once serving) instead of ending the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	srv, err := server.New(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -173,7 +177,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			log.Warn("demo console link", "err", err)
 		}
 	}
+	go reloadOnHangup(ctx, hup, srv, log)
 	return srv.Serve(ctx, ln)
+}
+
+// reloadOnHangup reads the definitions directory again on each SIGHUP (server.Reload): applied and
+// served at once when valid, refused and reported (log, metric, /readyz) when not, the server serving on
+// either way.
+func reloadOnHangup(ctx context.Context, hup <-chan os.Signal, srv *server.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		log.Info("SIGHUP: reading the definitions directory again")
+		if err := srv.Reload(ctx); err != nil {
+			log.Error("SIGHUP: definitions not applied", "err", err)
+		}
+	}
 }
 
 // newLogger returns the logger of cfg.LogLevel and cfg.LogFormat (checked by Validate) on w.

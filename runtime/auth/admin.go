@@ -154,8 +154,8 @@ func (d *Directory) checkModelFields(fields map[string]ModelField) error {
 		case !ok:
 			errs = append(errs, field.New(field.CodeOption, p.Child("type"), fmt.Sprintf("field %q: %s", k, suggest.Unknown("type", f.Type, model.TypeNames()))))
 		case t == model.Reference:
-			if _, ok := d.cat.Resource(f.Target); !ok {
-				errs = append(errs, field.New(field.CodeOption, p.Child("target"), fmt.Sprintf("field %q: target: %s", k, suggest.Unknown("resource", f.Target, d.cat.ResourceNames(false)))))
+			if _, ok := d.catalog().Resource(f.Target); !ok {
+				errs = append(errs, field.New(field.CodeOption, p.Child("target"), fmt.Sprintf("field %q: target: %s", k, suggest.Unknown("resource", f.Target, d.catalog().ResourceNames(false)))))
 			}
 		}
 	}

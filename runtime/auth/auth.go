@@ -127,7 +127,7 @@ type Principal struct {
 type Directory struct {
 	st  store.Store
 	d   sqlgen.Dialect
-	cat *model.Catalog
+	cat atomic.Pointer[model.Catalog] // the definitions served (SetCatalog)
 	now func() time.Time
 	// Notified, when set, runs inside the transaction that writes a member's notification (a key
 	// expiry reminder): the server records it in the change feed there. Set it before serving.
@@ -220,8 +220,19 @@ func NewDirectory(st store.Store, cat *model.Catalog, now func() time.Time) *Dir
 	if now == nil {
 		now = time.Now
 	}
-	return &Directory{st: st, d: st.Dialect(), cat: cat, now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{},
+	d := &Directory{st: st, d: st.Dialect(), now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{},
 		counted: st.Dialect().Kind() == sqlgen.SQLite}
+	d.cat.Store(cat)
+	return d
+}
+
+func (d *Directory) catalog() *model.Catalog { return d.cat.Load() }
+
+// SetCatalog makes d resolve plans, roles and resources in cat from now on (a new definitions
+// version), and forgets the principals it remembers, which hold the previous version's roles and plan.
+func (d *Directory) SetCatalog(cat *model.Catalog) {
+	d.cat.Store(cat)
+	d.forgetLocal()
 }
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
@@ -234,8 +245,8 @@ func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Wo
 	if name == "" || len(name) > 200 {
 		return nil, fmt.Errorf("%w: workspace name must be 1 to 200 characters", ErrInvalid)
 	}
-	if _, ok := d.cat.Plan(plan); !ok {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.cat.PlanNames()))
+	if _, ok := d.catalog().Plan(plan); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.catalog().PlanNames()))
 	}
 	w := &Workspace{ID: newID(), Name: name, Plan: plan}
 	now := d.ts()
@@ -249,8 +260,8 @@ func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Wo
 // SetPlan moves a workspace to plan.
 func (d *Directory) SetPlan(ctx context.Context, id, plan string) error {
 	defer d.forget()
-	if _, ok := d.cat.Plan(plan); !ok {
-		return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.cat.PlanNames()))
+	if _, ok := d.catalog().Plan(plan); !ok {
+		return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.catalog().PlanNames()))
 	}
 	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE workspaces SET plan = ?, updated_at = ? WHERE id = ?", plan, d.ts(), strings.ToLower(id)))
 	if err != nil {
@@ -309,7 +320,7 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 			}
 			return err
 		}
-		if res, ok := d.cat.Resource("entity_members"); ok {
+		if res, ok := d.catalog().Resource("entity_members"); ok {
 			values := map[string]any{"created_at": now, "updated_at": now, "custom_fields": "{}", "owner_id": m.ID}
 			set := func(key string, v any) {
 				if f, ok := res.Field(key); ok && !f.Managed && v != nil && v != "" {
@@ -361,8 +372,8 @@ func (d *Directory) CreateKey(ctx context.Context, member string, o KeyOptions) 
 		return nil, "", fmt.Errorf("%w: expiry must be after now and at most one year away", ErrInvalid)
 	}
 	for _, r := range o.Resources {
-		if _, ok := d.cat.Resource(r); !ok {
-			return nil, "", fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("resource", r, d.cat.ResourceNames(false)))
+		if _, ok := d.catalog().Resource(r); !ok {
+			return nil, "", fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("resource", r, d.catalog().ResourceNames(false)))
 		}
 	}
 	for _, ip := range o.AllowIPs {
@@ -670,7 +681,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	if mfaAt != nil && mfaAt.After(p.Key.Assurance()) {
 		return nil, &apierr.Error{Code: apierr.KeyAssuranceStale, Message: "A new MFA factor was verified after this key was created; sign in with MFA and create a replacement key."}
 	}
-	plan, ok := d.cat.Plan(p.Workspace.Plan)
+	plan, ok := d.catalog().Plan(p.Workspace.Plan)
 	if !ok || !plan.APIAccess {
 		return nil, &apierr.Error{Code: apierr.PlanUpgradeRequired, Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
 	}

@@ -113,7 +113,7 @@ func (d *Directory) ListRoles(ctx context.Context, workspace string) ([]RoleEntr
 		return nil, err
 	}
 	out := []RoleEntry{}
-	for _, r := range d.cat.Roles {
+	for _, r := range d.catalog().Roles {
 		out = append(out, RoleEntryOf(r, true))
 	}
 	err := d.st.Query(ctx, d.d.Bind("SELECT name, definition FROM workspace_roles WHERE workspace_id = ? ORDER BY name", workspace), func(row []any) error {

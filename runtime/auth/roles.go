@@ -23,7 +23,7 @@ func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data [
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w:\n%v", ErrInvalid, errs)
 	}
-	roles, errs := d.cat.CompileRoles(file, parsed)
+	roles, errs := d.catalog().CompileRoles(file, parsed)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w:\n%v", ErrInvalid, errs)
 	}
@@ -49,7 +49,7 @@ func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data [
 // storeRole creates (create true) or replaces role r of workspace in q's transaction, and returns the
 // role it replaced (nil on create).
 func (d *Directory) storeRole(ctx context.Context, q store.Querier, workspace string, r *model.Role, create bool) (*model.Role, error) {
-	if _, builtin := d.cat.Role(r.Name); builtin {
+	if _, builtin := d.catalog().Role(r.Name); builtin {
 		return nil, &InvalidError{Errors: field.ErrorList{field.New(field.CodeInvalid, field.NewPath("name"), r.Name+" is a built-in role (definitions/roles.yaml)")}}
 	}
 	def, _ := json.Marshal(r)
@@ -85,10 +85,10 @@ func (d *Directory) storeRole(ctx context.Context, q store.Querier, workspace st
 // checkRole checks that name is a built-in role or a role of workspace; when it is neither, the error
 // lists the roles there are.
 func (d *Directory) checkRole(ctx context.Context, q store.Querier, workspace, name string) error {
-	if _, ok := d.cat.Role(name); ok {
+	if _, ok := d.catalog().Role(name); ok {
 		return nil
 	}
-	names := d.cat.RoleNames()
+	names := d.catalog().RoleNames()
 	err := q.Query(ctx, d.d.Bind("SELECT name FROM workspace_roles WHERE workspace_id = ?", workspace), func(row []any) error {
 		names = append(names, store.Text(row[0]))
 		return nil
@@ -107,7 +107,7 @@ func (d *Directory) checkRole(ctx context.Context, q store.Querier, workspace, n
 // resolveRole returns the built-in role name or, failing that, the workspace role stored as def (nil
 // when the workspace has no such role either).
 func (d *Directory) resolveRole(name string, def any) (*model.Role, error) {
-	if r, ok := d.cat.Role(name); ok {
+	if r, ok := d.catalog().Role(name); ok {
 		return r, nil
 	}
 	if def == nil {

@@ -253,7 +253,7 @@ WHERE s.token_hash = ?`, hashSecret(secret)), func(row []any) error {
 		}
 	}
 	p.Member.Active = true
-	plan, ok := d.cat.Plan(p.Workspace.Plan)
+	plan, ok := d.catalog().Plan(p.Workspace.Plan)
 	if !ok {
 		return nil, fmt.Errorf("session: workspace %s has plan %q, which the definitions do not declare", p.Workspace.ID, p.Workspace.Plan)
 	}

@@ -189,7 +189,7 @@ WHERE m.workspace_id = ? AND m.active = ?`, workspace, true), func(row []any) er
 // roleIn returns role name as members of workspace get it: built-in or the workspace's (nil when it is
 // neither).
 func (d *Directory) roleIn(ctx context.Context, q store.Querier, workspace, name string) (*model.Role, error) {
-	if r, ok := d.cat.Role(name); ok {
+	if r, ok := d.catalog().Role(name); ok {
 		return r, nil
 	}
 	var def any
@@ -215,7 +215,7 @@ func (d *Directory) Role(ctx context.Context, workspace, name string) (RoleEntry
 	if r == nil {
 		return RoleEntry{}, fmt.Errorf("role %s: %w", name, ErrNotFound)
 	}
-	_, builtin := d.cat.Role(name)
+	_, builtin := d.catalog().Role(name)
 	return RoleEntryOf(r, builtin), nil
 }
 
@@ -241,7 +241,7 @@ func (d *Directory) CompileRole(name string, definition []byte) (*model.Role, er
 	parsed, errs := spec.ParseRoles(file, doc)
 	if len(errs) == 0 {
 		var roles []*model.Role
-		roles, errs = d.cat.CompileRoles(file, parsed)
+		roles, errs = d.catalog().CompileRoles(file, parsed)
 		if len(errs) == 0 && len(roles) == 1 {
 			return roles[0], nil
 		}

@@ -54,9 +54,15 @@ var ErrBlocked = errors.New("the definitions make changes the migration cannot a
 // the Plan is returned either way. With opts.DryRun it stops after the plan.
 func Apply(ctx context.Context, st store.Store, s *Set, opts Options) (*Plan, error) {
 	d := st.Dialect()
-	cur, err := Current(ctx, st, d)
+	migrated, err := migrate.TableExists(ctx, st, "definitions_versions")
 	if err != nil {
 		return nil, err
+	}
+	cur := ""
+	if migrated {
+		if cur, err = Current(ctx, st, d); err != nil {
+			return nil, err
+		}
 	}
 	p := &Plan{From: cur, To: s.ID, Changes: []string{}, Migration: []string{}, Destructive: []string{}, Blocked: []string{}}
 	var from *model.Catalog
@@ -79,11 +85,13 @@ func Apply(ctx context.Context, st store.Store, s *Set, opts Options) (*Plan, er
 	} else {
 		p.Changes = append(p.Changes, "the first definitions version stored in this database")
 	}
-	clashes, err := customClashes(ctx, st, s.Catalog)
-	if err != nil {
-		return nil, err
+	if migrated {
+		clashes, err := customClashes(ctx, st, s.Catalog)
+		if err != nil {
+			return nil, err
+		}
+		p.Blocked = append(p.Blocked, clashes...)
 	}
-	p.Blocked = append(p.Blocked, clashes...)
 	dry, err := migrate.Run(ctx, st, s.Catalog, migrate.Options{AllowDestructive: true, DryRun: true})
 	if err != nil {
 		return nil, fmt.Errorf("plan the migration: %w", err)

@@ -187,7 +187,12 @@ func Known(ctx context.Context, q store.Querier, d sqlgen.Dialect, id string) (b
 	return found, nil
 }
 
-// save stores s (once: a set applied again keeps its first row's files) and makes it the version served.
+// ByStart is Stored.AppliedBy of a set a server's start stored: its definitions directory, served
+// because no version applied since superseded it (see server.chooseSet).
+const ByStart = "recordsd start"
+
+// save stores s and makes it the version served; a set stored before is made current again, with the
+// time, actor and changes of this application.
 func save(ctx context.Context, q store.Querier, d sqlgen.Dialect, s *Set, by string, changes []string, now time.Time) error {
 	files := make(map[string]string, len(s.Files))
 	for name, data := range s.Files {
@@ -201,7 +206,7 @@ func save(ctx context.Context, q store.Querier, d sqlgen.Dialect, s *Set, by str
 		changes = []string{}
 	}
 	cj, _ := json.Marshal(changes)
-	if _, err := q.Exec(ctx, d.Bind("INSERT INTO definitions_versions (id, files, applied_at, applied_by, changes) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+	if _, err := q.Exec(ctx, d.Bind("INSERT INTO definitions_versions (id, files, applied_at, applied_by, changes) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET applied_at = excluded.applied_at, applied_by = excluded.applied_by, changes = excluded.changes",
 		s.ID, string(fj), now.UTC().Truncate(time.Microsecond), by, string(cj))); err != nil {
 		return fmt.Errorf("store definitions version: %w", err)
 	}
@@ -244,4 +249,3 @@ func FromStored(s *Stored) (*Set, error) {
 	}
 	return set, nil
 }
-

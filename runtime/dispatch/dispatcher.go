@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,7 +56,7 @@ const (
 type Dispatcher struct {
 	st     store.Store
 	reg    *Registry
-	svc    *records.Service
+	svc    atomic.Pointer[records.Service] // the record service of the definitions served (SetRecords)
 	seq    *events.Sequencer
 	client *http.Client
 	owner  string
@@ -78,10 +79,16 @@ type Dispatcher struct {
 // NewDispatcher returns a dispatcher of reg's endpoints whose payloads svc shapes, posting with client
 // (webhooks.NewClient), that writes its notices through seq.
 func NewDispatcher(st store.Store, reg *Registry, svc *records.Service, seq *events.Sequencer, client *http.Client) *Dispatcher {
-	return &Dispatcher{st: st, reg: reg, svc: svc, seq: seq, client: client, owner: uuid.NewString(), Now: time.Now,
+	d := &Dispatcher{st: st, reg: reg, seq: seq, client: client, owner: uuid.NewString(), Now: time.Now,
 		Schedule:    func(n int) (time.Duration, bool) { return webhooks.NextAttempt(n, rand.Float64) },
 		Concurrency: DefaultConcurrency, Lease: DefaultLease, Poll: DefaultPoll, kick: make(chan struct{}, 1)}
+	d.svc.Store(svc)
+	return d
 }
+
+// SetRecords makes deliveries shape events with svc from now on (the record service of a new
+// definitions version).
+func (d *Dispatcher) SetRecords(svc *records.Service) { d.svc.Store(svc) }
 
 // Numbered implements events.Subscriber (Registry.Numbered).
 func (d *Dispatcher) Numbered(ctx context.Context, q store.Querier, workspace string, evs []events.Numbered) error {
@@ -185,7 +192,7 @@ func (d *Dispatcher) drain(ctx context.Context, l leased) error {
 	if err != nil {
 		return d.release(ctx, l, err)
 	}
-	owner, err := d.svc.MemberActor(wctx, l.workspace, ep.Member)
+	owner, err := d.svc.Load().MemberActor(wctx, l.workspace, ep.Member)
 	ownerGone := errors.Is(err, records.ErrMemberNotFound)
 	if err != nil && !ownerGone {
 		return d.release(ctx, l, err)
@@ -215,7 +222,7 @@ func (d *Dispatcher) drain(ctx context.Context, l leased) error {
 				}
 				continue
 			}
-			ev, visible, err := d.svc.EventFor(wctx, owner, stored)
+			ev, visible, err := d.svc.Load().EventFor(wctx, owner, stored)
 			if err != nil {
 				return d.release(ctx, l, err)
 			}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,7 +66,7 @@ var ErrNotFound = errors.New("webhook endpoint not found in this workspace")
 // Registry keeps the workspaces' endpoints.
 type Registry struct {
 	st  store.Store
-	cat *model.Catalog
+	cat atomic.Pointer[model.Catalog] // the definitions served (SetCatalog)
 	// AllowPrivate lets endpoints name loopback and private addresses (the setting
 	// webhook_allow_private_addresses; tests use it).
 	AllowPrivate bool
@@ -74,8 +75,13 @@ type Registry struct {
 
 // NewRegistry returns the registry of st's endpoints, whose filters name cat's resources.
 func NewRegistry(st store.Store, cat *model.Catalog, allowPrivate bool) *Registry {
-	return &Registry{st: st, cat: cat, AllowPrivate: allowPrivate, now: time.Now}
+	g := &Registry{st: st, AllowPrivate: allowPrivate, now: time.Now}
+	g.cat.Store(cat)
+	return g
 }
+
+// SetCatalog makes endpoint filters name cat's resources from now on (a new definitions version).
+func (g *Registry) SetCatalog(cat *model.Catalog) { g.cat.Store(cat) }
 
 const endpointColumns = "workspace_id, id, member_id, url, description, CAST(event_types AS TEXT), CAST(resources AS TEXT), enabled, disabled_reason, created_at, updated_at"
 
@@ -95,14 +101,14 @@ func (g *Registry) check(in Input, create bool) field.ErrorList {
 	}
 	if in.EventTypes != nil {
 		for i, t := range *in.EventTypes {
-			if !events.KnownType(t, func(name string) bool { _, ok := g.cat.Resource(name); return ok }) {
+			if !events.KnownType(t, func(name string) bool { _, ok := g.cat.Load().Resource(name); return ok }) {
 				errs = append(errs, field.New(field.CodeOption, field.NewPath("event_types").Index(i), fmt.Sprintf("%q is not an event type", t)))
 			}
 		}
 	}
 	if in.Resources != nil {
 		for i, r := range *in.Resources {
-			if _, ok := g.cat.Resource(r); !ok && !events.IsNoticeResource(r) {
+			if _, ok := g.cat.Load().Resource(r); !ok && !events.IsNoticeResource(r) {
 				errs = append(errs, field.New(field.CodeOption, field.NewPath("resources").Index(i), fmt.Sprintf("%q is not a resource", r)))
 			}
 		}

@@ -19,7 +19,8 @@ const Namespace = "records"
 
 // Metrics is the server's set of series, on its own registry.
 type Metrics struct {
-	reg *prometheus.Registry
+	reg  *prometheus.Registry
+	defs definitionsMetrics
 
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
@@ -96,6 +97,7 @@ func New() *Metrics {
 		Help:    "Time from a write's commit to its event's successful delivery to an endpoint.",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 3600, 86400},
 	})
+	m.defs = newDefinitionsMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.duration, m.responseBytes, m.inFlight, m.rateLimited, m.quotaRefused, m.replays,
 		m.pluginCalls, m.pluginTime, m.pluginStarts, m.events, m.deliveries, m.deliveryLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

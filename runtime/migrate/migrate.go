@@ -464,3 +464,9 @@ func dropUndeclaredUnique(ctx context.Context, q store.Querier, table string, ha
 	}
 	return nil
 }
+
+// TableExists reports whether the database has the table name (a system table: whether a migration
+// has created it yet).
+func TableExists(ctx context.Context, st store.Store, name string) (bool, error) {
+	return tableExists(ctx, st, st.Dialect(), name)
+}

@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/defset"
+	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // AdminOptions say what an administrative command (recordsctl) needs of the backend, so that a command
@@ -27,7 +30,49 @@ type AdminOptions struct {
 
 // OpenAdmin is Open for an administrative command: it does what opts ask and no more.
 func OpenAdmin(ctx context.Context, cfg config.Config, opts AdminOptions) (*Backend, error) {
-	return open(ctx, cfg, openOptions{schemas: opts.Schemas, create: opts.Migrate, migrate: opts.Migrate})
+	return open(ctx, cfg, openOptions{schemas: opts.Schemas, create: opts.Migrate, migrate: opts.Migrate, record: opts.Migrate})
+}
+
+// ApplyDefinitions validates the definitions directory dir whole and applies it to cfg's database
+// (defset.Apply, or only plans it with opts.DryRun): every server on the database switches to it within
+// seconds (docs/issue-25.md).
+func ApplyDefinitions(ctx context.Context, cfg config.Config, dir string, opts defset.Options) (*defset.Set, *defset.Plan, error) {
+	set, err := defset.Dir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sqliteExists(cfg.DB); err != nil {
+		return set, nil, err
+	}
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return set, nil, err
+	}
+	defer st.Close()
+	plan, err := defset.Apply(ctx, st, set, opts)
+	return set, plan, err
+}
+
+// DefinitionsHistory lists the definitions versions cfg's database stored, newest first, and the one
+// it serves.
+func DefinitionsHistory(ctx context.Context, cfg config.Config, limit int) (current string, versions []defset.Stored, err error) {
+	if err := sqliteExists(cfg.DB); err != nil {
+		return "", nil, err
+	}
+	st, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return "", nil, err
+	}
+	defer st.Close()
+	exists, err := migrate.TableExists(ctx, st, "definitions_versions")
+	if err != nil || !exists {
+		return "", []defset.Stored{}, err
+	}
+	if current, err = defset.Current(ctx, st, st.Dialect()); err != nil {
+		return "", nil, err
+	}
+	versions, err = defset.History(ctx, st, st.Dialect(), limit)
+	return current, versions, err
 }
 
 // sqlitePath returns the absolute path of the SQLite file db names, "" when db is not sqlite:PATH.

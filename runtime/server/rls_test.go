@@ -23,22 +23,22 @@ import (
 // noRowSecurity lists the tables that carry workspace_id but no row-level security, and why. A new table
 // with a workspace_id column fails TestRowLevelSecurity until it gets the policy or a line here.
 var noRowSecurity = map[string]string{
-	"members":            "addressed by member id alone (recordsctl member …) and joined to authenticate a key, before any workspace is known",
-	"api_keys":           "looked up by secret hash to authenticate, before the workspace is known",
-	"workspace_roles":    "joined while authenticating a key, before the workspace is known",
-	"member_preferences": "joined by the key reminder job, which runs across workspaces",
-	"key_reminders":      "scanned by the key reminder job across workspaces",
-	"notifications":      "written by the key reminder job across workspaces; read by member (GET /v1/me) before any record scope",
-	"usage_counters":     "quota counters, read and flushed outside any request's workspace scope",
-	"idempotency_keys":   "keyed by API key; claimed before the request's workspace scope and swept across workspaces",
-	"custom_field_defs":  "addressed by definition id alone (recordsctl field …)",
-	"data_models":        "addressed by model id alone (recordsctl model …)",
-	"webhook_endpoints":  "addressed by endpoint id (recordsctl webhook …); holds no record values",
-	"webhook_deliveries": "leased by every server's dispatcher across workspaces (FOR UPDATE SKIP LOCKED); ids and times only, the payload is read from events under the workspace's scope",
+	"members":              "addressed by member id alone (recordsctl member …) and joined to authenticate a key, before any workspace is known",
+	"api_keys":             "looked up by secret hash to authenticate, before the workspace is known",
+	"workspace_roles":      "joined while authenticating a key, before the workspace is known",
+	"member_preferences":   "joined by the key reminder job, which runs across workspaces",
+	"key_reminders":        "scanned by the key reminder job across workspaces",
+	"notifications":        "written by the key reminder job across workspaces; read by member (GET /v1/me) before any record scope",
+	"usage_counters":       "quota counters, read and flushed outside any request's workspace scope",
+	"idempotency_keys":     "keyed by API key; claimed before the request's workspace scope and swept across workspaces",
+	"custom_field_defs":    "addressed by definition id alone (recordsctl field …)",
+	"data_models":          "addressed by model id alone (recordsctl model …)",
+	"webhook_endpoints":    "addressed by endpoint id (recordsctl webhook …); holds no record values",
+	"webhook_deliveries":   "leased by every server's dispatcher across workspaces (FOR UPDATE SKIP LOCKED); ids and times only, the payload is read from events under the workspace's scope",
 	"definitions_versions": "the definitions sets applied: one for the whole installation, no workspace's data",
-	"console_links":      "a one-time sign-in token is redeemed by its hash before any workspace is known; hashes and times only",
-	"console_sessions":   "looked up by the session secret's hash to authenticate a console request, before the workspace is known; hashes and times only",
-	"webhook_attempts":   "the delivery log, written by the dispatcher outside a workspace scope; statuses and the start of the receiver's answer, no record values",
+	"console_links":        "a one-time sign-in token is redeemed by its hash before any workspace is known; hashes and times only",
+	"console_sessions":     "looked up by the session secret's hash to authenticate a console request, before the workspace is known; hashes and times only",
+	"webhook_attempts":     "the delivery log, written by the dispatcher outside a workspace scope; statuses and the start of the receiver's answer, no record values",
 }
 
 // TestRowLevelSecurity checks T1 and T2 of the research note: every tenant table of the records has

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"time"
 
@@ -23,11 +22,11 @@ import (
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
-	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/defset"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/httpapi"
@@ -43,31 +42,26 @@ import (
 
 // LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once.
 func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
-	cat, err := loadCatalog(fsys)
+	files, err := defset.Read(fsys)
 	if err != nil {
 		return nil, nil, err
 	}
-	schemas, err := schema.Compile(cat)
+	set, err := defset.Compile(files)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemas, err := schema.Compile(set.Catalog)
 	if err != nil {
 		return nil, nil, fmt.Errorf("definitions: %w", err)
 	}
-	return cat, schemas, nil
-}
-
-func loadCatalog(fsys fs.FS) (*model.Catalog, error) {
-	set, errs := spec.Load(fsys)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("definitions:\n%w", errs)
-	}
-	cat, errs := model.Compile(set)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("definitions:\n%w", errs)
-	}
-	return cat, nil
+	return set.Catalog, schemas, nil
 }
 
 // Backend is an opened, migrated database with the services over it.
 type Backend struct {
+	// Set is the definitions version opened (docs/issue-25.md); Catalog, Schemas, Custom, Records and
+	// Admin are built from it. A server that switches to another version builds them again (live.go).
+	Set       *defset.Set
 	Catalog   *model.Catalog
 	Schemas   *schema.Set
 	Store     store.Store
@@ -88,11 +82,13 @@ type Backend struct {
 	Dispatcher *dispatch.Dispatcher
 
 	recordsConfig records.Config
+	// note says why the version opened is not the definitions directory's (logged by New).
+	note string
 }
 
 // Open loads the definitions, opens the database (creating a missing SQLite file) and migrates it.
 func Open(ctx context.Context, cfg config.Config) (*Backend, error) {
-	return open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true})
+	return open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, record: true})
 }
 
 // openOptions say what open does beyond loading the definitions and opening the database.
@@ -100,6 +96,9 @@ type openOptions struct {
 	schemas bool // compile the JSON Schemas (validating record bodies needs them)
 	create  bool // a missing SQLite file may be created
 	migrate bool // run the migration even when the database is current (migrate.Current)
+	// record stores the definitions version opened as the one the database serves, when it is not
+	// (recordsd's start, recordsctl migrate: docs/issue-25.md); other commands only read it.
+	record bool
 	// also runs (when not nil) alongside the opening and migration, once the catalog is known.
 	also func(*model.Catalog) error
 }
@@ -116,10 +115,11 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 			return nil, err
 		}
 	}
-	cat, err := loadCatalog(os.DirFS(cfg.DefinitionsDir))
+	local, err := defset.Dir(cfg.DefinitionsDir)
 	if err != nil {
 		return nil, err
 	}
+	cat := local.Catalog
 	var schemas *schema.Set
 	if o.schemas {
 		// Compiled as they are used (or all at once by Server.Serve, once serving).
@@ -130,7 +130,7 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	if o.also != nil {
 		wg.Go(func() { alsoErr = o.also(cat) })
 	}
-	b, err := openStore(ctx, cfg, cat, o.migrate)
+	b, err := openStore(ctx, cfg, local, o.migrate, o.record)
 	wg.Wait()
 	if err := errors.Join(err, alsoErr); err != nil {
 		if b != nil {
@@ -138,54 +138,99 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 		}
 		return nil, err
 	}
-	custom := customfields.New(b.Store, cat)
+	if b.Set != local && o.schemas {
+		schemas = schema.Prepare(b.Set.Catalog)
+	}
 	if cfg.Events {
 		b.Events = events.NewSequencer(b.Store, events.NewHub())
 		b.Events.Retention = cfg.EventRetention
 	}
-	rc := records.Config{Catalog: cat, Schemas: schemas, Store: b.Store, CursorSecret: b.recordsConfig.CursorSecret, Custom: custom,
-		Idempotency: idempotency.New(b.Store, nil), Events: b.Events}
-	b.Schemas, b.Custom, b.recordsConfig = schemas, custom, rc
-	b.Records = records.New(rc)
-	b.Webhooks = dispatch.NewRegistry(b.Store, cat, cfg.WebhookAllowPrivate)
-	b.Admin = admin.New(admin.Config{Catalog: cat, Store: b.Store, Directory: b.Directory, Custom: custom, Webhooks: b.Webhooks, Records: b.Records,
-		CursorSecret: b.recordsConfig.CursorSecret})
+	b.recordsConfig.Store, b.recordsConfig.Idempotency, b.recordsConfig.Events = b.Store, idempotency.New(b.Store, nil), b.Events
+	b.Webhooks = dispatch.NewRegistry(b.Store, b.Set.Catalog, cfg.WebhookAllowPrivate)
+	b.build(b.Set, schemas, nil)
 	if b.Events != nil {
 		b.Events.Subscribe(b.Webhooks) // New subscribes the dispatcher instead, which also delivers
 	}
 	return b, nil
 }
 
-// openStore opens the database, migrates it (always, or only when it is not current) and reads (or
-// makes) the cursor secret.
-func openStore(ctx context.Context, cfg config.Config, cat *model.Catalog, always bool) (*Backend, error) {
+// generation is what one definitions version builds over the backend's store: its catalog's schemas,
+// custom fields, record service, admin operations and plugins (live.go switches between them).
+type generation struct {
+	set     *defset.Set
+	schemas *schema.Set
+	custom  *customfields.Registry
+	records *records.Service
+	admin   *admin.Service
+	plugins *plugins.Host
+}
+
+// generation builds the services of set over b's store, with the plugins of host.
+func (b *Backend) generation(set *defset.Set, schemas *schema.Set, host *plugins.Host) *generation {
+	g := &generation{set: set, schemas: schemas, custom: customfields.New(b.Store, set.Catalog), plugins: host}
+	rc := b.recordsConfig
+	rc.Catalog, rc.Schemas, rc.Custom = set.Catalog, schemas, g.custom
+	if host != nil {
+		rc.Hooks = host
+	}
+	g.records = records.New(rc)
+	g.admin = admin.New(admin.Config{Catalog: set.Catalog, Store: b.Store, Directory: b.Directory, Custom: g.custom, Webhooks: b.Webhooks, Records: g.records,
+		CursorSecret: rc.CursorSecret})
+	return g
+}
+
+// build makes set's generation the backend's.
+func (b *Backend) build(set *defset.Set, schemas *schema.Set, host *plugins.Host) *generation {
+	g := b.generation(set, schemas, host)
+	b.Set, b.Catalog, b.Schemas, b.Custom, b.Records, b.Admin = set, set.Catalog, schemas, g.custom, g.records, g.admin
+	if host != nil {
+		b.Plugins, b.recordsConfig.Hooks = host, host
+	}
+	return g
+}
+
+// openStore opens the database, picks the definitions version to serve (chooseSet), migrates the
+// database to it (always, or only when it is not current), records it as the version served and reads
+// (or makes) the cursor secret.
+func openStore(ctx context.Context, cfg config.Config, local *defset.Set, always, record bool) (*Backend, error) {
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, err
 	}
+	fail := func(err error) (*Backend, error) {
+		st.Close()
+		return nil, err
+	}
+	set, served, note, err := chooseSet(ctx, st, local)
+	if err != nil {
+		return fail(err)
+	}
+	cat := set.Catalog
 	res := &migrate.Result{Applied: []string{}}
 	current := false
 	if !always {
 		if current, err = migrate.Current(ctx, st, cat); err != nil {
-			st.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if !current {
 		if res, err = migrate.Run(ctx, st, cat, migrate.Options{AllowDestructive: cfg.AllowDestructive}); err != nil {
-			st.Close()
-			return nil, fmt.Errorf("migrate: %w", err)
+			return fail(fmt.Errorf("migrate: %w", err))
+		}
+	}
+	if record && served != set.ID {
+		if err := defset.Record(ctx, st, set, defset.ByStart, res.Applied); err != nil {
+			return fail(err)
 		}
 	}
 	secret := []byte(cfg.CursorSecret)
 	if len(secret) == 0 {
 		if secret, err = storedSecret(ctx, st, "cursor_secret"); err != nil {
-			st.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
-	return &Backend{Catalog: cat, Store: st, Migration: res, Directory: auth.NewDirectory(st, cat, nil),
-		recordsConfig: records.Config{CursorSecret: secret}}, nil
+	return &Backend{Set: set, Catalog: cat, Store: st, Migration: res, Directory: auth.NewDirectory(st, cat, nil),
+		recordsConfig: records.Config{CursorSecret: secret}, note: note}, nil
 }
 
 // StartPlugins starts the plugins the definitions name, from dir, and makes writes run their hooks.
@@ -206,11 +251,7 @@ func startPlugins(ctx context.Context, cfg plugins.Config, cat *model.Catalog) (
 	return host, nil
 }
 
-func (b *Backend) usePlugins(host *plugins.Host) {
-	b.Plugins = host
-	b.recordsConfig.Hooks = host
-	b.Records = records.New(b.recordsConfig)
-}
+func (b *Backend) usePlugins(host *plugins.Host) { b.build(b.Set, b.Schemas, host) }
 
 // Close stops the plugins and closes the database.
 func (b *Backend) Close() error {
@@ -275,6 +316,7 @@ type Server struct {
 	preparedErr error
 	closed      sync.Once
 	closeErr    error
+	live        live // the definitions version served (live.go)
 }
 
 // New opens the backend and builds the HTTP handler.
@@ -286,7 +328,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	// The plugin programs start while the database opens and migrates.
 	var host *plugins.Host
 	created := sqliteExists(cfg.DB) != nil
-	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, also: func(cat *model.Catalog) (err error) {
+	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, record: true, also: func(cat *model.Catalog) (err error) {
 		host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, cat)
 		return err
 	}})
@@ -294,7 +336,18 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		host.Close()
 		return nil, err
 	}
+	if !covers(host, b.Catalog) {
+		// The database serves a version applied after the directory's (chooseSet), naming other plugins.
+		host.Close()
+		if host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, b.Catalog); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
 	b.usePlugins(host)
+	if b.note != "" {
+		log.Warn(b.note)
+	}
 	if b.Events != nil {
 		b.Dispatcher = dispatch.NewDispatcher(b.Store, b.Webhooks, b.Records, b.Events,
 			webhooks.NewClient(webhooks.Options{AllowPrivate: cfg.WebhookAllowPrivate}))
@@ -377,8 +430,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	idem := b.recordsConfig.Idempotency
 	idem.SetInstance(inst)
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc, prepared: make(chan struct{})}
+	s.live.gen.Store(&generation{set: b.Set, schemas: b.Schemas, custom: b.Custom, records: b.Records, admin: b.Admin, plugins: b.Plugins})
+	now := time.Now()
+	s.live.since.Store(&now)
+	m.DefinitionsServed(b.Set.ID)
+	log.Info("serving definitions version", "version", b.Set.Short(), "resources", len(b.Catalog.Resources))
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Admin: b.Admin, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
-		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, RequestTimeout: cfg.RequestTimeout,
+		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, ReadyDetails: s.readyDetails, RequestTimeout: cfg.RequestTimeout,
 		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
 	return s, nil
 }
@@ -512,6 +570,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go s.flushQuota(bg)
 	go s.flushKeyUsage(bg)
 	go s.Watch(bg)
+	go s.watchDefinitions(bg)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -562,6 +621,13 @@ func (s *Server) Close() error {
 		if ierr := s.instance.Close(ctx); ierr != nil {
 			s.log.Error("deregister at shutdown", "err", ierr)
 			err = errors.Join(err, ierr)
+		}
+		s.live.mu.Lock()
+		retired := s.live.retired
+		s.live.retired = nil
+		s.live.mu.Unlock()
+		for _, host := range retired {
+			host.Close()
 		}
 		s.closeErr = errors.Join(err, s.backend.Close())
 		if s.redis != nil {

@@ -25,6 +25,7 @@ var layers = []layer{
 	{"server test helpers", pkgs("./runtime/server/servertest/...")},
 	{"composition root", pkgs("./runtime/server")},
 	{"HTTP API", pkgs("./runtime/httpapi")},
+	{"definitions versions", pkgs("./runtime/defset")},
 	{"workspace administration", pkgs("./runtime/admin")},
 	{"webhook dispatch", pkgs("./runtime/dispatch")},
 	{"records", pkgs("./runtime/records")},

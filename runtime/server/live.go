@@ -1,0 +1,237 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/runtime/defset"
+	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/plugins"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// Live definitions (docs/issue-25.md): a server serves one definitions version at a time, a
+// generation; it switches to the version the database serves when that changes (defset.Watch), and to
+// its own directory's on SIGHUP (Reload). A switch builds the new generation whole — every JSON Schema
+// compiled, the plugins it names running — before a request sees it, then swaps it in atomically:
+// requests in flight finish on the generation they started with. A version that fails to build is
+// refused: the server goes on serving the previous one and reports the refusal (log, metric, /readyz).
+
+// chooseSet picks the version a starting process serves: its definitions directory's (local), as ever,
+// unless the database serves a version applied (recordsctl definitions apply, SIGHUP) after local was
+// last served — then local is an older directory (a replica restarted with the files of before the
+// apply) and the applied version wins. served is the version the database served before ("" for none);
+// note explains a choice other than local.
+func chooseSet(ctx context.Context, st store.Store, local *defset.Set) (set *defset.Set, served, note string, err error) {
+	exists, err := migrate.TableExists(ctx, st, "definitions_versions")
+	if err != nil || !exists {
+		return local, "", "", err // a database the migration has not brought here yet serves nothing stored
+	}
+	d := st.Dialect()
+	if served, err = defset.Current(ctx, st, d); err != nil || served == "" || served == local.ID {
+		return local, served, "", err
+	}
+	mine, found, err := defset.Load(ctx, st, d, local.ID)
+	if err != nil || !found {
+		return local, served, "", err // new files: a deploy of a new version
+	}
+	cur, found, err := defset.Load(ctx, st, d, served)
+	if err != nil || !found || cur.AppliedBy == defset.ByStart || !cur.AppliedAt.After(mine.AppliedAt) {
+		return local, served, "", err
+	}
+	set, err = defset.FromStored(cur)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("the database serves definitions version %s, applied after this directory's (%s), but it does not compile here: %w",
+			defset.Short(served), local.Short(), err)
+	}
+	note = fmt.Sprintf("the definitions directory holds version %s, older than version %s applied by %s at %s: serving %s",
+		local.Short(), set.Short(), cur.AppliedBy, cur.AppliedAt.Format(time.RFC3339), set.Short())
+	return set, served, note, nil
+}
+
+// live is a server's state of its definitions: the generation served and the last refusal.
+type live struct {
+	mu      sync.Mutex // one switch at a time
+	gen     atomic.Pointer[generation]
+	since   atomic.Pointer[time.Time]
+	refused atomic.Pointer[refusal]
+	retired []*plugins.Host // plugin hosts of generations switched away from, closed by Close
+}
+
+// refusal is a definitions version a server would not serve.
+type refusal struct {
+	Version string    `json:"version"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Error   string    `json:"error"`
+}
+
+// Generation reports the definitions version served and the catalog of it.
+func (s *Server) Generation() (version string, cat *model.Catalog) {
+	g := s.live.gen.Load()
+	return g.set.ID, g.set.Catalog
+}
+
+// readyDetails is the definitions member of GET /readyz: the version served, since when, and the last
+// version refused, if any.
+func (s *Server) readyDetails() map[string]any {
+	g := s.live.gen.Load()
+	out := map[string]any{"version": g.set.ID, "served_since": s.live.since.Load().UTC().Format(time.RFC3339Nano)}
+	if r := s.live.refused.Load(); r != nil {
+		out["refused"] = r
+	}
+	return map[string]any{"definitions": out}
+}
+
+// Reload reads the server's definitions directory again (SIGHUP): the set is validated whole, applied to
+// the database as `recordsctl definitions apply` would (destructive changes only with
+// --allow-destructive), then served at once; other servers on the database switch to it as they hear
+// of it. A set refused leaves everything as it was, and is reported.
+func (s *Server) Reload(ctx context.Context) error {
+	by := "recordsd SIGHUP"
+	set, err := defset.Dir(s.cfg.DefinitionsDir)
+	if err == nil {
+		_, err = defset.Apply(ctx, s.backend.Store, set, defset.Options{By: by, AllowDestructive: s.cfg.AllowDestructive})
+	}
+	if err != nil {
+		id := ""
+		if set != nil {
+			id = set.ID
+		}
+		s.refuse(id, by, err)
+		return err
+	}
+	return s.switchTo(ctx, set, by)
+}
+
+// watchDefinitions switches to the version the database serves whenever it changes, until ctx ends.
+func (s *Server) watchDefinitions(ctx context.Context) {
+	defset.Watch(ctx, s.backend.Store, defset.PollInterval, func(id string) {
+		if id == s.live.gen.Load().set.ID {
+			return
+		}
+		by := "database"
+		stored, found, err := defset.Load(ctx, s.backend.Store, s.backend.Store.Dialect(), id)
+		if err == nil && !found {
+			err = errors.New("the version named by settings.definitions_version is not stored")
+		}
+		var set *defset.Set
+		if err == nil {
+			by = stored.AppliedBy
+			set, err = defset.FromStored(stored)
+		}
+		if err != nil {
+			s.refuse(id, by, err)
+			return
+		}
+		_ = s.switchTo(ctx, set, by) // refusals are reported by switchTo
+	}, func(err error) {
+		s.log.Warn("read the definitions version", "err", err)
+	})
+}
+
+// switchTo builds set's generation and serves it from the next request on. A set that does not build
+// (a JSON Schema that does not compile, a plugin that does not start) is refused.
+func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	cur := s.live.gen.Load()
+	if cur.set.ID == set.ID {
+		return nil
+	}
+	start := time.Now()
+	schemas, err := schema.Compile(set.Catalog)
+	if err != nil {
+		err = fmt.Errorf("compile JSON Schemas: %w", err)
+		s.refuse(set.ID, by, err)
+		return err
+	}
+	host := cur.plugins
+	if !covers(host, set.Catalog) {
+		if host, err = startPlugins(ctx, plugins.Config{Dir: s.cfg.PluginsDir, Timeout: s.cfg.PluginTimeout, Log: s.log, Metrics: s.metrics}, set.Catalog); err != nil {
+			s.refuse(set.ID, by, err)
+			return err
+		}
+	}
+	b := s.backend
+	g := b.generation(set, schemas, host)
+	doc := httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(set.Catalog, schemas) }, catalog.ServerURL)
+	// Keys and webhook filters resolve in the new catalog first: a request of the new generation
+	// authenticates against its roles and plans (one of the old generation in the moment between
+	// resolves roles and plans by name, as before).
+	b.Directory.SetCatalog(set.Catalog)
+	b.Webhooks.SetCatalog(set.Catalog)
+	s.handler.Swap(httpapi.Generation{Records: g.records, Admin: g.admin, OpenAPI: doc})
+	if b.Dispatcher != nil {
+		b.Dispatcher.SetRecords(g.records)
+	}
+	s.live.gen.Store(g)
+	now := time.Now()
+	s.live.since.Store(&now)
+	b.Set, b.Catalog, b.Schemas, b.Custom, b.Records, b.Admin, b.Plugins = set, set.Catalog, schemas, g.custom, g.records, g.admin, host
+	b.recordsConfig.Hooks = host
+	if old := cur.plugins; host != old && old != nil {
+		// Requests of the old generation may still call its plugins: they are stopped once the longest
+		// request could have ended (or at Close).
+		s.live.retired = append(s.live.retired, old)
+		time.AfterFunc(s.cfg.RequestTimeout+time.Second, func() { s.closeRetired(old) })
+	}
+	s.live.refused.Store(nil)
+	go func() {
+		if err := doc.Prepare(); err != nil {
+			s.log.Error("OpenAPI document", "version", set.Short(), "err", err)
+		}
+	}()
+	s.metrics.DefinitionsSwitched(set.ID)
+	s.log.Info("serving definitions version", "version", set.Short(), "previous", cur.set.Short(), "by", by,
+		"resources", len(set.Catalog.Resources), "in", time.Since(start).String())
+	return nil
+}
+
+// refuse reports a version the server would not serve.
+func (s *Server) refuse(id, by string, err error) {
+	s.live.refused.Store(&refusal{Version: id, By: by, At: time.Now().UTC(), Error: err.Error()})
+	s.metrics.DefinitionsRefused()
+	s.log.Error("definitions version refused; serving the previous one", "version", defset.Short(id), "by", by,
+		"serving", s.live.gen.Load().set.Short(), "err", err)
+}
+
+// covers reports whether host runs every plugin cat's resources name, for each of those resources.
+func covers(host *plugins.Host, cat *model.Catalog) bool {
+	var running []string
+	if host != nil {
+		for _, st := range host.Statuses() {
+			running = append(running, st.Name)
+		}
+	}
+	for _, r := range cat.Resources {
+		for _, name := range r.Hooks {
+			if !slices.Contains(running, name) || !host.Handles(name, r.Name) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// closeRetired stops the plugins of a generation no longer served, once.
+func (s *Server) closeRetired(host *plugins.Host) {
+	s.live.mu.Lock()
+	i := slices.Index(s.live.retired, host)
+	if i >= 0 {
+		s.live.retired = slices.Delete(s.live.retired, i, i+1)
+	}
+	s.live.mu.Unlock()
+	if i >= 0 {
+		host.Close()
+	}
+}
