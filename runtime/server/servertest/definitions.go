@@ -1,0 +1,89 @@
+package servertest
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// CopyDefinitions copies the shipped definitions into a new directory of the test and returns it, for a
+// test that changes them (live definitions: docs/issue-25.md).
+func CopyDefinitions(t testing.TB) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "definitions")
+	src := DefinitionsDir()
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".json") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// LiveChange is what EvolveDefinitions adds to a copy of the shipped definitions: a field of tags and a
+// whole resource, badges (a copy of tags).
+const (
+	LiveField    = "emoji"
+	LiveResource = "badges"
+)
+
+// EvolveDefinitions changes the definitions in dir as a schema maintainer would: tags gain the field
+// LiveField and a new resource LiveResource appears.
+func EvolveDefinitions(t testing.TB, dir string) {
+	t.Helper()
+	tags := filepath.Join(dir, "resources", "tags.yaml")
+	data, err := os.ReadFile(tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if err := os.WriteFile(filepath.Join(dir, "resources", LiveResource+".yaml"), []byte(strings.NewReplacer(
+		"name: tags\n", "name: "+LiveResource+"\n", "label: Tag\n", "label: Badge\n", "label_plural: Tags\n", "label_plural: Badges\n").Replace(text)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	field := "  " + LiveField + ":\n    type: string\n    label: Emoji\n    max_length: 8\n    filterable: true\n"
+	i := strings.Index(text, "\nhooks:")
+	if i < 0 {
+		t.Fatalf("%s has no hooks key to add a field before", tags)
+	}
+	text = text[:i+1] + field + text[i+1:]
+	if err := os.WriteFile(tags, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// BreakDefinitions writes a mistake into dir's tags.yaml (an unknown field type, at line line) and
+// returns the line.
+func BreakDefinitions(t testing.TB, dir string) int {
+	t.Helper()
+	tags := filepath.Join(dir, "resources", "tags.yaml")
+	data, err := os.ReadFile(tags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "    type: boolean\n", "    type: boolish\n", 1)
+	if text == string(data) {
+		t.Fatalf("%s has no boolean field to break", tags)
+	}
+	if err := os.WriteFile(tags, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(text[:strings.Index(text, "boolish")], "\n") + 1
+}
