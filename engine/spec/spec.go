@@ -314,21 +314,34 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 // yamlLine finds the line number in yaml.v3's error text ("yaml: line 3: did not find expected key").
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
 
-// syntaxError is the problem of a file that is not YAML. yaml.v3 names only the line (of the construct
-// it was reading when it gave up); the column is that line's first character that is not a space.
+// syntaxError is the problem of a file that is not YAML. yaml.v3 names a line only, and for a parser
+// error the line before the construct it was reading (its marks count from 0 there); so the line is
+// found again as the first line at which the text read so far fails with the same message, searched
+// from the line before the one yaml.v3 names. The column is that line's first character that is not
+// a space: yaml.v3 gives none.
 func syntaxError(file string, data []byte, err error) *field.Error {
 	e := &field.Error{Code: field.CodeInvalid, File: file, Message: err.Error()}
-	m := yamlLine.FindStringSubmatch(e.Message)
-	if m == nil {
+	hint := 0
+	if m := yamlLine.FindStringSubmatch(e.Message); m != nil {
+		hint, _ = strconv.Atoi(m[1])
+		e.Message = "yaml: " + strings.TrimPrefix(e.Message, m[0])
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	e.Line = hint
+	for k := max(hint-1, 1); k <= len(lines); k++ {
+		var n yaml.Node
+		perr := yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &n)
+		if perr != nil && yamlLine.ReplaceAllString(perr.Error(), "yaml: ") == e.Message {
+			e.Line = k
+			break
+		}
+	}
+	if e.Line == 0 || e.Line > len(lines) {
+		e.Line = 0
 		return e
 	}
-	e.Line, _ = strconv.Atoi(m[1])
-	e.Column = 1
-	e.Message = "yaml: " + strings.TrimPrefix(e.Message, m[0])
-	if lines := strings.Split(string(data), "\n"); e.Line <= len(lines) {
-		text := lines[e.Line-1]
-		e.Column += utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeft(text, " \t"))
-	}
+	text := strings.TrimRight(lines[e.Line-1], "\r\n")
+	e.Column = 1 + utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeft(text, " \t"))
 	return e
 }
 

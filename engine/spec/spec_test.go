@@ -201,3 +201,25 @@ func TestParseRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntaxErrorLine: a file that is not YAML is placed at the line where it stops being YAML (yaml.v3
+// itself names the line before it for parser errors), at that line's first character.
+func TestSyntaxErrorLine(t *testing.T) {
+	for _, tc := range []struct {
+		text      string
+		line, col int
+	}{
+		{"version: 1\nname: widgets\nfields:\n  a: {type: [string}\n", 4, 3},
+		{"name: [widgets\n", 1, 1},
+		{"a: 1\nb: [1, 2\nc: 3\n", 2, 1},
+		{"a: 1\nb: 'x\n", 2, 1},
+		{"a:\n  b: 1\n   c: 2\n", 3, 4},
+		{"a: 1\n\tb: 2\n", 2, 2},
+		{"a: 1\nb: @x\n", 2, 1},
+	} {
+		_, errs := spec.Load(definitions(map[string]string{"resources/widgets.yaml": tc.text}))
+		if len(errs) != 1 || errs[0].Line != tc.line || errs[0].Column != tc.col || !strings.HasPrefix(errs[0].Message, "yaml: ") {
+			t.Errorf("%q: %v, want one yaml problem at %d:%d", tc.text, errs.Located(""), tc.line, tc.col)
+		}
+	}
+}

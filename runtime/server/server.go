@@ -14,6 +14,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/workspace-records/records/engine/catalog"
+	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/spec"
@@ -41,7 +45,8 @@ import (
 	"github.com/workspace-records/records/runtime/webhooks"
 )
 
-// LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once.
+// LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once: a
+// *DefinitionsError when the definitions are refused.
 func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
 	cat, err := loadCatalog(fsys)
 	if err != nil {
@@ -54,14 +59,68 @@ func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
 	return cat, schemas, nil
 }
 
+// LoadDefinitionsDir is LoadDefinitions of the directory dir, whose refusal names the files under dir
+// as it is written.
+func LoadDefinitionsDir(dir string) (*model.Catalog, *schema.Set, error) {
+	cat, sch, err := LoadDefinitions(os.DirFS(dir))
+	var de *DefinitionsError
+	if errors.As(err, &de) {
+		de.Dir = dir
+	}
+	return cat, sch, err
+}
+
+// DefinitionsError refuses a definitions set: every problem found, of every file, each placed at its
+// file, line and column (syntax, meta-schema, cross-references and formulas alike).
+type DefinitionsError struct {
+	// Dir is the definitions directory as the user gave it (flag or configuration); "" names the files
+	// relative to it.
+	Dir      string
+	Problems field.ErrorList // ordered by file, line and column
+}
+
+// Lines renders each problem as `file:line:col: path: message` (field.Error.Located), the file under
+// Dir: the format compilers, go vet and eslint's unix formatter print, which editors and CI annotate.
+func (e *DefinitionsError) Lines() []string {
+	return e.Problems.Located(e.Prefix())
+}
+
+// Prefix is what comes before a problem's File to name the file as the user would: Dir and a
+// separator, kept as written ("./defs" stays "./defs/"), or "".
+func (e *DefinitionsError) Prefix() string {
+	prefix := e.Dir
+	if prefix != "" && !strings.HasSuffix(prefix, "/") && !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return prefix
+}
+
+func (e *DefinitionsError) Error() string {
+	return "definitions:\n" + strings.Join(e.Lines(), "\n")
+}
+
 func loadCatalog(fsys fs.FS) (*model.Catalog, error) {
 	set, errs := spec.Load(fsys)
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("definitions:\n%w", errs)
+	var cat *model.Catalog
+	if !set.Partial {
+		// Also when the meta-schema refused parts of files: the cross-references and formulas of the
+		// rest are checked in the same pass (Compile leaves out what the meta-schema refused).
+		var cerrs field.ErrorList
+		cat, cerrs = model.Compile(set)
+		errs = append(errs, cerrs...)
 	}
-	cat, errs := model.Compile(set)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("definitions:\n%w", errs)
+		sort.SliceStable(errs, func(i, j int) bool {
+			a, b := errs[i], errs[j]
+			if a.File != b.File {
+				return a.File < b.File
+			}
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			return a.Column < b.Column
+		})
+		return nil, &DefinitionsError{Problems: errs}
 	}
 	return cat, nil
 }
@@ -117,6 +176,10 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 		}
 	}
 	cat, err := loadCatalog(os.DirFS(cfg.DefinitionsDir))
+	var de *DefinitionsError
+	if errors.As(err, &de) {
+		de.Dir = cfg.DefinitionsDir
+	}
 	if err != nil {
 		return nil, err
 	}
