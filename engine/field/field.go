@@ -108,7 +108,10 @@ func (e *Error) Located(prefix string) string {
 	if e.Field != "" {
 		s = e.Field + ": " + s
 	}
-	file := prefix + e.File
+	file := ""
+	if e.File != "" {
+		file = prefix + e.File
+	}
 	switch {
 	case file == "":
 	case e.Line > 0:
