@@ -291,22 +291,29 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 		return doc{errs: field.ErrorList{{Code: field.CodeInvalid, File: file, Line: 1, Column: 1, Message: "empty document"}}}
 	}
 	node := root.Content[0]
-	generic, err := toJSON(node)
+	var dups []*nodeError
+	generic, err := toJSON(node, &dups)
+	placed := func(ne *nodeError) *field.Error {
+		return &field.Error{Code: field.CodeInvalid, File: file, Line: ne.node.Line, Column: ne.node.Column, Message: ne.msg}
+	}
 	if err != nil {
 		e := &field.Error{Code: field.CodeInvalid, File: file, Message: err.Error()}
 		if ne, ok := err.(*nodeError); ok {
-			e.Line, e.Column, e.Message = ne.node.Line, ne.node.Column, ne.msg
+			e = placed(ne)
 		}
 		return doc{errs: field.ErrorList{e}}
 	}
 	d := doc{node: node, index: newIndex(file, data, node)}
+	for _, ne := range dups {
+		d.errs = append(d.errs, placed(ne))
+	}
 	if err := meta.Validate(generic); err != nil {
 		var ve *jsonschema.ValidationError
 		if !asValidation(err, &ve) {
-			d.errs = field.ErrorList{{Code: field.CodeInvalid, File: file, Line: node.Line, Column: node.Column, Message: err.Error()}}
+			d.errs = append(d.errs, &field.Error{Code: field.CodeInvalid, File: file, Line: node.Line, Column: node.Column, Message: err.Error()})
 			return d
 		}
-		d.errs = schemaErrors(d.index, node, ve)
+		d.errs = append(d.errs, schemaErrors(d.index, node, ve)...)
 	}
 	return d
 }
@@ -477,16 +484,18 @@ func quoteName(s string) string {
 	return "'" + strings.ReplaceAll(q, `'`, `\'`) + "'"
 }
 
-// toJSON converts a YAML node into the value encoding/json would produce, numbers as json.Number.
-func toJSON(n *yaml.Node) (any, error) {
+// toJSON converts a YAML node into the value encoding/json would produce, numbers as json.Number. A
+// repeated key of a mapping is an error, or, with dups, is noted there and left out (the first stands:
+// as for the decoders, see mapping), so that the rest of the document is still checked.
+func toJSON(n *yaml.Node, dups ...*[]*nodeError) (any, error) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return toJSON(n.Content[0])
+		return toJSON(n.Content[0], dups...)
 	case yaml.AliasNode:
-		return toJSON(n.Alias)
+		return toJSON(n.Alias, dups...)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -495,9 +504,14 @@ func toJSON(n *yaml.Node) (any, error) {
 				return nil, &nodeError{k, "mapping keys must be strings"}
 			}
 			if _, dup := m[k.Value]; dup {
-				return nil, &nodeError{k, fmt.Sprintf("duplicate key %q", k.Value)}
+				e := &nodeError{k, fmt.Sprintf("duplicate key %q", k.Value)}
+				if len(dups) == 0 {
+					return nil, e
+				}
+				*dups[0] = append(*dups[0], e)
+				continue
 			}
-			v, err := toJSON(n.Content[i+1])
+			v, err := toJSON(n.Content[i+1], dups...)
 			if err != nil {
 				return nil, err
 			}
@@ -507,7 +521,7 @@ func toJSON(n *yaml.Node) (any, error) {
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := toJSON(c)
+			v, err := toJSON(c, dups...)
 			if err != nil {
 				return nil, err
 			}
@@ -542,13 +556,21 @@ type nodeError struct {
 
 func (e *nodeError) Error() string { return fmt.Sprintf("line %d: %s", e.node.Line, e.msg) }
 
-// mapping returns the key/value pairs of a mapping node in order.
+// mapping returns the key/value pairs of a mapping node in order; of a repeated key (an error toJSON
+// reports), the first.
 func mapping(n *yaml.Node) [][2]*yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	out := make([][2]*yaml.Node, 0, len(n.Content)/2)
+	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode {
+			if seen[k.Value] {
+				continue
+			}
+			seen[k.Value] = true
+		}
 		out = append(out, [2]*yaml.Node{n.Content[i], n.Content[i+1]})
 	}
 	return out
