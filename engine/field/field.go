@@ -65,17 +65,61 @@ func (p Path) Index(i int) Path {
 func (p Path) String() string { return strings.Join(p.parts, ".") }
 
 // Error is one problem found at Field.
+//
+// A problem of a definitions file also names the File, and, once the loader has placed it, the Line and
+// Column where the value at Field (or the nearest enclosing one) begins in it.
 type Error struct {
 	Code    Code
 	Field   string
 	Message string
+
+	File         string // the definitions file, relative to the definitions directory; "" elsewhere
+	Line, Column int    // 1-based place in File; 0 when not known
+	// Within is the place of the problem inside the text of the value at Field (a formula's token),
+	// counted in that text's own lines and characters; zero for the value as a whole. The loader adds it
+	// to where the value's text begins in File.
+	Within Offset
 }
 
+// Offset is a 1-based line and column (in characters) inside a text.
+type Offset struct {
+	Line, Column int
+}
+
+// Error renders `file: path: message` (parts that are empty left out), with no position: the rendering
+// of every error before positions existed, which API answers and tests rely on. Located adds the place.
 func (e *Error) Error() string {
-	if e.Field == "" {
-		return e.Message
+	s := e.Message
+	if e.Field != "" {
+		s = e.Field + ": " + s
 	}
-	return e.Field + ": " + e.Message
+	if e.File != "" {
+		s = e.File + ": " + s
+	}
+	return s
+}
+
+// Located renders the error the way compilers, go vet and eslint's unix format do, which editors and
+// CI annotations read: `file:line:column: path: message`, where file is prefix followed by File (prefix
+// is the definitions directory as the user wrote it, with its separator: the engine reads definitions
+// through an fs.FS and knows no directory). Without a known line it is `file: path: message`.
+func (e *Error) Located(prefix string) string {
+	s := e.Message
+	if e.Field != "" {
+		s = e.Field + ": " + s
+	}
+	file := ""
+	if e.File != "" {
+		file = prefix + e.File
+	}
+	switch {
+	case file == "":
+	case e.Line > 0:
+		s = file + ":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(max(e.Column, 1)) + ": " + s
+	default:
+		s = file + ": " + s
+	}
+	return s
 }
 
 // New returns an error of code at path.
@@ -93,6 +137,15 @@ func (l ErrorList) Error() string {
 		lines[i] = e.Error()
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Located renders every error with Error.Located(prefix), one line each.
+func (l ErrorList) Located(prefix string) []string {
+	lines := make([]string, len(l))
+	for i, e := range l {
+		lines[i] = e.Located(prefix)
+	}
+	return lines
 }
 
 // Err returns l as an error, or nil when l is empty.

@@ -14,7 +14,9 @@ import (
 // Default maximum lengths per textual type, when a definition gives none.
 var defaultMaxLength = map[Type]int{String: 255, Text: 100000, Email: 254, URL: 2048, Phone: 50}
 
-// Compile resolves set into a Catalog, returning every cross-reference problem at once.
+// Compile resolves set into a Catalog, returning every cross-reference problem at once, each placed in
+// its file (spec.Set.Locate): a set whose files the meta-schema refused in part compiles as far as it
+// goes, and the problems inside the refused entries are left to the meta-schema's report.
 func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 	var errs field.ErrorList
 	c := &Catalog{byName: map[string]*Resource{}}
@@ -38,7 +40,7 @@ func Compile(set *spec.Set) (*Catalog, field.ErrorList) {
 	errs = append(errs, rerrs...)
 	c.Roles = roles
 	c.Plans = set.Plans
-	return c, errs
+	return c, set.Locate(errs)
 }
 
 // CompileRoles checks roles (from file) against the catalog's resources and fields.
@@ -48,7 +50,7 @@ func (c *Catalog) CompileRoles(file string, roles []*spec.Role) ([]*Role, field.
 	for _, sr := range roles {
 		role := &Role{Name: sr.Name, Label: sr.Label, Description: sr.Description, Permissions: sr.Permissions,
 			Resources: sr.Resources, RecordRules: sr.RecordRules, FieldRules: sr.FieldRules}
-		p := field.NewPath(file + ": roles").Child(sr.Name)
+		p := field.NewPath("roles").Child(sr.Name)
 		for name := range sr.Resources {
 			if _, ok := c.byName[name]; !ok && name != "*" {
 				errs = append(errs, field.New(field.CodeNotFound, p.Child("resources").Child(name), "unknown resource"))
@@ -73,12 +75,13 @@ func (c *Catalog) CompileRoles(file string, roles []*spec.Role) ([]*Role, field.
 		}
 		out = append(out, role)
 	}
+	inFile(file, errs)
 	return out, errs
 }
 
 func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resource, field.ErrorList) {
 	var errs field.ErrorList
-	defer func() { prefixFile(sr.File, errs) }()
+	defer func() { inFile(sr.File, errs) }()
 	root := field.Path{}
 	r := &Resource{
 		Name: sr.Name, Label: sr.Label, LabelPlural: sr.LabelPlural, Group: sr.Group, Description: sr.Description,
@@ -160,15 +163,14 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 	return r, errs
 }
 
-// prefixFile makes error paths read `file: path`.
-func prefixFile(file string, errs field.ErrorList) {
+// inFile names file as the file of errs (which then read `file: path: message`).
+func inFile(file string, errs field.ErrorList) field.ErrorList {
 	for _, e := range errs {
-		if e.Field == "" {
-			e.Field = file
-		} else {
-			e.Field = file + ": " + e.Field
+		if e.File == "" {
+			e.File = file
 		}
 	}
+	return errs
 }
 
 func compileField(sf *spec.Field, p field.Path, specs map[string]*spec.Resource) (*Field, field.ErrorList) {
@@ -245,7 +247,7 @@ func checkInverses(c *Catalog, specs map[string]*spec.Resource) field.ErrorList 
 			if a.Inverse == "" {
 				continue
 			}
-			p := field.NewPath(specs[r.Name].File + ": associations").Child(a.Name).Child("inverse")
+			p := field.NewPath("associations").Child(a.Name).Child("inverse")
 			t, ok := c.byName[a.Target]
 			if !ok {
 				continue
@@ -253,11 +255,11 @@ func checkInverses(c *Catalog, specs map[string]*spec.Resource) field.ErrorList 
 			inv, ok := t.assocBy[a.Inverse]
 			switch {
 			case !ok:
-				errs = append(errs, field.New(field.CodeNotFound, p, fmt.Sprintf("%s has no association %q", a.Target, a.Inverse)))
+				errs = append(errs, inFile(specs[r.Name].File, field.ErrorList{field.New(field.CodeNotFound, p, fmt.Sprintf("%s has no association %q", a.Target, a.Inverse))})...)
 			case inv.Target != r.Name || inv.Inverse != a.Name:
-				errs = append(errs, field.New(field.CodeInvalid, p, fmt.Sprintf("%s.%s must have target %q and inverse %q", a.Target, a.Inverse, r.Name, a.Name)))
+				errs = append(errs, inFile(specs[r.Name].File, field.ErrorList{field.New(field.CodeInvalid, p, fmt.Sprintf("%s.%s must have target %q and inverse %q", a.Target, a.Inverse, r.Name, a.Name))})...)
 			case len(a.Attributes) > 0 && len(inv.Attributes) > 0 && !sameAttributes(a.Attributes, inv.Attributes):
-				errs = append(errs, field.New(field.CodeInvalid, p, fmt.Sprintf("attributes differ from %s.%s; declare them on one side", a.Target, a.Inverse)))
+				errs = append(errs, inFile(specs[r.Name].File, field.ErrorList{field.New(field.CodeInvalid, p, fmt.Sprintf("attributes differ from %s.%s; declare them on one side", a.Target, a.Inverse))})...)
 			}
 		}
 	}
@@ -341,8 +343,8 @@ func checkRequiredCycles(c *Catalog, specs map[string]*spec.Resource) field.Erro
 			}
 			switch state[t.Name] {
 			case active:
-				p := field.NewPath(specs[r.Name].File + ": fields").Child(f.Key)
-				errs = append(errs, field.New(field.CodeInvalid, p, "required references form a cycle: "+strings.Join(append(trail, r.Name, t.Name), " -> ")))
+				p := field.NewPath("fields").Child(f.Key)
+				errs = append(errs, inFile(specs[r.Name].File, field.ErrorList{field.New(field.CodeInvalid, p, "required references form a cycle: "+strings.Join(append(trail, r.Name, t.Name), " -> "))})...)
 			case unseen:
 				visit(t, append(trail, r.Name))
 			}

@@ -79,6 +79,7 @@ func compileFormulas(r *Resource, exprs map[string]string) field.ErrorList {
 	var errs field.ErrorList
 	var vars []cel.EnvOption
 	readable := map[string]*Field{}
+	vague := false // a field of no known type is declared
 	for _, f := range r.Declared() {
 		if _, computed := exprs[f.Key]; computed {
 			continue
@@ -86,6 +87,10 @@ func compileFormulas(r *Resource, exprs map[string]string) field.ErrorList {
 		if t := celType(f.Type); t != nil {
 			vars = append(vars, cel.Variable(f.Key, t))
 			readable[f.Key] = f
+		} else if f.Type == 0 {
+			// A type the meta-schema refused (and reported): the field is there, of no known type.
+			vars = append(vars, cel.Variable(f.Key, cel.DynType))
+			vague = true
 		}
 	}
 	env, err := cel.NewEnv(append(vars, ext.Strings(), ext.Math())...)
@@ -106,14 +111,18 @@ func compileFormulas(r *Resource, exprs map[string]string) field.ErrorList {
 		}
 		ast, iss := env.Compile(exprs[key])
 		if iss != nil && iss.Err() != nil {
-			msg := strings.ReplaceAll(iss.Err().Error(), "\n", " ")
-			for other := range exprs {
-				if strings.Contains(msg, "undeclared reference to '"+other+"'") {
-					msg = fmt.Sprintf("reads formula field %q; formulas read stored fields only", other)
+			for _, e := range celErrors(p, iss) {
+				for other := range exprs {
+					if e.Message == "undeclared reference to '"+other+"'" {
+						e.Message = fmt.Sprintf("reads formula field %q; formulas read stored fields only", other)
+					}
 				}
+				errs = append(errs, e)
 			}
-			errs = append(errs, field.New(field.CodeInvalid, p, msg))
 			continue
+		}
+		if vague && ast.OutputType().IsExactType(cel.DynType) {
+			continue // it reads a field of no known type: whether its result fits cannot be told
 		}
 		if !formulaResult(f.Type, ast.OutputType()) {
 			errs = append(errs, field.New(field.CodeType, p, fmt.Sprintf("yields %s, which a %s field cannot hold", ast.OutputType(), f.Type)))
@@ -136,6 +145,20 @@ func compileFormulas(r *Resource, exprs map[string]string) field.ErrorList {
 		f.Formula = fm
 		f.ReadOnly = true
 		r.Computed = append(r.Computed, f)
+	}
+	return errs
+}
+
+// celErrors turns the issues of compiling a CEL expression (the value at p) into one error each, placed
+// inside the expression's text (field.Error.Within): cel-go's lines are 1-based, its columns 0-based.
+func celErrors(p field.Path, iss *cel.Issues) field.ErrorList {
+	var errs field.ErrorList
+	for _, ce := range iss.Errors() {
+		e := field.New(field.CodeInvalid, p, strings.ReplaceAll(ce.Message, "\n", " "))
+		if loc := ce.Location; loc != nil && loc.Line() > 0 && loc.Column() >= 0 {
+			e.Within = field.Offset{Line: loc.Line(), Column: loc.Column() + 1}
+		}
+		errs = append(errs, e)
 	}
 	return errs
 }

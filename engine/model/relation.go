@@ -57,15 +57,16 @@ func checkRelations(c *Catalog, specs map[string]*spec.Resource) field.ErrorList
 	for _, r := range c.Resources {
 		seen := map[string]bool{}
 		for _, rel := range r.Relations() {
-			p := field.NewPath(specs[r.Name].File + ": associations").Child(rel.Name)
+			p := field.NewPath("associations").Child(rel.Name)
 			if rel.Field != nil {
-				p = field.NewPath(specs[r.Name].File + ": fields").Child(rel.Field.Key)
+				p = field.NewPath("fields").Child(rel.Field.Key)
 			}
+			file := specs[r.Name].File
 			if f, ok := r.byKey[rel.Name]; ok && (rel.Field == nil || f != rel.Field) {
-				errs = append(errs, field.New(field.CodeConflicting, p, fmt.Sprintf("its relation name %q (for expand and filter paths) is also a field of %s", rel.Name, r.Name)))
+				errs = append(errs, inFile(file, field.ErrorList{field.New(field.CodeConflicting, p, fmt.Sprintf("its relation name %q (for expand and filter paths) is also a field of %s", rel.Name, r.Name))})...)
 			}
 			if seen[rel.Name] {
-				errs = append(errs, field.New(field.CodeConflicting, p, fmt.Sprintf("its relation name %q (for expand and filter paths) is taken by another reference or association of %s", rel.Name, r.Name)))
+				errs = append(errs, inFile(file, field.ErrorList{field.New(field.CodeConflicting, p, fmt.Sprintf("its relation name %q (for expand and filter paths) is taken by another reference or association of %s", rel.Name, r.Name))})...)
 			}
 			seen[rel.Name] = true
 		}

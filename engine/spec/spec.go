@@ -1,6 +1,7 @@
 // Package spec decodes definition files (resources, roles, plans) into typed, YAML-shaped values. Every
 // file is validated against its meta-schema before it is decoded; problems come back as a
-// field.ErrorList whose paths start with the file name. Cross-resource checks live in package model.
+// field.ErrorList, each naming its file (field.Error.File), its path inside it and its line and column.
+// Cross-resource checks live in package model, which places its problems with the Set's Files.
 package spec
 
 import (
@@ -11,10 +12,13 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"regexp"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
@@ -28,6 +32,13 @@ type Set struct {
 	Resources []*Resource // sorted by name
 	Roles     []*Role     // in file order
 	Plans     []*Plan     // in file order
+
+	// Files locates the values of every file that parsed, by file name (Set.Locate).
+	Files map[string]*Index
+	// Partial is true when a file could not be read or parsed: its definitions are missing from the
+	// set, so cross-references to them would report only that. A file the meta-schema refused is
+	// decoded all the same (as far as it goes) and is not missing.
+	Partial bool
 }
 
 // Resource is one resources/<name>.yaml file.
@@ -163,41 +174,55 @@ func Load(fsys fs.FS) (*Set, field.ErrorList) {
 		return nil, field.ErrorList{{Code: field.CodeInvalid, Message: err.Error()}}
 	}
 	var errs field.ErrorList
-	set := &Set{}
+	set := &Set{Files: map[string]*Index{}}
 
 	files, err := fs.Glob(fsys, "resources/*.yaml")
 	if err != nil {
-		errs = append(errs, &field.Error{Code: field.CodeInvalid, Field: "resources", Message: err.Error()})
+		errs = append(errs, &field.Error{Code: field.CodeInvalid, File: "resources", Message: err.Error()})
 	}
 	if len(files) == 0 {
-		errs = append(errs, &field.Error{Code: field.CodeRequired, Field: "resources", Message: "no resource definitions (resources/*.yaml)"})
+		set.Partial = true
+		errs = append(errs, &field.Error{Code: field.CodeRequired, File: "resources", Message: "no resource definitions (resources/*.yaml)"})
 	}
 	sort.Strings(files)
 	docs := readFiles(fsys, files, meta.resource)
 	for i, file := range files {
-		node, errl := docs[i].node, docs[i].errs
-		errs = append(errs, errl...)
-		if node == nil {
+		d := docs[i]
+		errs = append(errs, d.errs...)
+		if d.index == nil {
+			set.Partial = true
 			continue
 		}
-		r := decodeResource(node)
+		set.Files[file] = d.index
+		r := decodeResource(d.node)
 		r.File = file
 		if want := strings.TrimSuffix(path.Base(file), ".yaml"); r.Name != want {
-			errs = append(errs, &field.Error{Code: field.CodeInvalid, Field: file + ": name",
-				Message: fmt.Sprintf("name %q must equal the file name %q", r.Name, want)})
+			e := &field.Error{Code: field.CodeInvalid, File: file, Field: "name",
+				Message: fmt.Sprintf("name %q must equal the file name %q", r.Name, want)}
+			d.index.Place(e)
+			errs = append(errs, e)
+			d.index.refuse("name")
+			r.Name = want // the file name stands in, so that other files' references to it still resolve
 		}
 		set.Resources = append(set.Resources, r)
 	}
 
-	if node, errl := readFile(fsys, "roles.yaml", meta.roles); node != nil {
-		set.Roles = decodeRoles(node)
-	} else {
-		errs = append(errs, errl...)
-	}
-	if node, errl := readFile(fsys, "plans.yaml", meta.plans); node != nil {
-		set.Plans = decodePlans(node)
-	} else {
-		errs = append(errs, errl...)
+	for _, f := range []struct {
+		file   string
+		meta   *jsonschema.Schema
+		decode func(*yaml.Node)
+	}{
+		{"roles.yaml", meta.roles, func(n *yaml.Node) { set.Roles = decodeRoles(n) }},
+		{"plans.yaml", meta.plans, func(n *yaml.Node) { set.Plans = decodePlans(n) }},
+	} {
+		d := readFile(fsys, f.file, f.meta)
+		errs = append(errs, d.errs...)
+		if d.index == nil {
+			set.Partial = true
+			continue
+		}
+		set.Files[f.file] = d.index
+		f.decode(d.node)
 	}
 	return set, errs
 }
@@ -209,17 +234,19 @@ func ParseRoles(file string, data []byte) ([]*Role, field.ErrorList) {
 	if err != nil {
 		return nil, field.ErrorList{{Code: field.CodeInvalid, Message: err.Error()}}
 	}
-	node, errs := parseDoc(file, data, meta.roles)
-	if node == nil {
-		return nil, errs
+	d := parseDoc(file, data, meta.roles)
+	if len(d.errs) > 0 {
+		return nil, d.errs
 	}
-	return decodeRoles(node), nil
+	return decodeRoles(d.node), nil
 }
 
-// doc is one file read by readFiles.
+// doc is one file read by readFile: its root mapping node and Index when it parsed (nil otherwise),
+// and its problems. A file the meta-schema refused has both a node and problems.
 type doc struct {
-	node *yaml.Node
-	errs field.ErrorList
+	node  *yaml.Node
+	index *Index
+	errs  field.ErrorList
 }
 
 // readFiles reads files with readFile, as many at once as there are processors (parsing and checking
@@ -231,7 +258,7 @@ func readFiles(fsys fs.FS, files []string, meta *jsonschema.Schema) []doc {
 	for range min(runtime.GOMAXPROCS(0), len(files)) {
 		wg.Go(func() {
 			for i := range next {
-				docs[i].node, docs[i].errs = readFile(fsys, files[i], meta)
+				docs[i] = readFile(fsys, files[i], meta)
 			}
 		})
 	}
@@ -243,37 +270,86 @@ func readFiles(fsys fs.FS, files []string, meta *jsonschema.Schema) []doc {
 	return docs
 }
 
-// readFile parses file and validates it against its meta-schema. It returns the document's root mapping
-// node only when the file is valid.
-func readFile(fsys fs.FS, file string, meta *jsonschema.Schema) (*yaml.Node, field.ErrorList) {
+// readFile parses file and validates it against its meta-schema.
+func readFile(fsys fs.FS, file string, meta *jsonschema.Schema) doc {
 	data, err := fs.ReadFile(fsys, file)
 	if err != nil {
-		return nil, field.ErrorList{{Code: field.CodeRequired, Field: file, Message: err.Error()}}
+		return doc{errs: field.ErrorList{{Code: field.CodeRequired, File: file, Message: err.Error()}}}
 	}
 	return parseDoc(file, data, meta)
 }
 
-func parseDoc(file string, data []byte, meta *jsonschema.Schema) (*yaml.Node, field.ErrorList) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, field.ErrorList{{Code: field.CodeInvalid, Field: file, Message: err.Error()}}
+// parseDoc parses data (the text of file) and validates it against meta. A document that is not YAML,
+// is empty or repeats a key has no node; one the meta-schema refuses has its node and index (the
+// refused entries noted in it) and the meta-schema's problems.
+func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return doc{errs: field.ErrorList{syntaxError(file, data, err)}}
 	}
-	if len(doc.Content) == 0 {
-		return nil, field.ErrorList{{Code: field.CodeInvalid, Field: file, Message: "empty document"}}
+	if len(root.Content) == 0 {
+		return doc{errs: field.ErrorList{{Code: field.CodeInvalid, File: file, Line: 1, Column: 1, Message: "empty document"}}}
 	}
-	root := doc.Content[0]
-	generic, err := toJSON(root)
+	node := root.Content[0]
+	var dups []*nodeError
+	generic, err := toJSON(node, &dups)
+	placed := func(ne *nodeError) *field.Error {
+		return &field.Error{Code: field.CodeInvalid, File: file, Line: ne.node.Line, Column: ne.node.Column, Message: ne.msg}
+	}
 	if err != nil {
-		return nil, field.ErrorList{{Code: field.CodeInvalid, Field: file, Message: err.Error()}}
+		e := &field.Error{Code: field.CodeInvalid, File: file, Message: err.Error()}
+		if ne, ok := err.(*nodeError); ok {
+			e = placed(ne)
+		}
+		return doc{errs: field.ErrorList{e}}
+	}
+	d := doc{node: node, index: newIndex(file, data, node)}
+	for _, ne := range dups {
+		d.errs = append(d.errs, placed(ne))
 	}
 	if err := meta.Validate(generic); err != nil {
 		var ve *jsonschema.ValidationError
 		if !asValidation(err, &ve) {
-			return nil, field.ErrorList{{Code: field.CodeInvalid, Field: file, Message: err.Error()}}
+			d.errs = append(d.errs, &field.Error{Code: field.CodeInvalid, File: file, Line: node.Line, Column: node.Column, Message: err.Error()})
+			return d
 		}
-		return nil, schemaErrors(file, ve)
+		d.errs = append(d.errs, schemaErrors(d.index, node, ve)...)
 	}
-	return root, nil
+	return d
+}
+
+// yamlLine finds the line number in yaml.v3's error text ("yaml: line 3: did not find expected key").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError is the problem of a file that is not YAML. yaml.v3 names a line only, and for a parser
+// error the line before the construct it was reading (its marks count from 0 there); so the line is
+// found again as the first line at which the text read so far fails with the same message, searched
+// from the line before the one yaml.v3 names. The column is that line's first character that is not
+// a space: yaml.v3 gives none.
+func syntaxError(file string, data []byte, err error) *field.Error {
+	e := &field.Error{Code: field.CodeInvalid, File: file, Message: err.Error()}
+	hint := 0
+	if m := yamlLine.FindStringSubmatch(e.Message); m != nil {
+		hint, _ = strconv.Atoi(m[1])
+		e.Message = "yaml: " + strings.TrimPrefix(e.Message, m[0])
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	e.Line = hint
+	for k := max(hint-1, 1); k <= len(lines); k++ {
+		var n yaml.Node
+		perr := yaml.Unmarshal([]byte(strings.Join(lines[:k], "")), &n)
+		if perr != nil && yamlLine.ReplaceAllString(perr.Error(), "yaml: ") == e.Message {
+			e.Line = k
+			break
+		}
+	}
+	if e.Line == 0 || e.Line > len(lines) {
+		e.Line = 0
+		return e
+	}
+	text := strings.TrimRight(lines[e.Line-1], "\r\n")
+	e.Column = 1 + utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeft(text, " \t"))
+	return e
 }
 
 func asValidation(err error, target **jsonschema.ValidationError) bool {
@@ -284,24 +360,45 @@ func asValidation(err error, target **jsonschema.ValidationError) bool {
 	return ok
 }
 
-// schemaErrors flattens a meta-schema failure into its leaves, one error per instance location.
-func schemaErrors(file string, ve *jsonschema.ValidationError) field.ErrorList {
+// schemaErrors flattens a meta-schema failure into its leaves, one error per instance location, each
+// placed at its value in the document (root) and noted as refused in its index. An unknown key is
+// placed at the key itself, one error per key.
+func schemaErrors(x *Index, root *yaml.Node, ve *jsonschema.ValidationError) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
+	add := func(p, msg string, at *yaml.Node) {
+		key := p + "\x00" + msg
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		errs = append(errs, &field.Error{Code: field.CodeInvalid, File: x.File, Field: p, Message: msg, Line: at.Line, Column: at.Column})
+	}
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			p := pointerToPath(e.InstanceLocation)
-			key := p + "\x00" + e.Message
-			if seen[key] {
-				return
+			n, keyNode, indexPath := resolvePointer(root, e.InstanceLocation)
+			if strings.HasSuffix(e.KeywordLocation, "/additionalProperties") && n.Kind == yaml.MappingNode {
+				if names := quotedNames(e.Message); len(names) > 0 {
+					for _, name := range names {
+						at := n
+						for _, kv := range mapping(n) {
+							if kv[0].Value == name {
+								at = kv[0]
+							}
+						}
+						add(p, "additionalProperties "+quoteName(name)+" not allowed", at)
+					}
+					return
+				}
 			}
-			seen[key] = true
-			loc := file
-			if p != "" {
-				loc = file + ": " + p
+			at := n
+			if n.Kind != yaml.ScalarNode && keyNode != nil {
+				at = keyNode
 			}
-			errs = append(errs, &field.Error{Code: field.CodeInvalid, Field: loc, Message: e.Message})
+			add(p, e.Message, at)
+			x.refuse(indexPath)
 			return
 		}
 		for _, c := range e.Causes {
@@ -313,9 +410,14 @@ func schemaErrors(file string, ve *jsonschema.ValidationError) field.ErrorList {
 }
 
 func pointerToPath(ptr string) string {
+	return strings.Join(pointerTokens(ptr), ".")
+}
+
+// pointerTokens splits a JSON pointer of the validator's into its unescaped tokens.
+func pointerTokens(ptr string) []string {
 	ptr = strings.TrimPrefix(ptr, "/")
 	if ptr == "" {
-		return ""
+		return nil
 	}
 	parts := strings.Split(ptr, "/")
 	for i, p := range parts {
@@ -325,30 +427,91 @@ func pointerToPath(ptr string) string {
 		}
 		parts[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(p)
 	}
-	return strings.Join(parts, ".")
+	return parts
 }
 
-// toJSON converts a YAML node into the value encoding/json would produce, numbers as json.Number.
-func toJSON(n *yaml.Node) (any, error) {
+// resolvePointer follows ptr from root as far as the document goes: the node reached, the key node
+// naming it (nil for the root and sequence items) and its path in the form field.Path renders
+// (`search[1]`, where the pointer says `search/1`).
+func resolvePointer(root *yaml.Node, ptr string) (n, key *yaml.Node, path string) {
+	n = root
+	for _, tok := range pointerTokens(ptr) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			for _, kv := range mapping(n) {
+				if kv[0].Value == tok {
+					key, next = kv[0], kv[1]
+				}
+			}
+			if next == nil {
+				return n, key, path
+			}
+			n, path = next, childPath(path, tok)
+		case yaml.SequenceNode:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				return n, key, path
+			}
+			n, key, path = n.Content[i], nil, path+"["+tok+"]"
+		default:
+			return n, key, path
+		}
+	}
+	return n, key, path
+}
+
+// quotedNames reads the property names out of the validator's "additionalProperties 'a', 'b' not
+// allowed" (each quoted as its quote function does: in single quotes, with \' and Go escapes).
+func quotedNames(msg string) []string {
+	var names []string
+	for _, m := range quotedName.FindAllStringSubmatch(msg, -1) {
+		s, err := strconv.Unquote(`"` + strings.ReplaceAll(strings.ReplaceAll(m[1], `\'`, `'`), `"`, `\"`) + `"`)
+		if err != nil {
+			return nil
+		}
+		names = append(names, s)
+	}
+	return names
+}
+
+var quotedName = regexp.MustCompile(`'((?:[^'\\]|\\.)*)'`)
+
+// quoteName quotes a property name the way the validator's messages do.
+func quoteName(s string) string {
+	q := strconv.Quote(s)
+	q = strings.ReplaceAll(q[1:len(q)-1], `\"`, `"`)
+	return "'" + strings.ReplaceAll(q, `'`, `\'`) + "'"
+}
+
+// toJSON converts a YAML node into the value encoding/json would produce, numbers as json.Number. A
+// repeated key of a mapping is an error, or, with dups, is noted there and left out (the first stands:
+// as for the decoders, see mapping), so that the rest of the document is still checked.
+func toJSON(n *yaml.Node, dups ...*[]*nodeError) (any, error) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
 			return nil, nil
 		}
-		return toJSON(n.Content[0])
+		return toJSON(n.Content[0], dups...)
 	case yaml.AliasNode:
-		return toJSON(n.Alias)
+		return toJSON(n.Alias, dups...)
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			if k.Kind != yaml.ScalarNode {
-				return nil, fmt.Errorf("line %d: mapping keys must be strings", k.Line)
+				return nil, &nodeError{k, "mapping keys must be strings"}
 			}
 			if _, dup := m[k.Value]; dup {
-				return nil, fmt.Errorf("line %d: duplicate key %q", k.Line, k.Value)
+				e := &nodeError{k, fmt.Sprintf("duplicate key %q", k.Value)}
+				if len(dups) == 0 {
+					return nil, e
+				}
+				*dups[0] = append(*dups[0], e)
+				continue
 			}
-			v, err := toJSON(n.Content[i+1])
+			v, err := toJSON(n.Content[i+1], dups...)
 			if err != nil {
 				return nil, err
 			}
@@ -358,7 +521,7 @@ func toJSON(n *yaml.Node) (any, error) {
 	case yaml.SequenceNode:
 		out := make([]any, 0, len(n.Content))
 		for _, c := range n.Content {
-			v, err := toJSON(c)
+			v, err := toJSON(c, dups...)
 			if err != nil {
 				return nil, err
 			}
@@ -368,7 +531,7 @@ func toJSON(n *yaml.Node) (any, error) {
 	case yaml.ScalarNode:
 		var v any
 		if err := n.Decode(&v); err != nil {
-			return nil, fmt.Errorf("line %d: %w", n.Line, err)
+			return nil, &nodeError{n, err.Error()}
 		}
 		switch x := v.(type) {
 		case int:
@@ -382,16 +545,32 @@ func toJSON(n *yaml.Node) (any, error) {
 		}
 		return v, nil
 	}
-	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+	return nil, &nodeError{n, "unsupported YAML node"}
 }
 
-// mapping returns the key/value pairs of a mapping node in order.
+// nodeError is a problem of one node of a document (a repeated key), which places it.
+type nodeError struct {
+	node *yaml.Node
+	msg  string
+}
+
+func (e *nodeError) Error() string { return fmt.Sprintf("line %d: %s", e.node.Line, e.msg) }
+
+// mapping returns the key/value pairs of a mapping node in order; of a repeated key (an error toJSON
+// reports), the first.
 func mapping(n *yaml.Node) [][2]*yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	out := make([][2]*yaml.Node, 0, len(n.Content)/2)
+	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; k.Kind == yaml.ScalarNode {
+			if seen[k.Value] {
+				continue
+			}
+			seen[k.Value] = true
+		}
 		out = append(out, [2]*yaml.Node{n.Content[i], n.Content[i+1]})
 	}
 	return out

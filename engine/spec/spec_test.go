@@ -114,38 +114,38 @@ func TestDefaultIsJSON(t *testing.T) {
 	}
 }
 
-// TestLoadErrors: every problem is an error whose path starts with the file (and, inside it, the place
-// in the document), all of them at once.
+// TestLoadErrors: every problem is an error naming its file, its line and column and the path of the
+// value in the document (file:line:col: path: message), all of them at once.
 func TestLoadErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		files map[string]string
-		want  []string // "path: message start", each matching one error; no other error
+		want  []string // "file:line:col: path: message" start, each matching one error; no other error
 	}{
 		{"unknown key", map[string]string{"resources/widgets.yaml": widgets + "colour: red\n"},
-			[]string{"resources/widgets.yaml: additionalProperties 'colour' not allowed"}},
+			[]string{"resources/widgets.yaml:13:1: additionalProperties 'colour' not allowed"}},
 		{"unknown field key", map[string]string{"resources/widgets.yaml": strings.Replace(widgets, "max_length: 80", "maxlen: 80", 1)},
-			[]string{"resources/widgets.yaml: fields.name: additionalProperties 'maxlen' not allowed"}},
+			[]string{"resources/widgets.yaml:8:69: fields.name: additionalProperties 'maxlen' not allowed"}},
 		{"wrong type", map[string]string{"resources/widgets.yaml": strings.Replace(widgets, "required: true", "required: yes please", 1)},
-			[]string{"resources/widgets.yaml: fields.name.required: expected boolean, but got string"}},
+			[]string{"resources/widgets.yaml:8:47: fields.name.required: expected boolean, but got string"}},
 		{"wrong type in roles", map[string]string{"roles.yaml": strings.Replace(roles, `{"*": read}`, `{"*": 3}`, 1)},
-			[]string{`roles.yaml: roles.viewer.resources.*: value must be one of "none", "read", "write"`}},
+			[]string{`roles.yaml:7:22: roles.viewer.resources.*: value must be one of "none", "read", "write"`}},
 		{"wrong type in plans", map[string]string{"plans.yaml": strings.Replace(plans, "key_per_minute: 10,", "key_per_minute: many,", 1)},
-			[]string{"plans.yaml: plans.big.limits.key_per_minute: "}},
+			[]string{"plans.yaml:4:96: plans.big.limits.key_per_minute: expected integer or null, but got string"}},
 		{"missing required", map[string]string{"resources/widgets.yaml": strings.Replace(widgets, "label: Widget\n", "", 1)},
-			[]string{"resources/widgets.yaml: missing properties: 'label'"}},
+			[]string{"resources/widgets.yaml:1:1: missing properties: 'label'"}},
 		{"missing required in a field", map[string]string{"resources/widgets.yaml": widgets[:strings.Index(widgets, "associations:")] + "  owner: {type: reference}\n"},
-			[]string{"resources/widgets.yaml: fields.owner: missing properties: 'target'"}},
+			[]string{"resources/widgets.yaml:11:3: fields.owner: missing properties: 'target'"}},
 		{"duplicate key", map[string]string{"resources/widgets.yaml": widgets + "name: widgets\n"},
-			[]string{`resources/widgets.yaml: line 13: duplicate key "name"`}},
+			[]string{`resources/widgets.yaml:13:1: duplicate key "name"`}},
 		{"duplicate field", map[string]string{"resources/widgets.yaml": strings.Replace(widgets, "  weight:", "  size: {type: string}\n  weight:", 1)},
-			[]string{`resources/widgets.yaml: line 10: duplicate key "size"`}},
+			[]string{`resources/widgets.yaml:10:3: duplicate key "size"`}},
 		{"name differs from the file", map[string]string{"resources/widgets.yaml": strings.Replace(widgets, "name: widgets", "name: gadgets", 1)},
-			[]string{`resources/widgets.yaml: name: name "gadgets" must equal the file name "widgets"`}},
+			[]string{`resources/widgets.yaml:2:7: name: name "gadgets" must equal the file name "widgets"`}},
 		{"not YAML", map[string]string{"resources/widgets.yaml": "name: [widgets\n"},
-			[]string{"resources/widgets.yaml: yaml: line "}},
+			[]string{"resources/widgets.yaml:1:1: yaml: did not find expected ',' or ']'"}},
 		{"empty file", map[string]string{"resources/widgets.yaml": "\n"},
-			[]string{"resources/widgets.yaml: empty document"}},
+			[]string{"resources/widgets.yaml:1:1: empty document"}},
 		{"no resources", map[string]string{"resources/widgets.yaml": ""},
 			[]string{"resources: no resource definitions (resources/*.yaml)"}},
 		{"roles missing", map[string]string{"roles.yaml": ""},
@@ -155,17 +155,14 @@ func TestLoadErrors(t *testing.T) {
 			"resources/gadgets.yaml": strings.Replace(widgets, "name: widgets", "name: gizmos", 1),
 			"plans.yaml":             ""},
 			[]string{
-				"resources/gadgets.yaml: name: name \"gizmos\" must equal the file name \"gadgets\"",
-				"resources/widgets.yaml: additionalProperties 'colour' not allowed",
+				"resources/gadgets.yaml:2:7: name: name \"gizmos\" must equal the file name \"gadgets\"",
+				"resources/widgets.yaml:13:1: additionalProperties 'colour' not allowed",
 				"plans.yaml: open plans.yaml: file does not exist",
 			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs := spec.Load(definitions(tc.files))
-			var got []string
-			for _, e := range errs {
-				got = append(got, e.Error())
-			}
+			got := errs.Located("")
 		want:
 			for _, w := range tc.want {
 				for _, g := range got {
@@ -195,12 +192,34 @@ func TestParseRoles(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
 		{"unknown key", strings.Replace(roles, "label: Viewer", "label: Viewer\n    colour: red", 1),
 			"workspace roles: roles.viewer: additionalProperties 'colour' not allowed"},
-		{"duplicate role", roles + "  viewer: {label: V, permissions: []}\n", `workspace roles: line 9: duplicate key "viewer"`},
+		{"duplicate role", roles + "  viewer: {label: V, permissions: []}\n", `workspace roles: duplicate key "viewer"`},
 		{"empty", "", "workspace roles: empty document"},
 	} {
 		rs, errs := spec.ParseRoles("workspace roles", []byte(tc.text))
 		if rs != nil || len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), tc.want) {
 			t.Errorf("%s: roles %v errors %v, want one starting %q", tc.name, rs, errs, tc.want)
+		}
+	}
+}
+
+// TestSyntaxErrorLine: a file that is not YAML is placed at the line where it stops being YAML (yaml.v3
+// itself names the line before it for parser errors), at that line's first character.
+func TestSyntaxErrorLine(t *testing.T) {
+	for _, tc := range []struct {
+		text      string
+		line, col int
+	}{
+		{"version: 1\nname: widgets\nfields:\n  a: {type: [string}\n", 4, 3},
+		{"name: [widgets\n", 1, 1},
+		{"a: 1\nb: [1, 2\nc: 3\n", 2, 1},
+		{"a: 1\nb: 'x\n", 2, 1},
+		{"a:\n  b: 1\n   c: 2\n", 3, 4},
+		{"a: 1\n\tb: 2\n", 2, 2},
+		{"a: 1\nb: @x\n", 2, 1},
+	} {
+		_, errs := spec.Load(definitions(map[string]string{"resources/widgets.yaml": tc.text}))
+		if len(errs) != 1 || errs[0].Line != tc.line || errs[0].Column != tc.col || !strings.HasPrefix(errs[0].Message, "yaml: ") {
+			t.Errorf("%q: %v, want one yaml problem at %d:%d", tc.text, errs.Located(""), tc.line, tc.col)
 		}
 	}
 }

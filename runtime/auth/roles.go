@@ -21,7 +21,8 @@ func (d *Directory) PutRoles(ctx context.Context, workspace, file string, data [
 	workspace = strings.ToLower(workspace)
 	parsed, errs := spec.ParseRoles(file, data)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w:\n%v", ErrInvalid, errs)
+		// file:line:column: path: message, one a line, as recordsctl definitions lint prints them.
+		return nil, fmt.Errorf("%w:\n%s", ErrInvalid, strings.Join(errs.Located(""), "\n"))
 	}
 	roles, errs := d.catalog().CompileRoles(file, parsed)
 	if len(errs) > 0 {

@@ -248,9 +248,7 @@ func (d *Directory) CompileRole(name string, definition []byte) (*model.Role, er
 	}
 	out := make(field.ErrorList, len(errs))
 	for i, e := range errs {
-		p := strings.TrimPrefix(e.Field, file)
-		p = strings.TrimPrefix(p, ": ")
-		p = strings.TrimPrefix(p, "roles")
+		p := strings.TrimPrefix(e.Field, "roles")
 		p = strings.TrimPrefix(p, ".")
 		switch {
 		case p == name:

@@ -14,11 +14,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing/fstest"
 	"time"
 
+	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -82,24 +84,39 @@ func Version(files map[string][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Compile validates files whole and compiles them; the error lists every problem found.
+// Compile validates files whole and compiles them; the error (*Invalid) lists every problem found.
 func Compile(files map[string][]byte) (*Set, error) {
 	fsys := fstest.MapFS{}
 	for name, data := range files {
 		fsys[name] = &fstest.MapFile{Data: data, Mode: 0o644}
 	}
 	set, errs := spec.Load(fsys)
-	if len(errs) > 0 {
-		return nil, &Invalid{Errs: errs.Error()}
+	var cat *model.Catalog
+	if !set.Partial {
+		// Also when the meta-schema refused parts of files: the cross-references and formulas of the
+		// rest are checked in the same pass (Compile leaves out what the meta-schema refused).
+		var cerrs field.ErrorList
+		cat, cerrs = model.Compile(set)
+		errs = append(errs, cerrs...)
 	}
-	cat, errs := model.Compile(set)
 	if len(errs) > 0 {
-		return nil, &Invalid{Errs: errs.Error()}
+		sort.SliceStable(errs, func(i, j int) bool {
+			a, b := errs[i], errs[j]
+			if a.File != b.File {
+				return a.File < b.File
+			}
+			if a.Line != b.Line {
+				return a.Line < b.Line
+			}
+			return a.Column < b.Column
+		})
+		return nil, &Invalid{Problems: errs}
 	}
 	return &Set{ID: Version(files), Files: files, Catalog: cat}, nil
 }
 
-// Dir reads and compiles the definitions directory dir.
+// Dir reads and compiles the definitions directory dir; a refusal names the files under dir as it is
+// written.
 func Dir(dir string) (*Set, error) {
 	files, err := Read(os.DirFS(dir))
 	if err != nil {
@@ -113,13 +130,30 @@ func Dir(dir string) (*Set, error) {
 	return s, err
 }
 
-// Invalid is a set refused by validation: every problem, one per line.
+// Invalid refuses a definitions set: every problem found, of every file, each placed at its file, line
+// and column (syntax, meta-schema, cross-references and formulas alike).
 type Invalid struct {
-	Dir  string // the directory read, "" for a stored set
-	Errs string
+	// Dir is the definitions directory as the user gave it (flag or configuration); "" names the files
+	// relative to it (a stored set).
+	Dir      string
+	Problems field.ErrorList // ordered by file, line and column
 }
 
-func (e *Invalid) Error() string { return "definitions:\n" + e.Errs }
+// Lines renders each problem as `file:line:col: path: message` (field.Error.Located), the file under
+// Dir: the format compilers, go vet and eslint's unix formatter print, which editors and CI annotate.
+func (e *Invalid) Lines() []string { return e.Problems.Located(e.Prefix()) }
+
+// Prefix is what comes before a problem's File to name the file as the user would: Dir and a
+// separator, kept as written ("./defs" stays "./defs/"), or "".
+func (e *Invalid) Prefix() string {
+	prefix := e.Dir
+	if prefix != "" && !strings.HasSuffix(prefix, "/") && !strings.HasSuffix(prefix, string(filepath.Separator)) {
+		prefix += string(filepath.Separator)
+	}
+	return prefix
+}
+
+func (e *Invalid) Error() string { return "definitions:\n" + strings.Join(e.Lines(), "\n") }
 
 // Channel is the PostgreSQL notification channel of a new version.
 const Channel = "records_definitions"

@@ -40,7 +40,8 @@ import (
 	"github.com/workspace-records/records/runtime/webhooks"
 )
 
-// LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once.
+// LoadDefinitions reads and compiles the definitions in fsys, returning every problem at once: a
+// *DefinitionsError when the definitions are refused.
 func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
 	files, err := defset.Read(fsys)
 	if err != nil {
@@ -56,6 +57,24 @@ func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
 	}
 	return set.Catalog, schemas, nil
 }
+
+// LoadDefinitionsDir is LoadDefinitions of the directory dir, whose refusal names the files under dir
+// as it is written.
+func LoadDefinitionsDir(dir string) (*model.Catalog, *schema.Set, error) {
+	set, err := defset.Dir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	schemas, err := schema.Compile(set.Catalog)
+	if err != nil {
+		return nil, nil, fmt.Errorf("definitions: %w", err)
+	}
+	return set.Catalog, schemas, nil
+}
+
+// DefinitionsError refuses a definitions set: every problem found, of every file, each placed at its
+// file, line and column (defset.Invalid).
+type DefinitionsError = defset.Invalid
 
 // Backend is an opened, migrated database with the services over it.
 type Backend struct {
