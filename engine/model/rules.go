@@ -255,11 +255,29 @@ type RuleCheck struct {
 // definition's order, at the rule's field (the resource's name when it names none) with the rule's
 // reason and message.
 func (r *Resource) CheckRules(w RuleCheck) field.ErrorList {
+	var errs field.ErrorList
+	r.checkRules(w, func(ru *Rule, msg string) {
+		at := ru.Field
+		if at == "" {
+			at = r.Name
+		}
+		errs = append(errs, &field.Error{Code: ru.Reason, Field: at, Message: msg})
+	})
+	return errs
+}
+
+// FailedRules returns the rules of r the write w fails, in the definition's order (see CheckRules).
+func (r *Resource) FailedRules(w RuleCheck) []*Rule {
+	var out []*Rule
+	r.checkRules(w, func(ru *Rule, _ string) { out = append(out, ru) })
+	return out
+}
+
+func (r *Resource) checkRules(w RuleCheck, failed func(ru *Rule, msg string)) {
 	if len(r.Rules) == 0 {
-		return nil
+		return
 	}
 	var self, old map[string]any
-	var errs field.ErrorList
 	for _, ru := range r.Rules {
 		if (ru.Transition && w.Old == nil) || ru.readsAny(w.Refused) || (w.Old != nil && !ru.reads(w.Changed)) {
 			continue
@@ -271,14 +289,9 @@ func (r *Resource) CheckRules(w RuleCheck) field.ErrorList {
 			}
 		}
 		if ok, msg := ru.eval(self, old); !ok {
-			at := ru.Field
-			if at == "" {
-				at = r.Name
-			}
-			errs = append(errs, &field.Error{Code: ru.Reason, Field: at, Message: msg})
+			failed(ru, msg)
 		}
 	}
-	return errs
 }
 
 // reads reports whether the rule reads one of the fields keyed in changed, directly or through a
