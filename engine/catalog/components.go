@@ -337,7 +337,7 @@ func errorBody(envelope bool) map[string]any {
 			"code":    map[string]any{"type": "string", "enum": ErrorCodes, "description": "The specific error."},
 			"message": str("Human-readable text."),
 			"details": map[string]any{
-				"type": "object", "additionalProperties": true, "description": "More about the error; open members. `errors` lists the refused fields or parameters, one item per problem (declared fields, custom fields and unknown members in one list, each at the path the client wrote: `cf__<key>` or `custom_fields.<key>`); at most " + strconv.Itoa(apierr.MaxListed) + " are listed, and `errors_omitted` counts the rest.",
+				"type": "object", "additionalProperties": true, "description": "More about the error; open members. `errors` lists the refused fields or parameters, one item per problem (declared fields, custom fields, unknown members and the resource's failed rules in one list, each at the path the client wrote: `cf__<key>` or `custom_fields.<key>`; a failed rule at its field, or at the resource's name when it is about the whole record); at most " + strconv.Itoa(apierr.MaxListed) + " are listed, and `errors_omitted` counts the rest.",
 				"properties": map[string]any{
 					"errors": map[string]any{"type": "array", "maxItems": apierr.MaxListed, "description": "The first problems, declared fields in the resource's order, then unknown members, then custom fields.",
 						"items": map[string]any{"type": "object", "required": []string{"field", "code", "message"}, "properties": map[string]any{

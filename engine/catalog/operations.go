@@ -85,6 +85,7 @@ func (d *doc) writeSchema(r *model.Resource, s map[string]any, m schema.Mode) ma
 		delete(out, "patternProperties")
 	}
 	out["properties"] = props
+	addRules(out, r, m)
 	if r.ModelScoped {
 		props["model_id"] = map[string]any{"type": "string", "format": "uuid", "description": "The data model; required here or as the model_id query parameter."}
 		out["additionalProperties"] = true
@@ -251,4 +252,35 @@ func sortSchema(r *model.Resource) map[string]any {
 		return declared
 	}
 	return map[string]any{"anyOf": []any{declared, map[string]any{"type": "string", "pattern": "^cfv:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}}
+}
+
+// addRules documents the resource's declarative rules (model.Rule) on its write schema s for mode m:
+// listed in the description, and as data in `x-rules` (each rule's CEL expression, message, field,
+// reason, and whether it is a transition rule). A create's schema lists the rules a create is checked
+// against (transition rules apply on update only).
+func addRules(s map[string]any, r *model.Resource, m schema.Mode) {
+	var items []any
+	var lines []string
+	for _, ru := range r.Rules {
+		if ru.Transition && m != schema.Update {
+			continue
+		}
+		item := map[string]any{"rule": ru.Expr, "message": ru.Message, "reason": string(ru.Reason), "transition": ru.Transition}
+		at := r.Name + " (the record)"
+		if ru.Field != "" {
+			item["field"] = ru.Field
+			at = "`" + ru.Field + "`"
+		}
+		items = append(items, item)
+		lines = append(lines, "- "+at+": "+ru.Message+" (`"+ru.Expr+"`)")
+	}
+	if len(items) == 0 {
+		return
+	}
+	s["x-rules"] = items
+	note := "Rules the record must keep, checked with this schema (CEL over `self`, the record as the write would store it, and on update `oldSelf`, the record before it); each failure is listed in the 422 `validation_failed` answer's `details.errors` at the field named, with its message:\n" + strings.Join(lines, "\n")
+	if d, ok := s["description"].(string); ok && d != "" {
+		note = d + "\n\n" + note
+	}
+	s["description"] = note
 }

@@ -124,6 +124,7 @@ func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resou
 		r.byKey[f.Key] = f
 	}
 	errs = append(errs, compileFormulas(r, formulas)...)
+	errs = append(errs, compileRules(r, sr.Rules)...)
 	for i, key := range sr.Search {
 		f, ok := r.byKey[key]
 		switch {

@@ -209,6 +209,7 @@ type Resource struct {
 	Hooks        []string
 	Table        string
 	Computed     []*Field // declared fields with a formula, in declaration order of their keys
+	Rules        []*Rule  // declarative rules (CheckRules), in the definition's order
 
 	byKey   map[string]*Field
 	assocBy map[string]*Association

@@ -193,3 +193,56 @@ func number(v any) (int64, bool) {
 	}
 	return 0, false
 }
+
+// keepRules drops from c.body the optional values that make one of the resource's declarative rules
+// (model.Rule) fail for the record the body makes (on create the body with the defaults; on update
+// stored, nil when unknown, merged with the body), so that every body the generator hands out passes them: each failed rule's optional input
+// fields leave the body, and the record keeps its stored value or, on create, the field's default.
+// The YAML rules are written so that an empty field does not break them (a won deal's close date is
+// what is required, not what is forbidden), which makes dropping a sound repair; required fields stay.
+func (c *rec) keepRules(stored map[string]any, create bool) {
+	r := c.r
+	if len(r.Rules) == 0 {
+		return
+	}
+	for range len(r.Rules) + 1 {
+		failed := r.FailedRules(c.ruleCheck(stored, create))
+		if len(failed) == 0 {
+			return
+		}
+		for _, ru := range failed {
+			for _, f := range ru.Inputs {
+				if !f.Required {
+					delete(c.body, f.Key)
+				}
+			}
+		}
+	}
+}
+
+// ruleCheck is the write of c.body as the rules see it.
+func (c *rec) ruleCheck(stored map[string]any, create bool) model.RuleCheck {
+	body := model.RuleValues(c.r, c.body)
+	if create {
+		for _, f := range c.r.Declared() {
+			if _, given := c.body[f.Key]; !given && f.Default != nil && f.Writable() {
+				body[f.Key] = f.Default
+			}
+		}
+		return model.RuleCheck{Self: body}
+	}
+	old := model.RuleValues(c.r, stored)
+	self := make(map[string]any, len(old)+len(body))
+	changed := make(map[string]any, len(c.body))
+	for k, v := range old {
+		self[k] = v
+	}
+	for k := range c.body {
+		changed[k] = nil
+		delete(self, k)
+		if v, ok := body[k]; ok {
+			self[k] = v
+		}
+	}
+	return model.RuleCheck{Self: self, Old: old, Changed: changed}
+}

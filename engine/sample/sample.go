@@ -57,6 +57,7 @@ func (g *Generator) Body(r *model.Resource, refs Refs, now time.Time) map[string
 	c.tidy()
 	c.orderDates()
 	c.cohere(nil, refs)
+	c.keepRules(nil, true)
 	g.distinct(r.Name, r.Declared(), c.body, "")
 	return c.body
 }
@@ -90,6 +91,18 @@ func (g *Generator) distinct(resource string, fields []*model.Field, body map[st
 // (SetLookup) the body keeps the rules of the record it makes, adding the fields they need. It never
 // changes a unique key (another record may hold the new value).
 func (g *Generator) Update(r *model.Resource, stored map[string]any, refs Refs, now time.Time) map[string]any {
+	// A body that breaks one of the resource's rules is drawn again, a few times, before keepRules
+	// repairs the last one by dropping values (which could leave it empty).
+	for attempt := 0; ; attempt++ {
+		c := g.update(r, stored, refs, now)
+		if attempt == 3 || len(r.FailedRules(c.ruleCheck(stored, false))) == 0 {
+			c.keepRules(stored, false)
+			return c.body
+		}
+	}
+}
+
+func (g *Generator) update(r *model.Resource, stored map[string]any, refs Refs, now time.Time) *rec {
 	c := g.record(r, now, false)
 	var fields []*model.Field
 	for _, f := range r.Declared() {
@@ -113,7 +126,7 @@ func (g *Generator) Update(r *model.Resource, stored map[string]any, refs Refs, 
 	}
 	c.orderDates()
 	c.cohere(stored, refs)
-	return c.body
+	return c
 }
 
 // rec is the state of one body being made: the person, company and place its fields describe.

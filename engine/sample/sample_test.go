@@ -140,8 +140,12 @@ func TestBodiesAreValid(t *testing.T) {
 					}
 				}
 			}
-			if _, errs := sch.Resource(r.Name).Validate(body, schema.Create); errs != nil {
+			b, errs := sch.Resource(r.Name).Validate(body, schema.Create)
+			if errs != nil {
 				t.Fatalf("%s create body %v: %v", r.Name, body, errs)
+			}
+			if errs := r.CheckRules(model.RuleCheck{Self: b.Values}); errs != nil {
+				t.Fatalf("%s create body %v breaks the rules: %v", r.Name, body, errs)
 			}
 
 			upd := g.Update(r, nil, refs, now)
@@ -151,7 +155,13 @@ func TestBodiesAreValid(t *testing.T) {
 			for k, v := range upd {
 				checkValue(t, r, k, v)
 			}
-			if _, errs := sch.Resource(r.Name).Validate(upd, schema.Update); errs != nil {
+			ub, errs := sch.Resource(r.Name).Validate(upd, schema.Update)
+			if errs == nil {
+				if rerrs := r.CheckRules(model.RuleCheck{Self: ub.Values, Old: map[string]any{}, Changed: ub.Values}); rerrs != nil {
+					t.Fatalf("%s update body %v breaks the rules: %v", r.Name, upd, rerrs)
+				}
+			}
+			if errs != nil {
 				t.Fatalf("%s update body %v: %v", r.Name, upd, errs)
 			}
 		}

@@ -385,6 +385,18 @@ func CustomOf(body map[string]any) (values map[string]any, form CustomForm) {
 
 // Validate checks body for mode and returns its canonical values, or every problem found.
 func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList) {
+	out, errs := r.ValidateAll(body, m)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// ValidateAll is Validate that returns, beside the problems, the values that passed: the canonical
+// values of the members found valid, and the defaults of the fields the body does not name (a member
+// refused takes no default in their place). A caller that checks more than the schema (the resource's
+// rules) reads them to report its own problems with the schema's in one answer.
+func (r *Resource) ValidateAll(body map[string]any, m Mode) (*Body, field.ErrorList) {
 	var errs field.ErrorList
 	out := &Body{Values: map[string]any{}}
 	known := map[string]any{}
@@ -490,16 +502,15 @@ func (r *Resource) Validate(body map[string]any, m Mode) (*Body, field.ErrorList
 	}
 	if m != Update {
 		for _, f := range r.res.Declared() {
-			if _, set := out.Values[f.Key]; !set && f.Default != nil && m.settable(f) {
+			if _, given := body[f.Key]; !given && f.Default != nil && m.settable(f) {
 				out.Values[f.Key] = f.Default
 			}
 		}
 	}
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return r.rank(errs[i].Field) < r.rank(errs[j].Field) })
-		return nil, errs
 	}
-	return out, nil
+	return out, errs
 }
 
 // saneNumbers reports whether every number in v, at any depth, passes model.SaneNumber.

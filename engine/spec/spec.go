@@ -57,6 +57,16 @@ type Resource struct {
 	Fields       []*Field // in file order
 	Associations []*Association
 	Hooks        []string
+	Rules        []*Rule // in file order
+}
+
+// Rule is one entry of a resource's rules: a CEL expression over the record (self, and oldSelf on
+// update) that must yield true for a write to be stored, as Kubernetes' x-kubernetes-validations.
+type Rule struct {
+	Rule    string
+	Message string
+	Field   string // the declared field a failure is reported at; "" for the resource
+	Reason  string // the failure's code; "" for invalid
 }
 
 // Field is one entry of a resource's fields (or of an association's attributes).
@@ -605,6 +615,16 @@ func decodeResource(n *yaml.Node) *Resource {
 	decodeInto(n, "model_scoped", &r.ModelScoped)
 	decodeInto(n, "feature", &r.Feature)
 	decodeInto(n, "hooks", &r.Hooks)
+	if rules := member(n, "rules"); rules != nil {
+		for _, item := range rules.Content {
+			ru := &Rule{}
+			decodeInto(item, "rule", &ru.Rule)
+			decodeInto(item, "message", &ru.Message)
+			decodeInto(item, "field", &ru.Field)
+			decodeInto(item, "reason", &ru.Reason)
+			r.Rules = append(r.Rules, ru)
+		}
+	}
 	r.Fields = decodeFields(member(n, "fields"))
 	for _, kv := range mapping(member(n, "associations")) {
 		a := &Association{Name: kv[0].Value}

@@ -5,6 +5,9 @@
 //   - a deal's status follows its stage's type (open, won, lost);
 //   - a deal's probability follows its stage's probability, unless the write sets it explicitly.
 //
+// These need the deal's stage, a lookup. The rules that need none — a deal whose status is won or lost has
+// a close date, a lost one a loss reason — are declarative, in definitions/resources/deals.yaml (rules:).
+//
 // Name it in a definition with `hooks: [deal-rules]` and put the binary in recordsd's --plugins directory
 // (`make plugins` builds it into plugins/bin).
 package main

@@ -123,7 +123,7 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 	checked := make([]BatchResult, len(items)) // the validation's refusals
 	invalid := false
 	for i, it := range items {
-		prepared[i] = s.prepare(a, c, it)
+		prepared[i] = s.prepare(ctx, a, c, it)
 		if prepared[i].err != nil {
 			checked[i] = failed(prepared[i].err)
 			invalid = true
@@ -204,7 +204,7 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 }
 
 // prepare validates one item, as its own request would be validated.
-func (s *Service) prepare(a Actor, c *Collection, it BatchItem) item {
+func (s *Service) prepare(ctx context.Context, a Actor, c *Collection, it BatchItem) item {
 	if it.Problem != nil {
 		return item{err: it.Problem}
 	}
@@ -239,7 +239,7 @@ func (s *Service) prepare(a Actor, c *Collection, it BatchItem) item {
 	case ItemUpdate:
 		b, ci, err := s.checkBody(a, c, it.Body, schema.Update)
 		if err != nil {
-			return item{err: err}
+			return item{err: s.withRules(ctx, c, it.ID, it.Body, err)}
 		}
 		decide = s.updateEdit(a, c, b, ci)
 	case ItemArchive:

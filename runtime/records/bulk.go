@@ -62,8 +62,11 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 	rows := make([]map[string]any, len(bodies))
 	var errs field.ErrorList
 	for i, body := range bodies {
-		// Declared and custom fields in one pass, as for a create.
-		b, verrs := sch.Validate(body, schema.Import)
+		// Declared and custom fields and the resource's rules in one pass, as for a create.
+		b, verrs := sch.ValidateAll(body, schema.Import)
+		if b != nil {
+			verrs = append(verrs, r.CheckRules(model.RuleCheck{Self: b.Values, Refused: refusedFields(verrs)})...)
+		}
 		given, form := schema.CustomOf(body)
 		ci, cerrs := c.checkCustom(given, form, schema.Create)
 		verrs = append(verrs, cerrs...)
@@ -71,7 +74,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 		for _, e := range verrs {
 			errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
 		}
-		if verrs != nil {
+		if len(verrs) > 0 {
 			continue
 		}
 		// The columns of a create (Service.insert).

@@ -28,7 +28,7 @@ func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[s
 func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, m *IfMatch, rc *Receipt) (Record, error) {
 	b, ci, err := s.checkBody(a, c, body, schema.Update) // refused before any lock is taken
 	if err != nil {
-		return nil, err
+		return nil, s.withRules(ctx, c, id, body, err)
 	}
 	return s.changeOne(ctx, a, c, rc, id, m, s.updateEdit(a, c, b, ci))
 }
@@ -42,6 +42,10 @@ func (s *Service) updateEdit(a Actor, c *Collection, b *schema.Body, ci *customI
 		}
 		if len(b.Values) == 0 && !ci.given {
 			return nil, nil
+		}
+		// The rules see the stored record (locked) and the body over it, before any plugin is called.
+		if errs := r.CheckRules(updateCheck(r, cur, b.Values, nil)); len(errs) > 0 {
+			return nil, errs
 		}
 		values := maps.Clone(b.Values) // a step may run again (an upsert retried): b stays as validated
 		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionUpdate, cur, values)

@@ -1,6 +1,10 @@
 package records
 
 import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -8,6 +12,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // checkBody validates a write body of c for mode m in one pass, before any transaction: the fields a may
@@ -16,9 +21,18 @@ import (
 // problem, each at the path the client wrote (cf__<key> or custom_fields.<key>). A field a may not write
 // is refused for that alone, whatever its value, so the answer says nothing of the records it names. It
 // returns the declared values and the custom input, or the problems.
+//
+// A create's body is also checked against the resource's rules (model.Rule) here, in the same pass:
+// the record it makes is the body's values with the defaults, so its rule failures join the schema's
+// problems in one answer (a rule reading a refused member is not checked). An update's rules need the
+// stored record: they are checked in the write's transaction, on the locked read (updateEdit), and
+// with the schema's problems by withRules when the body is refused here.
 func (s *Service) checkBody(a Actor, c *Collection, body map[string]any, m schema.Mode) (*schema.Body, *customInput, error) {
 	custom, form := schema.CustomOf(body)
-	b, verrs := s.schemas.Resource(c.Resource.Name).Validate(body, m)
+	b, verrs := s.schemas.Resource(c.Resource.Name).ValidateAll(body, m)
+	if m != schema.Update && b != nil {
+		verrs = append(verrs, c.Resource.CheckRules(model.RuleCheck{Self: b.Values, Refused: refusedFields(verrs)})...)
+	}
 	ci, cerrs := c.checkCustom(custom, form, m)
 	errs := firstPerField(writableErrors(c.Policy, body), reachErrors(a, s.cat, c.Resource, body),
 		c.customReachErrors(a, s.cat, custom, form), verrs, cerrs)
@@ -117,4 +131,62 @@ func sortErrors(r *model.Resource, errs field.ErrorList) {
 		}
 		return ri >= len(r.Fields) && errs[i].Field < errs[j].Field
 	})
+}
+
+// refusedFields are the fields errs refuses, by path.
+func refusedFields(errs field.ErrorList) map[string]bool {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(errs))
+	for _, e := range errs {
+		out[e.Field] = true
+	}
+	return out
+}
+
+// updateCheck is an update of the stored record cur of r with the canonical values (by key; nil
+// clears) as r's rules see it: the stored record before, and with values over it after.
+func updateCheck(r *model.Resource, cur Record, values map[string]any, refused map[string]bool) model.RuleCheck {
+	old := model.RuleValues(r, cur)
+	self := maps.Clone(old)
+	for k, v := range values {
+		if v == nil {
+			delete(self, k)
+		} else {
+			self[k] = v
+		}
+	}
+	return model.RuleCheck{Self: self, Old: old, Changed: values, Refused: refused}
+}
+
+// withRules adds to err, the refusal of an update body of record id of c before any transaction, the
+// failures of c's rules against the record the body's valid members would make of the stored one, so
+// that one answer lists the schema's problems and the rules'. The record is read without a lock, inside
+// the caller's record rule; when it cannot be read (or err is no refusal of values), err stands as it
+// is. Only a refused body pays for the read: an accepted one is checked on the locked read.
+func (s *Service) withRules(ctx context.Context, c *Collection, id string, body map[string]any, err error) error {
+	var errs field.ErrorList
+	if len(c.Resource.Rules) == 0 || !errors.As(err, &errs) || !model.IsUUID(id) {
+		return err
+	}
+	b, verrs := s.schemas.Resource(c.Resource.Name).ValidateAll(body, schema.Update)
+	if b == nil {
+		return err
+	}
+	cur, gerr := s.get(store.WithWorkspace(ctx, c.Workspace), s.st, c.Resource, c.key(id, c.Policy), false)
+	if gerr != nil || cur["archived"] == true {
+		return err // a missing record is 404 only once the body is valid; an archived one, 409
+	}
+	refused := refusedFields(errs)
+	for k := range refusedFields(verrs) {
+		refused[k] = true
+	}
+	rerrs := c.Resource.CheckRules(updateCheck(c.Resource, cur, b.Values, refused))
+	if len(rerrs) == 0 {
+		return err
+	}
+	all := append(slices.Clone(errs), rerrs...)
+	sortErrors(c.Resource, all)
+	return all
 }

@@ -4,9 +4,11 @@ package records
 // runs the same way:
 //
 //  1. Outside any transaction, on the resolved Collection: the body is validated against the resource's
-//     schema and the collection's custom fields, once. Nothing is locked yet, so a bad body costs no lock.
+//     schema and the collection's custom fields, once, and a create's against the resource's rules
+//     (model.Rule) too. Nothing is locked yet, so a bad body costs no lock.
 //  2. commit opens one transaction and runs the write's step in it: read and lock the current state (none
-//     for a create), run the Before hooks, check references, compute formulas, write the row and its
+//     for a create), check an update's rules on it (self: the stored record with the body over it;
+//     oldSelf: the stored record), run the Before hooks, check references, compute formulas, write the row and its
 //     custom values (the INSERT or UPDATE returns the row: no read-back), and settle — the audit entry,
 //     then the record as the caller sees it. On PostgreSQL, statements whose result is not needed at
 //     once go with the next one or the COMMIT (store.Later), and a new Idempotency-Key's claim with the

@@ -202,6 +202,10 @@ func TestFilterGroupsProperty(t *testing.T) {
 			if len(ops) != len(propertyFields) {
 				t.Fatalf("filter keys: %v", ops)
 			}
+			// The deals keep the shipped rules: a won or lost deal has a close date, a lost one a loss reason
+			// (a field the trees do not filter on).
+			reason := e.Do("POST", "/v1/loss_reasons", map[string]any{"name": "Price"})
+			e.Expect(reason, 201, "")
 			values := map[string]map[string]any{}
 			for i := range 30 {
 				rec := map[string]any{}
@@ -217,6 +221,12 @@ func TestFilterGroupsProperty(t *testing.T) {
 					} else {
 						body[key] = v
 					}
+				}
+				if rec["status"] != "open" && rec["close_date"] == nil {
+					rec["close_date"], body["close_date"] = "2026-03-15", "2026-03-15"
+				}
+				if rec["status"] == "lost" {
+					body["loss_reason_id"] = reason.Data()["id"]
 				}
 				res := e.Do("POST", "/v1/deals", body)
 				e.Expect(res, 201, "")

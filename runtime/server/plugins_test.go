@@ -121,6 +121,10 @@ func TestDealRulesPlugin(t *testing.T) {
 				t.Errorf("lost deal with explicit probability: status %v probability %v", d["status"], d["probability"])
 			}
 
+			// Back to an open stage (the plugin sets status open): the won stage's close date is then the
+			// plugin's to require, not the declarative rule's, which reads the status.
+			e.Expect(e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": open}), 200, "")
+
 			// Kill the plugin: the next write starts it again and the rule still applies.
 			host := e.Server.Backend().Plugins
 			if n := len(host.Statuses()); n != 3 {
