@@ -168,7 +168,7 @@ func compileRules(r *Resource, rules []*spec.Rule) field.ErrorList {
 		}
 		checked, iss := env.Compile(sr.Rule)
 		if iss != nil && iss.Err() != nil {
-			errs = append(errs, field.New(field.CodeInvalid, p.Child("rule"), strings.ReplaceAll(iss.Err().Error(), "\n", " ")))
+			errs = append(errs, celErrors(p.Child("rule"), iss)...)
 			continue
 		}
 		if !checked.OutputType().IsExactType(cel.BoolType) {
