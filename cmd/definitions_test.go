@@ -157,6 +157,10 @@ func TestSIGHUPReloadsDefinitions(t *testing.T) {
 	if status, body := getJSON(t, p.url, key, "/v1/"+servertest.LiveResource); status != 200 {
 		t.Fatalf("GET /v1/%s: %d %v", servertest.LiveResource, status, body)
 	}
+	status, _, body := request(t, p.url, key, "POST", "/v1/tags", `{"name":"x","`+servertest.LiveField+`":"toolong"}`)
+	if status != 422 || !strings.Contains(body, servertest.LiveRuleMessage) {
+		t.Errorf("a tag breaking the new rule: %d %s", status, body)
+	}
 	_, doc := getJSON(t, p.url, "", "/v1/openapi.json")
 	if paths, _ := doc["paths"].(map[string]any); paths["/v1/"+servertest.LiveResource] == nil {
 		t.Fatalf("the OpenAPI document has no /v1/%s", servertest.LiveResource)

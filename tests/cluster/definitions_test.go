@@ -16,7 +16,7 @@ import (
 )
 
 // Two replicas on one PostgreSQL database (docs/issue-25.md): `recordsctl definitions apply` of a set
-// that adds a resource and a field is served by both within 2 s, by the same processes, with the
+// that adds a resource, a field and a rule is served by both within 2 s, by the same processes, with the
 // OpenAPI document and the catalogs updated, while a load loop through both sees no failed request; a
 // broken set is refused by recordsctl with its file and line and both replicas serve on what they
 // served.
@@ -55,7 +55,7 @@ func TestLiveDefinitions(t *testing.T) {
 				if n%3 == 0 {
 					method, path, body = "POST", "/v1/tags", fmt.Sprintf(`{"name":"live %d-%d"}`, w, n)
 				}
-				status, err := c.raw(i, tn.key, method, path, body)
+				status, _, err := c.raw(i, tn.key, method, path, body)
 				mu.Lock()
 				statuses[status]++
 				if err != nil || status >= 400 {
@@ -99,8 +99,16 @@ func TestLiveDefinitions(t *testing.T) {
 		if v := version(i); v == before || v != after {
 			t.Errorf("replica %d serves version %s (before %s, replica 0 %s)", i, v, before, after)
 		}
-		if status, err := c.raw(i, tn.key, "POST", "/v1/"+servertest.LiveResource, `{"name":"gold"}`); status != 201 {
+		if status, _, err := c.raw(i, tn.key, "POST", "/v1/"+servertest.LiveResource, `{"name":"gold"}`); status != 201 {
 			t.Errorf("replica %d: POST /v1/%s: %d %v", i, servertest.LiveResource, status, err)
+		}
+		// The new rule, with a schema error in the same body: one 422 naming both.
+		status, body, err := c.raw(i, tn.key, "POST", "/v1/tags", `{"name":"r","position":-1,"`+servertest.LiveField+`":"toolong"}`)
+		if status != 422 || !strings.Contains(body, servertest.LiveRuleMessage) || !strings.Contains(body, `"field":"position"`) {
+			t.Errorf("replica %d: a tag breaking the new rule and the schema: %d %s %v", i, status, body, err)
+		}
+		if status, body, _ := c.raw(i, tn.key, "POST", "/v1/tags", `{"name":"ok","`+servertest.LiveField+`":"ok"}`); status != 201 {
+			t.Errorf("replica %d: a tag keeping the new rule: %d %s", i, status, body)
 		}
 		var doc struct{ Paths map[string]any }
 		c.getJSON(t, i, "", "/v1/openapi.json", &doc)
@@ -140,11 +148,11 @@ func TestLiveDefinitions(t *testing.T) {
 }
 
 // raw sends one request to replica i without the contract check (the new resource is not in the
-// committed document) and returns its status.
-func (c *cluster) raw(i int, key, method, path, body string) (int, error) {
+// committed document) and returns its status and body.
+func (c *cluster) raw(i int, key, method, path, body string) (int, string, error) {
 	req, err := http.NewRequest(method, c.replicas[i].url()+path, strings.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -154,11 +162,11 @@ func (c *cluster) raw(i int, key, method, path, body string) (int, error) {
 	}
 	res, err := c.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, nil
+	data, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(data), err
 }
 
 // getJSON reads path from replica i and decodes it into v.

@@ -37,15 +37,17 @@ func CopyDefinitions(t testing.TB) string {
 	return dst
 }
 
-// LiveChange is what EvolveDefinitions adds to a copy of the shipped definitions: a field of tags and a
-// whole resource, badges (a copy of tags).
+// What EvolveDefinitions adds to a copy of the shipped definitions: a field of tags, a rule on it
+// (LiveRuleMessage refuses a value longer than 4 characters) and a whole resource, badges (a copy of
+// tags).
 const (
-	LiveField    = "emoji"
-	LiveResource = "badges"
+	LiveField       = "emoji"
+	LiveResource    = "badges"
+	LiveRuleMessage = "an emoji is at most 4 characters"
 )
 
 // EvolveDefinitions changes the definitions in dir as a schema maintainer would: tags gain the field
-// LiveField and a new resource LiveResource appears.
+// LiveField with a rule, and a new resource LiveResource appears.
 func EvolveDefinitions(t testing.TB, dir string) {
 	t.Helper()
 	tags := filepath.Join(dir, "resources", "tags.yaml")
@@ -58,7 +60,8 @@ func EvolveDefinitions(t testing.TB, dir string) {
 		"name: tags\n", "name: "+LiveResource+"\n", "label: Tag\n", "label: Badge\n", "label_plural: Tags\n", "label_plural: Badges\n").Replace(text)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	field := "  " + LiveField + ":\n    type: string\n    label: Emoji\n    max_length: 8\n    filterable: true\n"
+	field := "  " + LiveField + ":\n    type: string\n    label: Emoji\n    max_length: 8\n    filterable: true\n" +
+		"rules:\n  - rule: \"!has(self." + LiveField + ") || size(self." + LiveField + ") <= 4\"\n    message: " + LiveRuleMessage + "\n    field: " + LiveField + "\n"
 	i := strings.Index(text, "\nhooks:")
 	if i < 0 {
 		t.Fatalf("%s has no hooks key to add a field before", tags)
