@@ -287,7 +287,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	var host *plugins.Host
 	created := sqliteExists(cfg.DB) != nil
 	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, also: func(cat *model.Catalog) (err error) {
-		host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, cat)
+		host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m,
+			WatchInterval: cfg.PluginWatch}, cat)
 		return err
 	}})
 	if err != nil {
@@ -395,7 +396,7 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 func (s *Server) ready(ctx context.Context) []httpapi.Check {
 	var wg sync.WaitGroup
 	var db, rd error
-	var plug map[string]error
+	var plug map[string]plugins.Health
 	wg.Go(func() {
 		if err := s.backend.Store.Ping(ctx); err != nil {
 			db = errors.New("unreachable")
@@ -418,7 +419,8 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 	if s.redis != nil {
 		out = append(out, httpapi.Check{Name: "redis", Err: rd})
 	}
-	for name, err := range plug {
+	for name, health := range plug {
+		err := health.Err
 		if err != nil {
 			s.log.Warn("readiness: plugin unreachable", "plugin", name, "err", err)
 			err = errors.New("unreachable")
@@ -576,10 +578,14 @@ const QuotaFlushInterval = time.Second
 
 // Watch keeps what the server shares with other servers current until ctx ends: it listens for
 // changes of keys (auth.Directory.Watch), numbers the change feed's events (events.Sequencer.Run) and
-// delivers them to webhook endpoints (dispatch.Dispatcher.Run).
+// delivers them to webhook endpoints (dispatch.Dispatcher.Run). It also swaps in plugin programs
+// replaced in the plugins directory (plugins.Host.Watch), unless plugin_watch is 0.
 func (s *Server) Watch(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.backend.Directory.Watch(ctx) })
+	if s.cfg.PluginWatch > 0 {
+		wg.Go(func() { s.backend.Plugins.Watch(ctx) })
+	}
 	if s.backend.Events != nil {
 		wg.Go(func() { s.backend.Events.Run(ctx, s.log) })
 	}
