@@ -38,6 +38,8 @@ type Config struct {
 	PluginsDir     string // plugin binaries
 	// PluginTimeout is the deadline of one plugin hook call.
 	PluginTimeout time.Duration
+	// PluginWatch is how often a serving recordsd looks for replaced plugin programs to swap in; 0: never.
+	PluginWatch time.Duration
 	// RequestTimeout is the deadline of one API request's work; past it the request answers 503.
 	RequestTimeout time.Duration
 	// Events makes every write record its event for the change feed (GET /v1/events).
@@ -143,6 +145,10 @@ func (c Config) check(s Setting) error {
 	case "plugin_timeout":
 		if c.PluginTimeout <= 0 {
 			return fmt.Errorf("%s: want a positive duration", shown)
+		}
+	case "plugin_watch":
+		if c.PluginWatch < 0 || c.PluginWatch > 0 && c.PluginWatch < 10*time.Millisecond {
+			return fmt.Errorf("%s: want 0 (off) or a duration of at least 10ms", shown)
 		}
 	case "redis_timeout":
 		if c.RedisTimeout <= 0 {

@@ -124,6 +124,12 @@ func Settings() []Setting {
 			Help: "Deadline of one plugin hook call; a hook that misses it fails the write with 503.",
 		},
 		{
+			Name: "plugin_watch", Flag: "plugin-watch", Env: "RECORDS_PLUGIN_WATCH", Key: "plugin_watch",
+			Kind: KindDuration, Default: "1s", Commands: Recordsd, field: func(c *Config) any { return &c.PluginWatch },
+			Help: "How often recordsd looks for plugin programs replaced in the plugins directory, to start the new " +
+				"program beside the old and swap it in once healthy (docs/operations.md, \"Plugins\"); `0` turns it off.",
+		},
+		{
 			Name: "request_timeout", Flag: "request-timeout", Env: "RECORDS_REQUEST_TIMEOUT", Key: "request_timeout",
 			Kind: KindDuration, Default: "10s", Commands: Recordsd, field: func(c *Config) any { return &c.RequestTimeout },
 			Help: "Deadline of one API request's work. A request that misses it answers 503 with `Retry-After`, " +

@@ -32,6 +32,8 @@ type Metrics struct {
 	pluginCalls   *prometheus.CounterVec
 	pluginTime    *prometheus.HistogramVec
 	pluginStarts  *prometheus.CounterVec
+	pluginSwaps   *prometheus.CounterVec
+	pluginInfo    *prometheus.GaugeVec
 	events        prometheus.Counter
 	deliveries    *prometheus.CounterVec
 	deliveryLag   prometheus.Histogram
@@ -84,6 +86,14 @@ func New() *Metrics {
 		Namespace: Namespace, Subsystem: "plugin", Name: "starts_total",
 		Help: "Plugin process starts by plugin and reason (start, restart).",
 	}, []string{"plugin", "reason"})
+	m.pluginSwaps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "swaps_total",
+		Help: "Plugin programs replaced on disk, by plugin and result (swapped: the new program serves; refused: it failed to start, to answer or to match, and the old one serves on).",
+	}, []string{"plugin", "result"})
+	m.pluginInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: Namespace, Subsystem: "plugin", Name: "info",
+		Help: "1 for the program each plugin's process runs: its version and SHA-256 (one series per plugin).",
+	}, []string{"plugin", "version", "sha256"})
 	m.events = prometheus.NewCounter(prometheus.CounterOpts{
 		Namespace: Namespace, Subsystem: "events", Name: "numbered_total",
 		Help: "Events of the change feed numbered by this server (each committed write's events are numbered once, by one server).",
@@ -99,7 +109,7 @@ func New() *Metrics {
 	})
 	m.defs = newDefinitionsMetrics(m.reg)
 	m.reg.MustRegister(m.requests, m.duration, m.responseBytes, m.inFlight, m.rateLimited, m.quotaRefused, m.replays,
-		m.pluginCalls, m.pluginTime, m.pluginStarts, m.events, m.deliveries, m.deliveryLag,
+		m.pluginCalls, m.pluginTime, m.pluginStarts, m.pluginSwaps, m.pluginInfo, m.events, m.deliveries, m.deliveryLag,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -215,6 +225,29 @@ func (m *Metrics) PluginStarted(plugin string, restart bool) {
 		reason = "restart"
 	}
 	m.pluginStarts.WithLabelValues(plugin, reason).Inc()
+}
+
+// Swap results.
+const (
+	SwapSwapped = "swapped"
+	SwapRefused = "refused"
+)
+
+// PluginSwap counts a changed program of plugin: SwapSwapped or SwapRefused.
+func (m *Metrics) PluginSwap(plugin, result string) {
+	if m != nil {
+		m.pluginSwaps.WithLabelValues(plugin, result).Inc()
+	}
+}
+
+// PluginServing records that plugin's process runs version, from the program of SHA-256 sum, in place
+// of whatever it ran before.
+func (m *Metrics) PluginServing(plugin, version, sum string) {
+	if m == nil {
+		return
+	}
+	m.pluginInfo.DeletePartialMatch(prometheus.Labels{"plugin": plugin})
+	m.pluginInfo.WithLabelValues(plugin, version, sum).Set(1)
 }
 
 // Pool is a snapshot of a database connection pool.

@@ -44,10 +44,16 @@ func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader R
 	// The deadline covers the whole call, a (re)start of the program included.
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	c, e, err := h.client(cctx, name)
+	c, held, e, err := h.client(cctx, name)
 	if err != nil {
 		return nil, err
 	}
+	// The call holds its process until it returns: a swap (Watch) lets it finish there.
+	defer func() {
+		if held != nil {
+			held.calls.Done()
+		}
+	}()
 	id := h.nextID.Add(1)
 	h.lookups.Store(id, reader)
 	defer h.lookups.Delete(id)
@@ -55,7 +61,8 @@ func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader R
 	if err != nil && h.failed(ctx, cctx, e, c, err) && cctx.Err() == nil {
 		// The process died or was replaced under the call: start it again if need be and ask once
 		// more, within the same deadline.
-		if c, _, err = h.client(cctx, name); err == nil {
+		held.calls.Done()
+		if c, held, _, err = h.client(cctx, name); err == nil {
 			res, err = c.Before(cctx, call, id)
 			if err != nil {
 				h.failed(ctx, cctx, e, c, err)
@@ -97,13 +104,17 @@ func (h *Host) After(name string, call *sdk.Call, record map[string]any) {
 		defer cancel()
 		start := time.Now()
 		outcome := metrics.OutcomeOK
-		c, e, err := h.client(ctx, name)
+		c, p, e, err := h.client(ctx, name)
 		if err != nil {
 			outcome = metrics.OutcomeUnavailable
-		} else if err = c.After(ctx, call, record); err != nil {
-			outcome = metrics.OutcomeError
-			if h.failed(context.Background(), ctx, e, c, err) || ctx.Err() != nil {
-				outcome = metrics.OutcomeUnavailable
+		} else {
+			err = c.After(ctx, call, record)
+			p.calls.Done()
+			if err != nil {
+				outcome = metrics.OutcomeError
+				if h.failed(context.Background(), ctx, e, c, err) || ctx.Err() != nil {
+					outcome = metrics.OutcomeUnavailable
+				}
 			}
 		}
 		h.cfg.Metrics.PluginCall(name, "after", outcome, time.Since(start))

@@ -7,6 +7,10 @@
 // program at most until its deadline (the start goes on in the background, one at a time), a plugin
 // that misses a deadline is presumed stuck and replaced, a process that does not stop when asked is
 // killed, and what a plugin writes is logged with bounded line length and rate.
+//
+// Watch swaps in a plugin's program replaced on disk without a restart of the server: the new program
+// starts beside the old one and takes the new calls once it has proved healthy; calls in flight finish
+// on the old process (swap.go).
 package plugins
 
 import (
@@ -61,8 +65,10 @@ type Config struct {
 	// do not wait that long: they wait for a start at most until their own deadline.
 	StartTimeout time.Duration
 	Log          *slog.Logger
-	// Metrics counts calls, failures and restarts; nil counts nothing.
+	// Metrics counts calls, failures, restarts and swaps; nil counts nothing.
 	Metrics *metrics.Metrics
+	// WatchInterval is how often Watch looks at the programs; DefaultWatchInterval when zero.
+	WatchInterval time.Duration
 }
 
 // Host runs the plugins of a catalog. It is safe for concurrent use.
@@ -77,6 +83,12 @@ type Host struct {
 	sockets string
 	closed  atomic.Bool
 	bg      sync.WaitGroup // starts and stops running in the background
+	// done is closed by Close; it ends Watch and the wait of replaced processes for their calls.
+	done     chan struct{}
+	doneOnce sync.Once
+	// watchers counts running Watch loops; watchMu orders their start against Close (no Add after Wait).
+	watchMu  sync.Mutex
+	watchers sync.WaitGroup
 }
 
 type entry struct {
@@ -84,6 +96,7 @@ type entry struct {
 	mu         sync.Mutex
 	proc       *proc  // the running process, once started
 	pending    *proc  // the process of the start in flight
+	candidate  *proc  // the process of the swap in flight (Watch), beside proc
 	starting   *start // the start in flight; nil when none
 	hooks      *sdk.Client
 	desc       sdk.Description
@@ -95,6 +108,19 @@ type entry struct {
 	// library, one that exits at once) is not started again by every call, each a fork and exec.
 	backoff time.Duration // 0 after a start that succeeded
 	retryAt time.Time
+	// The program proc runs: its file as it was when proc started, and its SHA-256 (hex).
+	served program
+	swaps  int // programs swapped in by Watch
+	// refused is the SHA-256 of the last program a swap refused, and swapErr why: Watch does not try
+	// that program again, only a program changed since.
+	refused string
+	swapErr error
+}
+
+// program is a plugin's program file as it was started.
+type program struct {
+	info os.FileInfo
+	sum  string // SHA-256 of the file's content, hex
 }
 
 // The wait after a failed start doubles from startBackoffMin up to startBackoffMax.
@@ -108,6 +134,10 @@ type proc struct {
 	client *plugin.Client
 	kill   context.CancelFunc // kills the process at once
 	dir    string             // its socket directory
+	// calls counts the hook calls and pings through this process in flight: taken under the entry's
+	// lock while the process is the entry's, so a process swapped out (no longer the entry's) gets no new
+	// ones and may be waited for.
+	calls sync.WaitGroup
 }
 
 // start is one start of a plugin's program, in the background: callers wait for it until done is
@@ -131,7 +161,10 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	h := &Host{cfg: cfg, plugins: map[string]*entry{}}
+	if cfg.WatchInterval <= 0 {
+		cfg.WatchInterval = DefaultWatchInterval
+	}
+	h := &Host{cfg: cfg, plugins: map[string]*entry{}, done: make(chan struct{})}
 	users := map[string][]string{}
 	for _, r := range cat.Resources {
 		for _, name := range r.Hooks {
@@ -170,9 +203,12 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := h.ensure(ctx, h.plugins[name]); err != nil {
+			_, p, err := h.ensure(ctx, h.plugins[name])
+			if err != nil {
 				errs[i] = fmt.Errorf("start plugin %s: %w", name, err)
+				return
 			}
+			p.calls.Done()
 		}()
 	}
 	wg.Wait()

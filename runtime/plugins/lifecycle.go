@@ -2,8 +2,11 @@ package plugins
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"time"
@@ -14,52 +17,74 @@ import (
 	"github.com/workspace-records/records/plugins/sdk"
 )
 
-// ensure returns e's running client. When the program is not running (never started, exited, or
-// marked broken) it starts it in the background, one start at a time, and waits for that start at most
-// until ctx is done: a start that is slow or stuck costs a call no more than its own deadline, and goes
-// on for the calls after it. The caller does not hold e.mu.
-func (h *Host) ensure(ctx context.Context, e *entry) (*sdk.Client, error) {
-	e.mu.Lock()
-	if e.hooks != nil && !e.broken && !e.proc.client.Exited() {
-		c := e.hooks
-		e.mu.Unlock()
-		return c, nil
-	}
-	s := e.starting
-	if s == nil {
-		if h.closed.Load() {
-			e.mu.Unlock()
-			return nil, errors.New("the host is closed")
-		}
-		if wait := time.Until(e.retryAt); wait > 0 {
-			err := fmt.Errorf("did not start (%v); next start in %v", e.lastErr, wait.Round(time.Millisecond))
-			e.mu.Unlock()
-			return nil, err
-		}
-		s = &start{began: time.Now(), done: make(chan struct{})}
-		e.starting = s
-		old := e.proc
-		e.proc, e.hooks, e.broken = nil, nil, false
-		e.starts++
-		n := e.starts
-		h.bg.Add(1)
-		go func() {
-			defer h.bg.Done()
-			h.start(e, s, old, n)
-		}()
-	}
-	e.mu.Unlock()
-	select {
-	case <-s.done:
-		return s.hooks, s.err
-	case <-ctx.Done():
-		err := fmt.Errorf("still starting after %v", time.Since(s.began).Round(time.Millisecond))
+// ensure returns e's running client and its process, with a call taken on the process: the caller
+// releases it (p.calls.Done) when the call is over, so that a swap lets it finish before stopping the
+// process. When the program is not running (never started, exited, or marked broken) it starts it in
+// the background, one start at a time, and waits for that start at most until ctx is done: a start that
+// is slow or stuck costs a call no more than its own deadline, and goes on for the calls after it. The
+// caller does not hold e.mu.
+func (h *Host) ensure(ctx context.Context, e *entry) (*sdk.Client, *proc, error) {
+	// A start that succeeded may have been swapped out already (Watch) by the time its waiters take it:
+	// they take what serves then, a few times at most.
+	for tries := 0; ; tries++ {
 		e.mu.Lock()
-		if e.starting == s {
-			e.lastErr = err
+		if e.hooks != nil && !e.broken && !e.proc.client.Exited() {
+			c, p := e.hooks, e.proc
+			p.calls.Add(1)
+			e.mu.Unlock()
+			return c, p, nil
+		}
+		s := e.starting
+		if s == nil {
+			if h.closed.Load() {
+				e.mu.Unlock()
+				return nil, nil, errors.New("the host is closed")
+			}
+			if wait := time.Until(e.retryAt); wait > 0 {
+				err := fmt.Errorf("did not start (%v); next start in %v", e.lastErr, wait.Round(time.Millisecond))
+				e.mu.Unlock()
+				return nil, nil, err
+			}
+			s = &start{began: time.Now(), done: make(chan struct{})}
+			e.starting = s
+			old := e.proc
+			e.proc, e.hooks, e.broken = nil, nil, false
+			e.starts++
+			n := e.starts
+			h.bg.Add(1)
+			go func() {
+				defer h.bg.Done()
+				h.start(e, s, old, n)
+			}()
 		}
 		e.mu.Unlock()
-		return nil, fmt.Errorf("%w: %w", err, ctx.Err())
+		select {
+		case <-s.done:
+			if s.err != nil {
+				return nil, nil, s.err
+			}
+			e.mu.Lock()
+			if e.hooks == s.hooks && e.proc != nil {
+				// The process this start made, whatever became of it since: a call through it that fails
+				// is handled as any other.
+				p := e.proc
+				p.calls.Add(1)
+				e.mu.Unlock()
+				return s.hooks, p, nil
+			}
+			e.mu.Unlock()
+			if tries >= 2 {
+				return nil, nil, errors.New("replaced while starting")
+			}
+		case <-ctx.Done():
+			err := fmt.Errorf("still starting after %v", time.Since(s.began).Round(time.Millisecond))
+			e.mu.Lock()
+			if e.starting == s {
+				e.lastErr = err
+			}
+			e.mu.Unlock()
+			return nil, nil, fmt.Errorf("%w: %w", err, ctx.Err())
+		}
 	}
 }
 
@@ -75,7 +100,7 @@ func (h *Host) start(e *entry, s *start, old *proc, n int) {
 		}()
 	}
 	h.cfg.Metrics.PluginStarted(e.name, n > 1)
-	p, hooks, desc, err := h.launch(e)
+	p, hooks, desc, prog, err := h.launch(e, &e.pending)
 	e.mu.Lock()
 	e.pending = nil
 	if err == nil && h.closed.Load() {
@@ -86,7 +111,7 @@ func (h *Host) start(e *entry, s *start, old *proc, n int) {
 		e.backoff = min(max(2*e.backoff, startBackoffMin), startBackoffMax)
 		e.retryAt = time.Now().Add(e.backoff)
 	} else {
-		e.proc, e.hooks, e.desc, e.lastErr = p, hooks, desc, nil
+		e.proc, e.hooks, e.desc, e.served, e.lastErr = p, hooks, desc, prog, nil
 		e.backoff, e.retryAt = 0, time.Time{}
 	}
 	e.starting = nil
@@ -98,16 +123,23 @@ func (h *Host) start(e *entry, s *start, old *proc, n int) {
 		h.stop(p)
 		return
 	}
-	h.cfg.Log.Info("plugin started", "plugin", e.name, "version", desc.Version, "starts", n)
+	h.cfg.Metrics.PluginServing(e.name, desc.Version, prog.sum)
+	h.cfg.Log.Info("plugin started", "plugin", e.name, "version", desc.Version, "sha256", prog.sum, "pid", pid(p), "starts", n)
 }
 
-// launch runs e's program, connects to it and asks it to describe itself. The process it returns (nil
-// when there is none) must be stopped if err is not nil.
-func (h *Host) launch(e *entry) (*proc, *sdk.Client, sdk.Description, error) {
+// launch runs e's program, connects to it and asks it to describe itself; it also reports the program
+// it ran (hashed just before it is run). The process is kept in *slot (a field of e, under e.mu) while
+// it starts, for Close and Restart to kill; the caller clears it. The process it returns (nil when
+// there is none) must be stopped if err is not nil.
+func (h *Host) launch(e *entry, slot **proc) (*proc, *sdk.Client, sdk.Description, program, error) {
 	var desc sdk.Description
+	prog, err := readProgram(e.path)
+	if err != nil {
+		return nil, nil, desc, prog, err
+	}
 	dir, err := os.MkdirTemp(h.sockets, e.name+"-")
 	if err != nil {
-		return nil, nil, desc, fmt.Errorf("socket directory: %w", err)
+		return nil, nil, desc, prog, fmt.Errorf("socket directory: %w", err)
 	}
 	pctx, kill := context.WithCancel(context.Background())
 	// The command's context lets the host kill the process without go-plugin's locks, which a start in
@@ -137,19 +169,19 @@ func (h *Host) launch(e *entry) (*proc, *sdk.Client, sdk.Description, error) {
 	e.mu.Lock()
 	closed := h.closed.Load()
 	if !closed {
-		e.pending = p
+		*slot = p
 	}
 	e.mu.Unlock()
 	if closed {
-		return p, nil, desc, errors.New("the host is closed")
+		return p, nil, desc, prog, errors.New("the host is closed")
 	}
 	rpc, err := client.Client()
 	if err != nil {
-		return p, nil, desc, err
+		return p, nil, desc, prog, err
 	}
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
-		return p, nil, desc, err
+		return p, nil, desc, prog, err
 	}
 	hooks := raw.(*sdk.Client)
 	// Describe is part of the start, bounded like the handshake: callers wait for a start no longer
@@ -157,9 +189,38 @@ func (h *Host) launch(e *entry) (*proc, *sdk.Client, sdk.Description, error) {
 	dctx, cancel := context.WithTimeout(context.Background(), h.cfg.StartTimeout)
 	defer cancel()
 	if desc, err = hooks.Describe(dctx); err != nil {
-		return p, nil, desc, fmt.Errorf("describe: %w", err)
+		return p, nil, desc, prog, fmt.Errorf("describe: %w", err)
 	}
-	return p, hooks, desc, nil
+	return p, hooks, desc, prog, nil
+}
+
+// readProgram hashes the program at path (SHA-256) and returns it with its file's state.
+func readProgram(path string) (program, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return program{}, fmt.Errorf("program: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return program{}, fmt.Errorf("program: %w", err)
+	}
+	sum := sha256.New()
+	if _, err := io.Copy(sum, f); err != nil {
+		return program{}, fmt.Errorf("program: %w", err)
+	}
+	return program{info: info, sum: hex.EncodeToString(sum.Sum(nil))}, nil
+}
+
+// pid returns p's process id, or 0 when it has none (not started, or gone).
+func pid(p *proc) int {
+	if p == nil {
+		return 0
+	}
+	if rc := p.client.ReattachConfig(); rc != nil {
+		return rc.Pid
+	}
+	return 0
 }
 
 // stop ends process p and removes its socket directory: go-plugin's Kill, and a kill when that has not
@@ -191,16 +252,18 @@ func (e *entry) lastErrLocked() error {
 	return e.lastErr
 }
 
-func (h *Host) client(ctx context.Context, name string) (*sdk.Client, *entry, error) {
+// client returns plugin name's client with a call taken on its process (see ensure): the caller calls
+// p.calls.Done when its call is over.
+func (h *Host) client(ctx context.Context, name string) (*sdk.Client, *proc, *entry, error) {
 	e, ok := h.plugins[name]
 	if !ok {
-		return nil, nil, fmt.Errorf("%w: %s is not loaded", ErrUnavailable, name)
+		return nil, nil, nil, fmt.Errorf("%w: %s is not loaded", ErrUnavailable, name)
 	}
-	c, err := h.ensure(ctx, e)
+	c, p, err := h.ensure(ctx, e)
 	if err != nil {
-		return nil, e, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
+		return nil, nil, e, fmt.Errorf("%w: %s: %v", ErrUnavailable, name, err)
 	}
-	return c, e, nil
+	return c, p, e, nil
 }
 
 // Restart stops plugin name's process, and kills a start in flight (one stuck before its handshake);
@@ -222,21 +285,28 @@ func (h *Host) Restart(name string) error {
 	return nil
 }
 
-// Close waits for running After hooks (each bounded by the deadline) and stops every plugin: a start
-// in flight is killed, and a process that does not stop when asked is killed after stopGrace.
+// Close ends Watch, waits for running After hooks (each bounded by the deadline) and stops every
+// plugin: a start or a swap in flight is killed, a process swapped out is stopped without waiting for
+// its calls any longer, and a process that does not stop when asked is killed after stopGrace.
 func (h *Host) Close() {
 	if h == nil {
 		return
 	}
+	// Under watchMu: a Watch loop either counted itself in watchers before, or sees closed and returns.
+	h.watchMu.Lock()
 	h.closed.Store(true)
+	h.watchMu.Unlock()
+	h.doneOnce.Do(func() { close(h.done) })
 	h.after.Wait()
 	for _, e := range h.plugins {
 		e.mu.Lock()
-		p, pending := e.proc, e.pending
+		p, pending, candidate := e.proc, e.pending, e.candidate
 		e.proc, e.hooks = nil, nil
 		e.mu.Unlock()
-		if pending != nil {
-			pending.kill() // its start fails, and stops it
+		for _, q := range []*proc{pending, candidate} {
+			if q != nil {
+				q.kill() // its start fails, and stops it
+			}
 		}
 		h.bg.Add(1)
 		go func() {
@@ -244,6 +314,8 @@ func (h *Host) Close() {
 			h.stop(p)
 		}()
 	}
+	// A Watch loop may be swapping (its last bg.Add, retiring a process): wait for it before bg.
+	h.watchers.Wait()
 	h.bg.Wait()
 	if h.sockets != "" {
 		_ = os.RemoveAll(h.sockets)

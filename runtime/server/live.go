@@ -157,9 +157,12 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 	}
 	host := cur.plugins
 	if !covers(host, set.Catalog) {
-		if host, err = startPlugins(ctx, plugins.Config{Dir: s.cfg.PluginsDir, Timeout: s.cfg.PluginTimeout, Log: s.log, Metrics: s.metrics}, set.Catalog); err != nil {
+		if host, err = startPlugins(ctx, pluginConfig(s.cfg, s.log, s.metrics), set.Catalog); err != nil {
 			s.refuse(set.ID, by, err)
 			return err
+		}
+		if s.cfg.PluginWatch > 0 {
+			go host.Watch(context.WithoutCancel(ctx)) // until the host is closed (retired or at Close)
 		}
 	}
 	b := s.backend

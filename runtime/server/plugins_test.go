@@ -221,6 +221,64 @@ func TestPluginSwap(t *testing.T) {
 	}
 }
 
+// A plugin program replaced in the plugins directory while recordsd serves (written beside and
+// renamed over it, as deploys do) is swapped in without a restart and without Restart: no write fails
+// across it, the new rule holds once the status reports the new version, and a broken program after it
+// is refused while the writes go on.
+func TestPluginSwapWatched(t *testing.T) {
+	t.Parallel()
+	dir := pluginsDir(t)
+	buildNameRules(t, dir, "forbidden")
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
+	host := e.Server.Backend().Plugins
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 422, "validation_failed")
+	old := pluginStatus(t, host, "name-rules")
+
+	// Writes go on while the new build is deployed; each is judged by one build or the other, none fails.
+	n := 0
+	writes := func(until func() bool, within time.Duration) map[int]int {
+		t.Helper()
+		counts := map[int]int{}
+		for start := time.Now(); !until(); n++ {
+			if time.Since(start) > within {
+				t.Fatalf("not within %v: %+v", within, pluginStatus(t, host, "name-rules"))
+			}
+			res := e.Do("POST", "/v1/companies", map[string]any{"name": "Company " + strconv.Itoa(n)})
+			counts[res.Status]++
+			if res.Status != 201 {
+				t.Errorf("a write during the swap: %d %s", res.Status, res.Raw)
+			}
+		}
+		return counts
+	}
+	buildNameRules(t, dir, "blocked")
+	deployed := time.Now()
+	counts := writes(func() bool { return pluginStatus(t, host, "name-rules").Version == "test-blocked" }, 10*time.Second)
+	took := time.Since(deployed)
+	st := pluginStatus(t, host, "name-rules")
+	if st.PID == old.PID || st.Swaps != 1 || st.SHA256 == old.SHA256 {
+		t.Errorf("after the swap %+v; before %+v", st, old)
+	}
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 201, "")
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A blocked name"}), 422, "validation_failed")
+	e.Expect(e.Do("GET", "/readyz", nil), 200, "")
+
+	// A broken program is refused; the served one goes on.
+	tmp := filepath.Join(dir, ".name-rules.new")
+	if err := os.WriteFile(tmp, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "name-rules")); err != nil {
+		t.Fatal(err)
+	}
+	writes(func() bool { return pluginStatus(t, host, "name-rules").SwapError != "" }, 10*time.Second)
+	if now := pluginStatus(t, host, "name-rules"); now.PID != st.PID || now.Version != "test-blocked" || !now.Running {
+		t.Errorf("after the broken program: %+v", now)
+	}
+	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "Still blocked"}), 422, "validation_failed")
+	t.Logf("the rebuilt plugin served %v after its rename (plugin_watch 1s), writes meanwhile by status %v", took.Round(time.Millisecond), counts)
+}
+
 // Killing the plugin during a stream of writes: every write either passed the rule or was refused with
 // 503; none bypassed it; writes succeed again afterwards.
 func TestPluginKilledDuringWrites(t *testing.T) {

@@ -262,6 +262,11 @@ func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Dur
 	return nil
 }
 
+// pluginConfig is the plugin host's configuration of a server.
+func pluginConfig(cfg config.Config, log *slog.Logger, m *metrics.Metrics) plugins.Config {
+	return plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m, WatchInterval: cfg.PluginWatch}
+}
+
 func startPlugins(ctx context.Context, cfg plugins.Config, cat *model.Catalog) (*plugins.Host, error) {
 	host, err := plugins.New(ctx, cfg, cat)
 	if err != nil {
@@ -348,7 +353,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	var host *plugins.Host
 	created := sqliteExists(cfg.DB) != nil
 	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, record: true, also: func(cat *model.Catalog) (err error) {
-		host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, cat)
+		host, err = startPlugins(ctx, pluginConfig(cfg, log, m), cat)
 		return err
 	}})
 	if err != nil {
@@ -358,7 +363,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if !covers(host, b.Catalog) {
 		// The database serves a version applied after the directory's (chooseSet), naming other plugins.
 		host.Close()
-		if host, err = startPlugins(ctx, plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m}, b.Catalog); err != nil {
+		if host, err = startPlugins(ctx, pluginConfig(cfg, log, m), b.Catalog); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -472,7 +477,7 @@ func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
 func (s *Server) ready(ctx context.Context) []httpapi.Check {
 	var wg sync.WaitGroup
 	var db, rd error
-	var plug map[string]error
+	var plug map[string]plugins.Health
 	wg.Go(func() {
 		if err := s.backend.Store.Ping(ctx); err != nil {
 			db = errors.New("unreachable")
@@ -495,7 +500,8 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 	if s.redis != nil {
 		out = append(out, httpapi.Check{Name: "redis", Err: rd})
 	}
-	for name, err := range plug {
+	for name, health := range plug {
+		err := health.Err
 		if err != nil {
 			s.log.Warn("readiness: plugin unreachable", "plugin", name, "err", err)
 			err = errors.New("unreachable")
@@ -661,10 +667,14 @@ const QuotaFlushInterval = time.Second
 
 // Watch keeps what the server shares with other servers current until ctx ends: it listens for
 // changes of keys (auth.Directory.Watch), numbers the change feed's events (events.Sequencer.Run) and
-// delivers them to webhook endpoints (dispatch.Dispatcher.Run).
+// delivers them to webhook endpoints (dispatch.Dispatcher.Run). It also swaps in plugin programs
+// replaced in the plugins directory (plugins.Host.Watch), unless plugin_watch is 0.
 func (s *Server) Watch(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.backend.Directory.Watch(ctx) })
+	if s.cfg.PluginWatch > 0 {
+		wg.Go(func() { s.backend.Plugins.Watch(ctx) })
+	}
 	if s.backend.Events != nil {
 		wg.Go(func() { s.backend.Events.Run(ctx, s.log) })
 	}

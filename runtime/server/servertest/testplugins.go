@@ -21,7 +21,14 @@ import (
 // written into.
 func BuildPlugin(t testing.TB, dir, name, pkg string) string {
 	t.Helper()
-	built, err := buildPlugin(pkg)
+	return BuildPluginWith(t, dir, name, pkg, "")
+}
+
+// BuildPluginWith is BuildPlugin with go build's -ldflags (such as "-X main.version=v2"); each set of
+// flags is built once per source state, as BuildPlugin's build.
+func BuildPluginWith(t testing.TB, dir, name, pkg, ldflags string) string {
+	t.Helper()
+	built, err := buildPlugin(pkg, ldflags)
 	if err != nil {
 		t.Fatalf("build plugin %s from %s: %v", name, pkg, err)
 	}
@@ -36,7 +43,7 @@ func BuildPlugin(t testing.TB, dir, name, pkg string) string {
 	return path
 }
 
-func buildPlugin(pkg string) (string, error) {
+func buildPlugin(pkg, ldflags string) (string, error) {
 	root := RepoDir()
 	sum, err := sourceHash(root)
 	if err != nil {
@@ -48,7 +55,7 @@ func buildPlugin(pkg string) (string, error) {
 	}
 	sort.Strings(files)
 	h := sha256.New()
-	fmt.Fprintln(h, sum, pkg)
+	fmt.Fprintln(h, sum, pkg, ldflags)
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -68,7 +75,11 @@ func buildPlugin(pkg string) (string, error) {
 	}
 	stage.Close()
 	defer os.Remove(stage.Name())
-	cmd := exec.Command("go", "build", "-o", stage.Name(), pkg)
+	args := []string{"build", "-o", stage.Name()}
+	if ldflags != "" {
+		args = append(args, "-ldflags", ldflags)
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, b)

@@ -17,6 +17,10 @@
 //	flood-stderr  the same to file descriptor 2 (what the host reads as the plugin's log)
 //	flood-line    one line of CHAOS_FLOOD_BYTES without a newline to os.Stdout, then answer
 //
+// The word "whoami" in the name makes the Before hook set served_by to "VERSION PID" (after the kind's
+// behaviour): which build and process answered. The plugin's name and version are set at build time
+// (-ldflags "-X main.name=… -X main.version=…"), for the plugin swap tests (runtime/plugins/swap_test.go).
+//
 // CHAOS_START_FILE, when set, names a file read at every start: "hang" never answers the handshake,
 // "exit" exits at once, "stdout" prints a line before the handshake; anything else (or no file) starts
 // normally.
@@ -27,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +45,12 @@ import (
 // program with.
 var rawStderr = os.NewFile(2, "stderr")
 
+// Set at build time by the swap tests.
+var (
+	name    = "chaos-rules"
+	version = "test"
+)
+
 func main() {
 	if path := os.Getenv("CHAOS_START_FILE"); path != "" {
 		data, _ := os.ReadFile(path)
@@ -52,7 +63,7 @@ func main() {
 			os.Stdout.WriteString("chaos-rules says hello before the handshake\n")
 		}
 	}
-	sdk.Serve("chaos-rules", "test", sdk.Rules{
+	sdk.Serve(name, version, sdk.Rules{
 		Before: func(ctx context.Context, c *sdk.Call) (*sdk.Result, error) {
 			res := &sdk.Result{}
 			kind := kindOf(c, "before")
@@ -60,7 +71,11 @@ func main() {
 				res.Refuse("name", "invalid", "chaos-rules refuses this write")
 				return res, nil
 			}
-			return res, behave(kind)
+			err := behave(kind)
+			if n, _ := c.Value("name").(string); slices.Contains(strings.Fields(n), "whoami") {
+				res.SetValue("served_by", version+" "+strconv.Itoa(os.Getpid()))
+			}
+			return res, err
 		},
 		After: func(ctx context.Context, c *sdk.Call, _ map[string]any) error {
 			return behave(kindOf(c, "after"))
