@@ -212,9 +212,10 @@ func (d *doc) discovery() {
 		"parameters": []any{map[string]any{"name": "optional", "in": "query", "description": "Comma-separated check names (such as `redis`) that are still checked and reported but do not fail the probe: the answer is then 200 with status `degraded`.",
 			"schema": map[string]any{"type": "string"}}}},
 		"200", map[string]any{"description": "Ready (or degraded: only optional parts fail).", "headers": headerRefs("X-Request-Id"), "content": jsonContent(map[string]any{
-			"type": "object", "required": []string{"status", "checks"}, "additionalProperties": false,
+			"type": "object", "required": []string{"status", "checks", "definitions"}, "additionalProperties": false,
 			"properties": map[string]any{"status": map[string]any{"type": "string", "enum": []string{"ok", "degraded"}, "description": "`degraded` when an optional part fails."},
-				"checks": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "Each part checked: `ok` or the reason it fails."}}})},
+				"checks":      map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "Each part checked: `ok` or the reason it fails."},
+				"definitions": readyDefinitions}})},
 		"400", "500", "503")
 	ops[route.Me] = withResponses(map[string]any{"operationId": "getMe", "tags": []string{"discovery"}, "summary": "The calling key", "security": keyOrSession,
 		"description": "The calling key, its owner, its workspace and its current rate-limit and quota usage. Use it to verify a key after rotation."},
@@ -346,3 +347,18 @@ func openAPIPath(r *model.Resource, s route.Shape) string {
 	}
 	return route.Pattern(r.Name, s)
 }
+
+// readyDefinitions is the definitions member of GET /readyz (docs/issue-25.md): the version served and
+// the last version the server refused.
+var readyDefinitions = map[string]any{"type": "object", "required": []string{"version", "served_since"}, "additionalProperties": false,
+	"description": "The definitions version this server serves, and the last one it refused to serve (it then serves the previous one on).",
+	"properties": map[string]any{
+		"version":      map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The SHA-256 of the definitions files served (`recordsctl definitions versions`)."},
+		"served_since": map[string]any{"type": "string", "format": "date-time", "description": "When this server began serving it."},
+		"refused": map[string]any{"type": "object", "required": []string{"version", "by", "at", "error"}, "additionalProperties": false,
+			"description": "The last version refused since the version served was taken up.",
+			"properties": map[string]any{
+				"version": map[string]any{"type": "string", "description": "Its SHA-256; empty when its files did not even load (SIGHUP of an invalid directory)."},
+				"by":      map[string]any{"type": "string", "description": "Who applied it (`recordsctl (user)`, `recordsd SIGHUP`)."},
+				"at":      map[string]any{"type": "string", "format": "date-time", "description": "When it was refused."},
+				"error":   map[string]any{"type": "string", "description": "Why, with each definitions problem as `file:line:col: path: message`."}}}}}
