@@ -180,8 +180,6 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 	s.live.gen.Store(g)
 	now := time.Now()
 	s.live.since.Store(&now)
-	b.Set, b.Catalog, b.Schemas, b.Custom, b.Records, b.Admin, b.Plugins = set, set.Catalog, schemas, g.custom, g.records, g.admin, host
-	b.recordsConfig.Hooks = host
 	if old := cur.plugins; host != old && old != nil {
 		// Requests of the old generation may still call its plugins: they are stopped once the longest
 		// request could have ended (or at Close).

@@ -78,8 +78,9 @@ type DefinitionsError = defset.Invalid
 
 // Backend is an opened, migrated database with the services over it.
 type Backend struct {
-	// Set is the definitions version opened (docs/issue-25.md); Catalog, Schemas, Custom, Records and
-	// Admin are built from it. A server that switches to another version builds them again (live.go).
+	// Set is the definitions version opened (docs/issue-25.md); Catalog, Schemas, Custom, Records,
+	// Admin and Plugins are built from it. A server that switches to another version builds them again
+	// for it (live.go) and leaves these as they were: Server.Generation is the version served.
 	Set       *defset.Set
 	Catalog   *model.Catalog
 	Schemas   *schema.Set
@@ -492,7 +493,7 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 			}
 		})
 	}
-	wg.Go(func() { plug = s.backend.Plugins.Check(ctx) })
+	wg.Go(func() { plug = s.live.gen.Load().plugins.Check(ctx) })
 	var schemas httpapi.Check
 	wg.Go(func() { schemas = s.schemasCheck(ctx) })
 	wg.Wait()
@@ -653,6 +654,9 @@ func (s *Server) Close() error {
 		s.live.mu.Unlock()
 		for _, host := range retired {
 			host.Close()
+		}
+		if host := s.live.gen.Load().plugins; host != s.backend.Plugins {
+			host.Close() // a switch started it; the backend closes the plugins it opened with
 		}
 		s.closeErr = errors.Join(err, s.backend.Close())
 		if s.redis != nil {
