@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,28 +18,7 @@ import (
 // definitionsWith copies the shipped definitions to a temporary directory and adds extra resource files.
 func definitionsWith(t testing.TB, extra map[string]string) string {
 	t.Helper()
-	dst := t.TempDir()
-	src := servertest.DefinitionsDir()
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".json") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := servertest.CopyDefinitions(t)
 	for name, text := range extra {
 		if err := os.WriteFile(filepath.Join(dst, "resources", name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)

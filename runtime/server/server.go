@@ -47,21 +47,17 @@ func LoadDefinitions(fsys fs.FS) (*model.Catalog, *schema.Set, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	set, err := defset.Compile(files)
-	if err != nil {
-		return nil, nil, err
-	}
-	schemas, err := schema.Compile(set.Catalog)
-	if err != nil {
-		return nil, nil, fmt.Errorf("definitions: %w", err)
-	}
-	return set.Catalog, schemas, nil
+	return withSchemas(defset.Compile(files))
 }
 
 // LoadDefinitionsDir is LoadDefinitions of the directory dir, whose refusal names the files under dir
 // as it is written.
 func LoadDefinitionsDir(dir string) (*model.Catalog, *schema.Set, error) {
-	set, err := defset.Dir(dir)
+	return withSchemas(defset.Dir(dir))
+}
+
+// withSchemas compiles the JSON Schemas of a set that compiled.
+func withSchemas(set *defset.Set, err error) (*model.Catalog, *schema.Set, error) {
 	if err != nil {
 		return nil, nil, err
 	}
