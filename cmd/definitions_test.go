@@ -97,9 +97,13 @@ func servesField(t *testing.T, base, key, field string) bool {
 	return strings.Contains(string(data), `"`+field+`"`)
 }
 
-// definitionsOf returns the definitions member of base's GET /readyz.
+// definitionsOf returns the definitions member of base's GET /readyz: in the answer, or in the error's
+// details while a part is not ready (the first JSON Schemas compile in the background after a start).
 func definitionsOf(t *testing.T, base string) map[string]any {
 	_, body := getJSON(t, base, "", "/readyz")
+	if e, ok := body["error"].(map[string]any); ok {
+		body, _ = e["details"].(map[string]any)
+	}
 	d, _ := body["definitions"].(map[string]any)
 	return d
 }

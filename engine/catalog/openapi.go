@@ -353,12 +353,12 @@ func openAPIPath(r *model.Resource, s route.Shape) string {
 var readyDefinitions = map[string]any{"type": "object", "required": []string{"version", "served_since"}, "additionalProperties": false,
 	"description": "The definitions version this server serves, and the last one it refused to serve (it then serves the previous one on).",
 	"properties": map[string]any{
-		"version":      map[string]any{"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "The SHA-256 of the definitions files served (`recordsctl definitions versions`)."},
+		"version":      map[string]any{"type": "string", "pattern": "^[0-9a-f]{12}$", "description": "The definitions version served: the first 12 hex digits of the SHA-256 of its files, as `recordsctl definitions versions` prints it."},
 		"served_since": map[string]any{"type": "string", "format": "date-time", "description": "When this server began serving it."},
 		"refused": map[string]any{"type": "object", "required": []string{"version", "by", "at", "error"}, "additionalProperties": false,
 			"description": "The last version refused since the version served was taken up.",
 			"properties": map[string]any{
-				"version": map[string]any{"type": "string", "description": "Its SHA-256; empty when its files did not even load (SIGHUP of an invalid directory)."},
+				"version": map[string]any{"type": "string", "description": "Its version (12 hex digits); empty when its files did not even load (SIGHUP of an invalid directory)."},
 				"by":      map[string]any{"type": "string", "description": "Who applied it (`recordsctl (user)`, `recordsd SIGHUP`)."},
 				"at":      map[string]any{"type": "string", "format": "date-time", "description": "When it was refused."},
 				"error":   map[string]any{"type": "string", "description": "Why, with each definitions problem as `file:line:col: path: message`."}}}}}

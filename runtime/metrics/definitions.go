@@ -21,7 +21,7 @@ func newDefinitionsMetrics(reg *prometheus.Registry) definitionsMetrics {
 		}),
 		served: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Subsystem: "definitions", Name: "version_info",
-			Help: "1 for the definitions version this server serves (label version: its SHA-256).",
+			Help: "1 for the definitions version this server serves (label version: the first 12 hex digits of its SHA-256).",
 		}, []string{"version"}),
 	}
 	reg.MustRegister(d.switches, d.refused, d.served)

@@ -124,7 +124,7 @@ func (h *Host) start(e *entry, s *start, old *proc, n int) {
 		return
 	}
 	h.cfg.Metrics.PluginServing(e.name, desc.Version, prog.sum)
-	h.cfg.Log.Info("plugin started", "plugin", e.name, "version", desc.Version, "sha256", prog.sum, "pid", pid(p), "starts", n)
+	h.cfg.Log.Info("plugin started", "plugin", e.name, "version", desc.Version, "sha256", shortSum(prog.sum), "pid", pid(p), "starts", n)
 }
 
 // launch runs e's program, connects to it and asks it to describe itself; it also reports the program

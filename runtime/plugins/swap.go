@@ -172,7 +172,7 @@ func (h *Host) swap(e *entry, want program) bool {
 		e.mu.Unlock()
 		h.cfg.Metrics.PluginSwap(e.name, metrics.SwapRefused)
 		h.cfg.Log.Warn("plugin program refused; the running process serves on", "plugin", e.name, "path", e.path,
-			"sha256", want.sum, "serving_version", oldDesc.Version, "serving_sha256", oldProg.sum,
+			"sha256", shortSum(want.sum), "serving_version", oldDesc.Version, "serving_sha256", shortSum(oldProg.sum),
 			"took", time.Since(began).Round(time.Millisecond).String(), "err", err)
 		return true
 	}
@@ -193,7 +193,7 @@ func (h *Host) swap(e *entry, want program) bool {
 	h.cfg.Metrics.PluginSwap(e.name, metrics.SwapSwapped)
 	h.cfg.Metrics.PluginServing(e.name, desc.Version, prog.sum)
 	h.cfg.Log.Info("plugin program swapped in", "plugin", e.name, "path", e.path,
-		"version", desc.Version, "sha256", prog.sum, "pid", pid(p),
+		"version", desc.Version, "sha256", shortSum(prog.sum), "pid", pid(p),
 		"old_version", oldDesc.Version, "old_sha256", oldProg.sum, "old_pid", pid(old),
 		"took", time.Since(began).Round(time.Millisecond).String())
 	h.retire(e, old)
@@ -272,4 +272,13 @@ func (h *Host) retire(e *entry, old *proc) {
 		}
 		h.stop(old)
 	}()
+}
+
+// shortSum is a program's SHA-256 as logs print it: 12 hex digits, as git prints commits (logs carry
+// nothing that looks like a key or a full hash; plugins list and the metric have the whole sum).
+func shortSum(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }

@@ -85,7 +85,7 @@ func (s *Server) Generation() (version string, cat *model.Catalog) {
 // version refused, if any.
 func (s *Server) readyDetails() map[string]any {
 	g := s.live.gen.Load()
-	out := map[string]any{"version": g.set.ID, "served_since": s.live.since.Load().UTC().Format(time.RFC3339Nano)}
+	out := map[string]any{"version": g.set.Short(), "served_since": s.live.since.Load().UTC().Format(time.RFC3339Nano)}
 	if r := s.live.refused.Load(); r != nil {
 		out["refused"] = r
 	}
@@ -192,7 +192,7 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 			s.log.Error("OpenAPI document", "version", set.Short(), "err", err)
 		}
 	}()
-	s.metrics.DefinitionsSwitched(set.ID)
+	s.metrics.DefinitionsSwitched(set.Short())
 	s.log.Info("serving definitions version", "version", set.Short(), "previous", cur.set.Short(), "by", by,
 		"resources", len(set.Catalog.Resources), "in", time.Since(start).String())
 	return nil
@@ -200,7 +200,7 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 
 // refuse reports a version the server would not serve.
 func (s *Server) refuse(id, by string, err error) {
-	s.live.refused.Store(&refusal{Version: id, By: by, At: time.Now().UTC(), Error: err.Error()})
+	s.live.refused.Store(&refusal{Version: defset.Short(id), By: by, At: time.Now().UTC(), Error: err.Error()})
 	s.metrics.DefinitionsRefused()
 	s.log.Error("definitions version refused; serving the previous one", "version", defset.Short(id), "by", by,
 		"serving", s.live.gen.Load().set.Short(), "err", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/runtime/defset"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -125,7 +126,7 @@ func TestDefinitionsSwitch(t *testing.T) {
 			}
 			_ = json.NewDecoder(res.Body).Decode(&ready)
 			res.Body.Close()
-			if res.StatusCode != 200 || ready.Definitions.Version != newVersion || !strings.Contains(ready.Definitions.Refused.Error, "resources/tags.yaml:") {
+			if res.StatusCode != 200 || ready.Definitions.Version != defset.Short(newVersion) || !strings.Contains(ready.Definitions.Refused.Error, "resources/tags.yaml:") {
 				t.Errorf("/readyz after a refusal: %d %+v", res.StatusCode, ready)
 			}
 			if got := metricValue(t, e, "records_definitions_refused_total"); got != 1 {

@@ -230,6 +230,7 @@ func TestPluginSwapWatched(t *testing.T) {
 	dir := pluginsDir(t)
 	buildNameRules(t, dir, "forbidden")
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: definitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
+	e.AwaitReady() // the schemas compile in the background: /readyz is checked below, once swapped
 	host := e.Server.Backend().Plugins
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 422, "validation_failed")
 	old := pluginStatus(t, host, "name-rules")

@@ -454,7 +454,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	s.live.gen.Store(&generation{set: b.Set, schemas: b.Schemas, custom: b.Custom, records: b.Records, admin: b.Admin, plugins: b.Plugins})
 	now := time.Now()
 	s.live.since.Store(&now)
-	m.DefinitionsServed(b.Set.ID)
+	m.DefinitionsServed(b.Set.Short())
 	log.Info("serving definitions version", "version", b.Set.Short(), "resources", len(b.Catalog.Resources))
 	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Admin: b.Admin, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, ReadyDetails: s.readyDetails, RequestTimeout: cfg.RequestTimeout,
