@@ -40,6 +40,9 @@ type Options struct {
 	// DryRun computes the plan and applies nothing (recordsctl definitions diff).
 	DryRun bool
 	Now    func() time.Time
+	// Served is the set the caller knows the database serves (a server's own generation), to diff
+	// against without compiling the stored files again; ignored unless it is the version stored.
+	Served *Set
 }
 
 // ErrDestructive refuses a plan with destructive changes without Options.AllowDestructive.
@@ -67,7 +70,9 @@ func Apply(ctx context.Context, st store.Store, s *Set, opts Options) (*Plan, er
 	p := &Plan{From: cur, To: s.ID, Changes: []string{}, Migration: []string{}, Destructive: []string{}, Blocked: []string{}}
 	var from *model.Catalog
 	var fromFiles map[string][]byte
-	if cur != "" {
+	if opts.Served != nil && opts.Served.ID == cur {
+		from, fromFiles = opts.Served.Catalog, opts.Served.Files
+	} else if cur != "" {
 		stored, found, err := Load(ctx, st, d, cur)
 		if err != nil {
 			return nil, err

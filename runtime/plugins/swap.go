@@ -194,7 +194,7 @@ func (h *Host) swap(e *entry, want program) bool {
 	h.cfg.Metrics.PluginServing(e.name, desc.Version, prog.sum)
 	h.cfg.Log.Info("plugin program swapped in", "plugin", e.name, "path", e.path,
 		"version", desc.Version, "sha256", shortSum(prog.sum), "pid", pid(p),
-		"old_version", oldDesc.Version, "old_sha256", oldProg.sum, "old_pid", pid(old),
+		"old_version", oldDesc.Version, "old_sha256", shortSum(oldProg.sum), "old_pid", pid(old),
 		"took", time.Since(began).Round(time.Millisecond).String())
 	h.retire(e, old)
 	return true

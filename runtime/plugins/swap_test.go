@@ -258,7 +258,7 @@ func TestSwapUnderLoad(t *testing.T) {
 	if d, ok := gone(oldPID, 3*time.Second); !ok {
 		t.Errorf("the old process %d still runs %v after the swap", oldPID, d)
 	}
-	if lines := e.logLines("plugin program swapped in"); len(lines) != 1 || lines[0]["old_version"] != "v1" || lines[0]["version"] != "v2" || lines[0]["sha256"] != sum {
+	if lines := e.logLines("plugin program swapped in"); len(lines) != 1 || lines[0]["old_version"] != "v1" || lines[0]["version"] != "v2" || lines[0]["sha256"] != sum[:12] || lines[0]["old_sha256"] == nil || len(lines[0]["old_sha256"].(string)) != 12 {
 		t.Errorf("swap log lines: %v", lines)
 	}
 	t.Logf("%d calls from 8 goroutines, %d failed, by version %v; v2 served %v after the rename (poll every %v)",

@@ -21,8 +21,9 @@ import (
 
 // Live definitions (docs/issue-25.md): a server serves one definitions version at a time, a
 // generation; it switches to the version the database serves when that changes (defset.Watch), and to
-// its own directory's on SIGHUP (Reload). A switch builds the new generation whole — every JSON Schema
-// compiled, the plugins it names running — before a request sees it, then swaps it in atomically:
+// its own directory's on SIGHUP (Reload). A switch builds the new generation whole — catalog, routes,
+// services, the plugins it names running (JSON Schemas compile as used, and all at once in the
+// background, as at a start) — before a request sees it, then swaps it in atomically:
 // requests in flight finish on the generation they started with. A version that fails to build is
 // refused: the server goes on serving the previous one and reports the refusal (log, metric, /readyz).
 
@@ -100,7 +101,7 @@ func (s *Server) Reload(ctx context.Context) error {
 	by := "recordsd SIGHUP"
 	set, err := defset.Dir(s.cfg.DefinitionsDir)
 	if err == nil {
-		_, err = defset.Apply(ctx, s.backend.Store, set, defset.Options{By: by, AllowDestructive: s.cfg.AllowDestructive})
+		_, err = defset.Apply(ctx, s.backend.Store, set, defset.Options{By: by, AllowDestructive: s.cfg.AllowDestructive, Served: s.live.gen.Load().set})
 	}
 	if err != nil {
 		id := ""
@@ -140,7 +141,7 @@ func (s *Server) watchDefinitions(ctx context.Context) {
 }
 
 // switchTo builds set's generation and serves it from the next request on. A set that does not build
-// (a JSON Schema that does not compile, a plugin that does not start) is refused.
+// (a plugin that does not start) is refused.
 func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error {
 	s.live.mu.Lock()
 	defer s.live.mu.Unlock()
@@ -149,12 +150,11 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 		return nil
 	}
 	start := time.Now()
-	schemas, err := schema.Compile(set.Catalog)
-	if err != nil {
-		err = fmt.Errorf("compile JSON Schemas: %w", err)
-		s.refuse(set.ID, by, err)
-		return err
-	}
+	// The JSON Schemas compile as they are used and all at once in the background after the swap, as at
+	// a start: they are generated from the catalog, which compiled, and compiling all 45 takes half a
+	// second of a processor the switch need not wait for.
+	schemas := schema.Prepare(set.Catalog)
+	var err error
 	host := cur.plugins
 	if !covers(host, set.Catalog) {
 		if host, err = startPlugins(ctx, pluginConfig(s.cfg, s.log, s.metrics), set.Catalog); err != nil {
@@ -188,6 +188,9 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 	}
 	s.live.refused.Store(nil)
 	go func() {
+		if err := schemas.CompileInBackground(); err != nil {
+			s.log.Error("compile JSON Schemas", "version", set.Short(), "err", err)
+		}
 		if err := doc.Prepare(); err != nil {
 			s.log.Error("OpenAPI document", "version", set.Short(), "err", err)
 		}
