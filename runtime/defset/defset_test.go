@@ -186,4 +186,3 @@ VALUES (?, ?, 'tags', ?, 'string', 'Emoji', '', 0, 0, ?, ?)`, "0192f0e0-0000-700
 		t.Fatalf("a blocked apply changed the version served")
 	}
 }
-
