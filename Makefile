@@ -56,7 +56,7 @@ test-race:
 # of an hour under -race on 2 cores) the tests whose point is concurrency: parallel writers, idempotent
 # and hooked concurrent creates, exact limits under load, concurrent migrations, the key cache, plugins
 # killed during writes, the pool's workspace setting. make test-race runs everything under -race.
-RACE_SERVER_RUN ?= ^(TestParallelPatches|TestRuleInvariantsUnderParallelWriters|TestIdempotentConcurrentCreates|TestIdempotencyConcurrentHookedCreates|TestRateLimitExact|TestConcurrentMigrations|TestKeyCache|TestPluginKilledDuringWrites|TestPoolWorkspaceLeak|TestUniqueKeyConcurrentCreates|TestUniqueCustomField|TestUpsertConcurrent|TestDefinitionsSwitch)$$
+RACE_SERVER_RUN ?= ^(TestParallelPatches|TestRuleInvariantsUnderParallelWriters|TestIdempotentConcurrentCreates|TestIdempotencyConcurrentHookedCreates|TestRateLimitExact|TestConcurrentMigrations|TestKeyCache|TestPluginKilledDuringWrites|TestPoolWorkspaceLeak|TestUniqueKeyConcurrentCreates|TestUniqueCustomField|TestUpsertConcurrent)$$
 RACE_PKGS = $$($(GO) list ./runtime/... | grep -v '/runtime/server$$')
 test-race-ci:
 	$(GO) test -race -count=1 -timeout 10m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(RACE_PKGS)
