@@ -8,71 +8,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
-
-// statusCounter counts the statuses of a load loop's answers.
-type statusCounter struct {
-	mu     sync.Mutex
-	counts map[int]int
-	errs   []string
-}
-
-func (s *statusCounter) add(status int, err error, what string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.counts == nil {
-		s.counts = map[int]int{}
-	}
-	if err != nil {
-		s.errs = append(s.errs, what+": "+err.Error())
-		return
-	}
-	s.counts[status]++
-	if status >= 400 {
-		s.errs = append(s.errs, fmt.Sprintf("%s: %d", what, status))
-	}
-}
-
-// loadLoop reads and writes tags through base with key until stop is closed, from workers goroutines.
-func loadLoop(base, key string, workers int, stop <-chan struct{}, into *statusCounter) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	client := &http.Client{Timeout: 15 * time.Second}
-	for w := range workers {
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				method, path, body := "GET", "/v1/tags?page_size=5", ""
-				if n%3 == 0 {
-					method, path, body = "POST", "/v1/tags", fmt.Sprintf(`{"name":"load %d-%d"}`, w, n)
-				}
-				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+key)
-				if body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				res, err := client.Do(req)
-				status := 0
-				if err == nil {
-					status = res.StatusCode
-					res.Body.Close()
-				}
-				into.add(status, err, method+" "+path)
-				time.Sleep(25 * time.Millisecond) // within the plan's rate limit
-			}
-		})
-	}
-	return &wg
-}
 
 // getJSON reads base+path with key and decodes the answer.
 func getJSON(t *testing.T, base, key, path string) (int, map[string]any) {
@@ -131,9 +72,7 @@ func TestSIGHUPReloadsDefinitions(t *testing.T) {
 		t.Fatalf("before the change: version %v, field served %v", before, servesField(t, p.url, key, servertest.LiveField))
 	}
 
-	var counts statusCounter
-	stop := make(chan struct{})
-	wg := loadLoop(p.url, key, 4, stop, &counts)
+	load := servertest.StartLoad([]string{p.url}, key, 4, 25*time.Millisecond) // within the plan's rate limit
 	time.Sleep(300 * time.Millisecond)
 	servertest.EvolveDefinitions(t, defs)
 	sent := time.Now()
@@ -155,16 +94,15 @@ func TestSIGHUPReloadsDefinitions(t *testing.T) {
 		t.Errorf("the switch took %s", m[1])
 	}
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	t.Logf("served %v after SIGHUP; load loop statuses %v", took.Round(time.Millisecond), counts.counts)
+	statuses, failures := load.Stop()
+	t.Logf("served %v after SIGHUP; load loop statuses %v", took.Round(time.Millisecond), statuses)
 	for _, l := range strings.Split(p.logs(), "\n") {
 		if strings.Contains(l, "definitions") {
 			t.Log(l)
 		}
 	}
-	if len(counts.errs) > 0 || counts.counts[200]+counts.counts[201] == 0 {
-		t.Fatalf("requests failed across the switch: %v (statuses %v)", counts.errs[:min(len(counts.errs), 10)], counts.counts)
+	if len(failures) > 0 || statuses[200]+statuses[201] == 0 {
+		t.Fatalf("requests failed across the switch: %v (statuses %v)", failures[:min(len(failures), 10)], statuses)
 	}
 	if status, body := getJSON(t, p.url, key, "/v1/"+servertest.LiveResource); status != 200 {
 		t.Fatalf("GET /v1/%s: %d %v", servertest.LiveResource, status, body)

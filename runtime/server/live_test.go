@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,30 +51,7 @@ func TestDefinitionsSwitch(t *testing.T) {
 			id := before["data"].(map[string]any)["id"].(string)
 			oldVersion, _ := e.Server.Generation()
 
-			stop := make(chan struct{})
-			var mu sync.Mutex
-			var failed []string
-			var wg sync.WaitGroup
-			for w := range 4 {
-				wg.Go(func() {
-					for n := 0; ; n++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						method, path, body := "GET", "/v1/tags?page_size=3", ""
-						if n%2 == 0 {
-							method, path, body = "POST", "/v1/tags", fmt.Sprintf(`{"name":"w%d-%d"}`, w, n)
-						}
-						if status, out := call(method, path, body); status >= 300 {
-							mu.Lock()
-							failed = append(failed, fmt.Sprintf("%s %s: %d %v", method, path, status, out))
-							mu.Unlock()
-						}
-					}
-				})
-			}
+			load := servertest.StartLoad([]string{e.URL}, key, 4, 0)
 			time.Sleep(100 * time.Millisecond)
 			servertest.EvolveDefinitions(t, defs)
 			if err := e.Server.Reload(context.Background()); err != nil {
@@ -96,10 +72,8 @@ func TestDefinitionsSwitch(t *testing.T) {
 				t.Errorf("the new rule: %d %v", status, out)
 			}
 			time.Sleep(100 * time.Millisecond)
-			close(stop)
-			wg.Wait()
-			if len(failed) > 0 {
-				t.Fatalf("%d requests failed across the switch, first: %s", len(failed), failed[0])
+			if statuses, failed := load.Stop(); len(failed) > 0 || statuses[200]+statuses[201] == 0 {
+				t.Fatalf("%d requests failed across the switch (statuses %v), first: %v", len(failed), statuses, failed[:min(len(failed), 1)])
 			}
 			if status, out := call("PATCH", "/v1/tags/"+id, `{"`+servertest.LiveField+`":"ok"}`); status != 200 || out["data"].(map[string]any)[servertest.LiveField] != "ok" {
 				t.Errorf("the record of before, updated with the new field: %d %v", status, out)

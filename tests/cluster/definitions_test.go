@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,33 +37,7 @@ func TestLiveDefinitions(t *testing.T) {
 	}
 
 	// The load loop: reads and creates of tags through both replicas.
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	statuses, failures := map[int]int{}, []string{}
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for n := 0; ; n++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				i := (w + n) % 2
-				method, path, body := "GET", "/v1/tags?page_size=5", ""
-				if n%3 == 0 {
-					method, path, body = "POST", "/v1/tags", fmt.Sprintf(`{"name":"live %d-%d"}`, w, n)
-				}
-				status, _, err := c.raw(i, tn.key, method, path, body)
-				mu.Lock()
-				statuses[status]++
-				if err != nil || status >= 400 {
-					failures = append(failures, fmt.Sprintf("replica %d %s %s: %d %v", i, method, path, status, err))
-				}
-				mu.Unlock()
-			}
-		})
-	}
+	load := servertest.StartLoad([]string{c.replicas[0].url(), c.replicas[1].url()}, tn.key, 4, 0)
 	time.Sleep(300 * time.Millisecond)
 
 	defs := servertest.CopyDefinitions(t)
@@ -85,8 +58,7 @@ func TestLiveDefinitions(t *testing.T) {
 	d := c.waitAll(applied, 2*time.Second, hasField)
 	t.Logf("the new field served after %s", checkDelays(t, "new field", d, 2*time.Second))
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	statuses, failures := load.Stop()
 	t.Logf("load loop across the switch: %v", statuses)
 	if len(failures) > 0 || statuses[200]+statuses[201] == 0 {
 		t.Errorf("requests failed across the switch: %v", failures[:min(len(failures), 10)])

@@ -1,11 +1,16 @@
 package servertest
 
 import (
+	"fmt"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // CopyDefinitions copies the shipped definitions into a new directory of the test and returns it, for a
@@ -89,4 +94,68 @@ func BreakDefinitions(t testing.TB, dir string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(text[:strings.Index(text, "boolish")], "\n") + 1
+}
+
+// Load is a load loop of reads and creates of tags (a create every third request), sent by workers
+// goroutines with one key round robin over the servers at bases, each worker pausing pace between its
+// requests (to stay within a plan's rate limit), until Stop. It counts the answers by status; a
+// transport error or an answer of 300 or more is a failure.
+type Load struct {
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	statuses map[int]int
+	failures []string
+}
+
+// StartLoad starts a Load.
+func StartLoad(bases []string, key string, workers int, pace time.Duration) *Load {
+	l := &Load{stop: make(chan struct{}), statuses: map[int]int{}}
+	client := &http.Client{Timeout: 15 * time.Second}
+	for w := range workers {
+		l.wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-l.stop:
+					return
+				default:
+				}
+				base := bases[(w+n)%len(bases)]
+				method, path, body := "GET", "/v1/tags?page_size=5", ""
+				if n%3 == 0 {
+					method, path, body = "POST", "/v1/tags", fmt.Sprintf(`{"name":"load %d-%d"}`, w, n)
+				}
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				if body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				status := 0
+				res, err := client.Do(req)
+				if err == nil {
+					status = res.StatusCode
+					data, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if status >= 300 {
+						err = fmt.Errorf("%d %s", status, data)
+					}
+				}
+				l.mu.Lock()
+				l.statuses[status]++
+				if err != nil {
+					l.failures = append(l.failures, fmt.Sprintf("%s %s%s: %v", method, base, path, err))
+				}
+				l.mu.Unlock()
+				time.Sleep(pace)
+			}
+		})
+	}
+	return l
+}
+
+// Stop ends the loop and returns the answers by status and the failures.
+func (l *Load) Stop() (statuses map[int]int, failures []string) {
+	close(l.stop)
+	l.wg.Wait()
+	return l.statuses, l.failures
 }
