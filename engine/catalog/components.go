@@ -81,7 +81,7 @@ func components(cat *model.Catalog) map[string]any {
 		"PageSize":       map[string]any{"name": "page_size", "in": "query", "description": "Records per page.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "default": listplan.DefaultSize}},
 		"Cursor":         map[string]any{"name": "cursor", "in": "query", "description": "Keyset pagination: `start` begins a walk; then send each response's `meta.next_cursor` verbatim until it is null. Reaches any depth. Not with `page`.", "schema": map[string]any{"type": "string", "maxLength": listplan.MaxCursorLen}},
 		"Order":          map[string]any{"name": "order", "in": "query", "description": "Sort direction.", "schema": map[string]any{"type": "string", "enum": []string{"asc", "desc"}, "default": "desc"}},
-		"Count": map[string]any{"name": "count", "in": "query", "description": fmt.Sprintf("`exact`, `estimated` or `none` (default): add `meta.total_count`. Exact counts run the list's own predicate; `estimated` is the planner's estimate where no record rule narrows the rows, otherwise an exact count stopped at %d (then `meta.total_count_estimated`).", listplan.EstimateExactCap),
+		"Count": map[string]any{"name": "count", "in": "query", "description": fmt.Sprintf("`exact`, `estimated` or `none` (default): add `meta.total_count`. Exact counts run the list's own predicate. `estimated` never answers from another workspace's rows: on PostgreSQL, for a list with no filter, search or record rule, it is the planner's figure for the workspace's own rows (archived ones included) when its statistics know the workspace; everywhere else it is an exact count stopped at %d (then `meta.total_count_estimated`).", listplan.EstimateExactCap),
 			"schema": map[string]any{"type": "string", "enum": []string{"exact", "estimated", "none"}}},
 		"IncludeArchived": map[string]any{"name": "include_archived", "in": "query", "description": "Include archived records.",
 			"schema": map[string]any{"type": "boolean", "default": false}},
@@ -122,7 +122,7 @@ func components(cat *model.Catalog) map[string]any {
 				"page":                  map[string]any{"type": "integer", "minimum": 1, "description": "The page number, in page mode."},
 				"page_size":             map[string]any{"type": "integer", "minimum": 1, "maximum": listplan.MaxPageSize, "description": "The page size used."},
 				"total_count":           map[string]any{"type": "integer", "minimum": 0, "description": "With `count=exact` or `estimated`: how many records the list selects, every page, under the same tenancy, record rules, search and filters as the records."},
-				"total_count_estimated": map[string]any{"type": "boolean", "enum": []bool{true}, "description": fmt.Sprintf("Present (true) when `total_count` is an estimate: PostgreSQL's planner's where no record rule narrows the caller's rows; elsewhere an exact count stopped at %d.", listplan.EstimateExactCap)},
+				"total_count_estimated": map[string]any{"type": "boolean", "enum": []bool{true}, "description": fmt.Sprintf("Present (true) when `total_count` is an estimate: the PostgreSQL planner's figure for the workspace's own rows (a list with no filter, search or record rule), or an exact count stopped at %d.", listplan.EstimateExactCap)},
 			},
 		},
 		"Event": map[string]any{

@@ -144,6 +144,12 @@ func (p *Plan) RuleNarrows() bool {
 	return false
 }
 
+// TenancyOnly reports whether the plan selects its workspace's records with no other condition than
+// the tenancy scope and the archived flag: no filter, filter path, search, record rule or data model.
+func (p *Plan) TenancyOnly() bool {
+	return p.Filter.Empty() && len(p.Search) == 0 && !p.RuleNarrows() && !p.Resource.ModelScoped
+}
+
 // resolver resolves the filter keys of one plan: the resource's declared filterable fields and custom
 // fields, each readable under the caller's policy.
 type resolver struct {

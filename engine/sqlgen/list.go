@@ -241,9 +241,11 @@ func (d Dialect) Count(plan *listplan.Plan, workspace string, limit int) Stmt {
 	return Stmt{SQL: "SELECT count(*) FROM (" + inner + ") AS counted", Args: a.vals}
 }
 
-// Estimate asks PostgreSQL's planner how many records plan selects in workspace (EXPLAIN in JSON: the
-// top plan node's "Plan Rows"); the same predicate as Count.
-func (d Dialect) Estimate(plan *listplan.Plan, workspace string) Stmt {
+// Estimate asks PostgreSQL's planner how many rows of table workspace holds, archived or not (EXPLAIN in
+// JSON: the top plan node's "Plan Rows"). The predicate is the workspace's alone: every other clause
+// (a filter, a search, the archived flag) would be estimated from statistics of the whole table, every
+// workspace's rows together, and answer from them (see records.Service.count).
+func (d Dialect) Estimate(table, workspace string) Stmt {
 	a := &args{d: d}
-	return Stmt{SQL: fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT 1 FROM %s WHERE %s", Quote(plan.Resource.Table), d.where(plan, workspace, a)), Args: a.vals}
+	return Stmt{SQL: fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT 1 FROM %s WHERE %s", Quote(table), a.scope(Quote("workspace_id"), workspace)), Args: a.vals}
 }

@@ -2,9 +2,7 @@ package records
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/workspace-records/records/engine/access"
@@ -289,57 +287,6 @@ func (s *Service) pathTargets(ctx context.Context, a Actor, r *model.Resource, f
 		out[name] = listplan.Target{Resource: t, Policy: pol, Custom: custom}
 	}
 	return out, nil
-}
-
-// count sets page's total count when the plan asks for one. Exact counts run the list's own predicate
-// (tenancy, record rule, archived, search, filters). An estimate is PostgreSQL's planner's where no
-// record rule of the caller narrows the rows (on the resource, or on a filter path's target); where one narrows the rows (the planner knows nothing of it, and
-// its estimate would tell how many records the caller cannot see) and on SQLite, it is an exact count
-// stopped at listplan.EstimateExactCap, said estimated when it reaches the cap.
-func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan, page *Page) error {
-	if plan.Count == "" || plan.Count == listplan.CountNone {
-		return nil
-	}
-	ctx = store.WithWorkspace(ctx, c.Workspace)
-	limit := 0
-	if plan.Count == listplan.CountEstimated {
-		if s.d.Kind() == sqlgen.Postgres && !plan.RuleNarrows() {
-			n, err := s.estimate(ctx, c, plan)
-			if err != nil {
-				return err
-			}
-			page.TotalCount, page.TotalEstimated = &n, true
-			return nil
-		}
-		limit = listplan.EstimateExactCap
-	}
-	var n int64
-	if _, err := store.QueryOne(ctx, s.st, s.d.Count(plan, c.Workspace, limit), func(row []any) error {
-		n = store.Int(row[0])
-		return nil
-	}); err != nil {
-		return fmt.Errorf("count %s: %w", plan.Resource.Name, err)
-	}
-	page.TotalCount, page.TotalEstimated = &n, limit > 0 && n >= int64(limit)
-	return nil
-}
-
-// estimate reads the planner's row estimate of plan.
-func (s *Service) estimate(ctx context.Context, c *Collection, plan *listplan.Plan) (int64, error) {
-	var out []struct {
-		Plan struct {
-			Rows float64 `json:"Plan Rows"`
-		} `json:"Plan"`
-	}
-	if _, err := store.QueryOne(ctx, s.st, s.d.Estimate(plan, c.Workspace), func(row []any) error {
-		return json.Unmarshal(store.JSON(row[0]), &out)
-	}); err != nil {
-		return 0, fmt.Errorf("estimate %s: %w", plan.Resource.Name, err)
-	}
-	if len(out) == 0 {
-		return 0, fmt.Errorf("estimate %s: no plan", plan.Resource.Name)
-	}
-	return int64(math.Round(out[0].Plan.Rows)), nil
 }
 
 // list returns one page of plan in c.
