@@ -67,9 +67,15 @@ func (c *Catalog) CompileRoles(file string, roles []*spec.Role) ([]*Role, field.
 				errs = append(errs, field.New(field.CodeNotFound, p.Child("field_rules").Child(name), "unknown resource"))
 				continue
 			}
-			for key := range rules {
+			for key, vis := range rules {
 				if f, ok := res.Field(key); !ok || key == "id" || f.Managed {
 					errs = append(errs, field.New(field.CodeNotFound, p.Child("field_rules").Child(name).Child(key), "unknown field of "+name))
+					continue
+				}
+				if ru := res.ruleReading(key); ru != nil && writes(sr.Resources, name) {
+					errs = append(errs, field.New(field.CodeConflicting, p.Child("field_rules").Child(name).Child(key),
+						fmt.Sprintf("the role writes %s and %s %s, which the rule %q reads: whether the rule passes would tell its writers the value; let the role read the field, or make it read-only on %s",
+							name, vis, key, ru.Expr, name)))
 				}
 			}
 		}
@@ -77,6 +83,26 @@ func (c *Catalog) CompileRoles(file string, roles []*spec.Role) ([]*Role, field.
 	}
 	inFile(file, errs)
 	return out, errs
+}
+
+// ruleReading returns the first of r's rules that reads the field key, or nil.
+func (r *Resource) ruleReading(key string) *Rule {
+	for _, ru := range r.Rules {
+		for _, in := range ru.Inputs {
+			if in.Key == key {
+				return ru
+			}
+		}
+	}
+	return nil
+}
+
+// writes reports whether a role's resource levels (resource or "*" → level) give write access to name.
+func writes(levels map[string]string, name string) bool {
+	if v, ok := levels[name]; ok {
+		return v == "write"
+	}
+	return levels["*"] == "write"
 }
 
 func compileResource(sr *spec.Resource, specs map[string]*spec.Resource) (*Resource, field.ErrorList) {

@@ -249,6 +249,12 @@ type RuleCheck struct {
 	// Refused names fields the write gives a value the schema refused: a rule reading one is skipped
 	// (its outcome would be about a value that is not the one sent).
 	Refused map[string]bool
+	// Blind names the fields the writer may not read (masked or hidden by its role). On update a rule
+	// that would run and reads one is not evaluated: whether it passed would tell the writer something of
+	// a stored value it cannot see (a yes/no oracle). BlindRules lists such rules; the write is refused
+	// for them whatever the values. On create every value a rule reads is the writer's own (a masked field
+	// cannot be written) or a default, and Blind is ignored.
+	Blind map[string]bool
 }
 
 // CheckRules checks r's rules against the write w. It returns one problem per failed rule, in the
@@ -273,14 +279,35 @@ func (r *Resource) FailedRules(w RuleCheck) []*Rule {
 	return out
 }
 
+// BlindRules returns the rules of r that the update w would check and that read a field in w.Blind, in
+// the definition's order: a writer who cannot read that field may not make the change (its outcome
+// would tell the stored value); nil on create.
+func (r *Resource) BlindRules(w RuleCheck) []*Rule {
+	if w.Old == nil || len(w.Blind) == 0 {
+		return nil
+	}
+	var out []*Rule
+	for _, ru := range r.Rules {
+		if ru.runs(w) && ru.readsAny(w.Blind) {
+			out = append(out, ru)
+		}
+	}
+	return out
+}
+
+// runs reports whether the rule is checked for the write w (see RuleCheck).
+func (ru *Rule) runs(w RuleCheck) bool {
+	return !(ru.Transition && w.Old == nil) && !ru.readsAny(w.Refused) && (w.Old == nil || ru.reads(w.Changed))
+}
+
 func (r *Resource) checkRules(w RuleCheck, failed func(ru *Rule, msg string)) {
 	if len(r.Rules) == 0 {
 		return
 	}
 	var self, old map[string]any
 	for _, ru := range r.Rules {
-		if (ru.Transition && w.Old == nil) || ru.readsAny(w.Refused) || (w.Old != nil && !ru.reads(w.Changed)) {
-			continue
+		if !ru.runs(w) || (w.Old != nil && ru.readsAny(w.Blind)) {
+			continue // a blind rule is never evaluated: BlindRules refuses the write for it
 		}
 		if self == nil {
 			self = ruleRecord(r, w.Self, true)

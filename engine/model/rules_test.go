@@ -2,9 +2,11 @@ package model_test
 
 import (
 	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 
+	"github.com/workspace-records/records/definitions"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/model/modeltest"
@@ -322,5 +324,70 @@ func TestRuleReadsFormula(t *testing.T) {
 	}
 	if errs := r.CheckRules(model.RuleCheck{Self: map[string]any{"n": int64(60), "name": "x"}, Old: old, Changed: map[string]any{"name": "x"}}); len(errs) != 0 {
 		t.Errorf("update of name: %v", errs)
+	}
+}
+
+// A role that writes a resource and masks or hides a field one of its rules reads is refused (issue 34,
+// L3): whether the rule passes would tell the role's writers the value. Read-only, the mask stands.
+func TestRuleReadingMaskedField(t *testing.T) {
+	t.Parallel()
+	roles, err := fs.ReadFile(definitions.FS, "roles.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := `  - {rule: "self.n > 0 || self.status == 'draft'", message: m}` + "\n"
+	for _, c := range []struct {
+		name, role, want string
+	}{
+		{"writer masks", "  widget_writer:\n    label: W\n    permissions: [api.access]\n    resources: {\"*\": write}\n    field_rules:\n      widgets: {n: masked}\n",
+			"roles.yaml: roles.widget_writer.field_rules.widgets.n: the role writes widgets and masked n, which the rule"},
+		{"writer hides", "  widget_writer:\n    label: W\n    permissions: [api.access]\n    resources: {widgets: write}\n    field_rules:\n      widgets: {status: hidden}\n",
+			"roles.yaml: roles.widget_writer.field_rules.widgets.status: the role writes widgets and hidden status"},
+		{"reader masks", "  widget_reader:\n    label: R\n    permissions: [api.access]\n    resources: {\"*\": write, widgets: read}\n    field_rules:\n      widgets: {n: masked}\n", ""},
+		{"writer masks another field", "  widget_writer:\n    label: W\n    permissions: [api.access]\n    resources: {\"*\": write}\n    field_rules:\n      widgets: {price: masked}\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			got := load(shippedWith(t, map[string]string{"resources/widgets.yaml": widgetRules(rules), "roles.yaml": string(roles) + c.role}))
+			if c.want == "" {
+				if len(got) > 0 {
+					t.Errorf("want no error; got:\n%s", strings.Join(got, "\n"))
+				}
+				return
+			}
+			found := false
+			for _, g := range got {
+				found = found || strings.Contains(g, c.want)
+			}
+			if !found {
+				t.Errorf("want an error containing %q; got:\n%s", c.want, strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// BlindRules names the rules an update would check that read a field its writer cannot read; such a
+// rule is never evaluated by CheckRules, and on create (every value the writer's own) none is blind.
+func TestBlindRules(t *testing.T) {
+	t.Parallel()
+	r := compileWidgets(t, `  - {rule: "self.n > 0", message: needs n}`+"\n"+`  - {rule: "self.status != 'live' || has(self.starts)", message: m}`+"\n")
+	blind := map[string]bool{"n": true}
+	upd := model.RuleCheck{Self: map[string]any{"n": int64(-1), "status": "live"}, Old: map[string]any{"n": int64(-1)}, Changed: map[string]any{"n": nil, "status": "live"}, Blind: blind}
+	if got := r.BlindRules(upd); len(got) != 1 || got[0].Expr != "self.n > 0" {
+		t.Errorf("blind rules %v", got)
+	}
+	if errs := r.CheckRules(upd); len(errs) != 1 || errs[0].Message != "m" {
+		t.Errorf("the blind rule was evaluated, or the other one not: %v", errs)
+	}
+	// An update that leaves n alone does not run the rule on n: nothing blind.
+	if got := r.BlindRules(model.RuleCheck{Self: upd.Self, Old: upd.Old, Changed: map[string]any{"status": "draft"}, Blind: blind}); len(got) != 0 {
+		t.Errorf("a rule the update skips is blind: %v", got)
+	}
+	create := model.RuleCheck{Self: map[string]any{"n": int64(-1)}, Blind: blind}
+	if got := r.BlindRules(create); len(got) != 0 {
+		t.Errorf("blind rules on create: %v", got)
+	}
+	if errs := r.CheckRules(create); len(errs) != 1 || errs[0].Message != "needs n" {
+		t.Errorf("create: %v", errs)
 	}
 }

@@ -44,7 +44,11 @@ func (s *Service) updateEdit(a Actor, c *Collection, b *schema.Body, ci *customI
 			return nil, nil
 		}
 		// The rules see the stored record (locked) and the body over it, before any plugin is called.
-		if errs := r.CheckRules(updateCheck(r, cur, b.Values, nil)); len(errs) > 0 {
+		chk := updateCheck(r, c.Policy, cur, b.Values, nil)
+		if blind := r.BlindRules(chk); len(blind) > 0 {
+			return nil, blindRefusal(r, blind, chk.Blind)
+		}
+		if errs := r.CheckRules(chk); len(errs) > 0 {
 			return nil, errs
 		}
 		values := maps.Clone(b.Values) // a step may run again (an upsert retried): b stays as validated

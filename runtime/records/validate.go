@@ -3,12 +3,14 @@ package records
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/workspace-records/records/engine/access"
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -146,8 +148,9 @@ func refusedFields(errs field.ErrorList) map[string]bool {
 }
 
 // updateCheck is an update of the stored record cur of r with the canonical values (by key; nil
-// clears) as r's rules see it: the stored record before, and with values over it after.
-func updateCheck(r *model.Resource, cur Record, values map[string]any, refused map[string]bool) model.RuleCheck {
+// clears) as r's rules see it, for a writer under pol: the stored record before, and with values over
+// it after; the fields a rule reads that pol masks or hides are blind (model.RuleCheck.Blind).
+func updateCheck(r *model.Resource, pol *access.Policy, cur Record, values map[string]any, refused map[string]bool) model.RuleCheck {
 	old := model.RuleValues(r, cur)
 	self := maps.Clone(old)
 	for k, v := range values {
@@ -157,7 +160,43 @@ func updateCheck(r *model.Resource, cur Record, values map[string]any, refused m
 			self[k] = v
 		}
 	}
-	return model.RuleCheck{Self: self, Old: old, Changed: values, Refused: refused}
+	return model.RuleCheck{Self: self, Old: old, Changed: values, Refused: refused, Blind: blindInputs(r, pol)}
+}
+
+// blindInputs names the fields r's rules read that pol does not let its holder read (masked or hidden);
+// nil when there are none.
+func blindInputs(r *model.Resource, pol *access.Policy) map[string]bool {
+	if pol == nil || !pol.Restricted() {
+		return nil
+	}
+	var out map[string]bool
+	for _, ru := range r.Rules {
+		for _, in := range ru.Inputs {
+			if !pol.Readable(in.Key) {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[in.Key] = true
+			}
+		}
+	}
+	return out
+}
+
+// blindRefusal is the refusal of an update whose rules read fields its writer cannot read: the same
+// whatever the stored values, so that it tells nothing of them.
+func blindRefusal(r *model.Resource, rules []*model.Rule, blind map[string]bool) error {
+	var keys []string
+	for _, ru := range rules {
+		for _, in := range ru.Inputs {
+			if blind[in.Key] && !slices.Contains(keys, in.Key) {
+				keys = append(keys, in.Key)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return apierr.New(apierr.Forbidden, fmt.Sprintf("This change to %s is checked by a rule that reads %s, which your role cannot read: a member whose role can read it must make it.",
+		r.Name, strings.Join(keys, ", ")))
 }
 
 // withRules adds to err, the refusal of an update body of record id of c before any transaction, the
@@ -182,7 +221,11 @@ func (s *Service) withRules(ctx context.Context, c *Collection, id string, body 
 	for k := range refusedFields(verrs) {
 		refused[k] = true
 	}
-	rerrs := c.Resource.CheckRules(updateCheck(c.Resource, cur, b.Values, refused))
+	chk := updateCheck(c.Resource, c.Policy, cur, b.Values, refused)
+	if len(c.Resource.BlindRules(chk)) > 0 {
+		return err // the valid body is refused for those rules on its own (updateEdit), whatever the values
+	}
+	rerrs := c.Resource.CheckRules(chk)
 	if len(rerrs) == 0 {
 		return err
 	}
