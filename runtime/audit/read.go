@@ -42,7 +42,7 @@ type Row struct {
 	Changes   map[string]any `json:"changes"`
 	Previous  map[string]any `json:"previous"`
 	// Withheld names the fields left out of Changes and Previous because the reader's role hides them
-	// (or, for a link, because it cannot read the other resource).
+	// (or, for a link, the association, because the reader does not see the other record: Viewer.Linked).
 	Withheld  []string `json:"withheld,omitempty"`
 	CreatedAt string   `json:"created_at"`
 }
