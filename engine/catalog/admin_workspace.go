@@ -108,7 +108,7 @@ func (d *doc) workspaceAdminOperations(ops map[string]map[string]any) {
 
 	ops["admin.audit.list"] = op("adminListAudit", auditTag, "Audit trail",
 		"The workspace's audit trail, newest first, with the filters of `recordsctl audit list`, as your role sees it: entries of resources and records your role cannot read are left out, "+
-			"masked fields are masked and hidden ones left out and named in `withheld`; the admin API's own entries (`admin.custom_fields`, `admin.data_models`, `admin.members`, `admin.roles`, `admin.api_keys`, `admin.webhook_endpoints`) are shown to roles holding `api.manage`.",
+			"masked fields are masked and hidden ones left out and named in `withheld`, as is a link's association when your role does not see the other record (its resource unreadable, or the record outside your record rule); the admin API's own entries (`admin.custom_fields`, `admin.data_models`, `admin.members`, `admin.roles`, `admin.api_keys`, `admin.webhook_endpoints`) are shown to roles holding `api.manage`.",
 		[]any{wsQueryParam("resource", "Only entries of this resource (a resource name or an `admin.*` name).", map[string]any{"type": "string"}),
 			wsQueryParam("record_id", "Only entries of this record (or admin object).", map[string]any{"type": "string", "format": "uuid"}),
 			wsQueryParam("since", "Only entries from this time on: an RFC 3339 time or a duration ago (`90m`, `24h`, `7d`).", map[string]any{"type": "string"}),
@@ -269,7 +269,7 @@ func workspaceAdminSchemas() map[string]any {
 			"request_id": nullable("string", "The request's `X-Request-Id` (null on the operator's path)."),
 			"changes":    map[string]any{"type": "object", "additionalProperties": true, "description": "The values written, by key."},
 			"previous":   map[string]any{"type": []string{"object", "null"}, "additionalProperties": true, "description": "For an update, the values replaced; otherwise null."},
-			"withheld":   strList,
+			"withheld":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "description": "Present when something was left out: fields your role hides; for `link` and `unlink`, the association, left out (with the other record's id) when your role does not see the other record (its resource unreadable, or the record outside your record rule)."},
 			"created_at": ts("When the write happened."),
 		}),
 	}

@@ -234,7 +234,8 @@ func (d *doc) discovery() {
 		"description": "Every committed write of the workspace as an event, in sequence order: each create, update (with the previous values of the changed fields), " +
 			"archive, restore, link, unlink, upsert, batch item and import, written in the write's own transaction (a write that rolled back has none). " +
 			"Resume exactly with `cursor` = the last `sequence` seen. The key's resource allowlist, its owner's role, record rules (as the record is now) " +
-			"and field masks apply to every event as to a read of its record. With `wait`, a caught-up reader's request is held until events arrive " +
+			"and field masks apply to every event as to a read of its record; a link or unlink names the other record only when the caller sees it " +
+			"(as the association list would list it: the other resource usable, the record inside the caller's record rule), and otherwise withholds the association. With `wait`, a caught-up reader's request is held until events arrive " +
 			"(within about a second of their commit) or the wait ends. Events are kept for the server's `event_retention` (30 days by default). " +
 			"Answers 404 `route_not_found` when the server runs with `events = false`.",
 		"parameters": []any{
@@ -313,7 +314,8 @@ func historyOperation(r *model.Resource) map[string]any {
 		"description": "The audit entries of one " + lowerFirst(r.Label) + ", newest first: every create, update (with the values it replaced), archive, restore, " +
 			"import, and link and unlink written from this side. Readable exactly when the record is (archived or not): the key's allowlist, the plan and the role " +
 			"as for a get (403), the record rule as the record is now (404). The caller's field masks apply to the values: masked fields are masked, hidden ones " +
-			"left out and named in `withheld`; a link whose other resource the caller cannot use withholds the association.",
+			"left out and named in `withheld`; a link names the other record only when the caller sees it (as the association list would list it), and otherwise withholds the association: " +
+			"when the caller may not use the other resource or the record is outside the caller's record rule.",
 		"parameters": params},
 		"200", map[string]any{"description": "One page of the record's history.", "headers": headerRefs(append([]string{"X-Request-Id"}, usageHeaders...)...),
 			"content": jsonContent(map[string]any{"type": "object", "required": []string{"data", "meta"}, "additionalProperties": false,

@@ -15,7 +15,9 @@ import (
 
 // Audit returns one page of the workspace's audit trail, newest first, as the actor's role sees it
 // (recordsctl audit list --as-member): entries of resources and records the role cannot read are left out,
-// field masks apply, and the admin API's own entries (admin.*) are shown, since the role holds api.manage.
+// field masks apply, a link names the other record only when the role sees it (its resource readable, the
+// record inside the role's record rule: records.Service.AuditLog), and the admin API's own entries
+// (admin.*) are shown, since the role holds api.manage.
 // Refused parameters are 400 invalid_request.
 func (s *Service) Audit(ctx context.Context, a Actor, q audit.Query) (*audit.Page, error) {
 	p := a.Principal

@@ -42,7 +42,7 @@ type Row struct {
 	Changes   map[string]any `json:"changes"`
 	Previous  map[string]any `json:"previous"`
 	// Withheld names the fields left out of Changes and Previous because the reader's role hides them
-	// (or, for a link, because it cannot read the other resource).
+	// (or, for a link, the association, because the reader does not see the other record: Viewer.Linked).
 	Withheld  []string `json:"withheld,omitempty"`
 	CreatedAt string   `json:"created_at"`
 }
@@ -72,20 +72,25 @@ func NewReader(st store.Store, cat *model.Catalog, secret []byte) *Reader {
 }
 
 // Viewer is who reads the trail. Role nil is the operator's view (recordsctl): every entry with its
-// values as stored. With a role, Policy gives the member's policy on a resource and Visible reports
-// whether a record is inside its record rule.
+// values as stored. With a role, Policy gives the member's policy on a resource, Visible reports
+// whether a record is inside its record rule, and Linked whether a link may name record id of other
+// to the member: exactly when the member sees that record among the linked records (the association
+// list, expand), so a record outside its record rule is withheld as one of a resource it cannot read.
+// Linked nil withholds every link.
 type Viewer struct {
 	Workspace, Member string
 	Role              *model.Role
 	Policy            func(*model.Resource) *access.Policy
 	Visible           func(ctx context.Context, pol *access.Policy, id string) (bool, error)
+	Linked            func(ctx context.Context, other *model.Resource, id string) (bool, error)
 }
 
 // Page returns one page of v's workspace's audit trail, newest first, in (created_at, id) order.
 //
 // With a role, the trail is shown as v.Member would see it: entries of resources the role cannot read
 // and of records outside its record rule are left out; values of fields it masks are masked as in API
-// responses (access.Policy.Apply), fields it hides are left out and named in Withheld.
+// responses (access.Policy.Apply), fields it hides are left out and named in Withheld, and so is a
+// link's association when v.Linked refuses the record at its other end.
 func (s *Reader) Page(ctx context.Context, a Viewer, q Query) (*Page, error) {
 	ctx = store.WithWorkspace(ctx, a.Workspace)
 	var errs field.ErrorList
@@ -214,7 +219,9 @@ func (s *Reader) Page(ctx context.Context, a Viewer, q Query) (*Page, error) {
 				return page, nil
 			}
 			if a.Role != nil && !IsAdminResource(e.Resource) {
-				s.redact(a, policies[e.Resource], e)
+				if err := s.redact(ctx, a, policies[e.Resource], e); err != nil {
+					return nil, err
+				}
 			}
 			page.Entries = append(page.Entries, *e)
 			lastTime, lastID = times[i], e.ID
@@ -290,30 +297,53 @@ func (s *Reader) visible(ctx context.Context, a Viewer, pol *access.Policy, e *R
 
 // redact applies pol's field rules to e's values: masked fields are masked as in responses, hidden
 // ones removed and named in e.Withheld. A link names the other record by association: it is withheld
-// when the reader cannot read the other resource.
-func (s *Reader) redact(a Viewer, pol *access.Policy, e *Row) {
-	e.Withheld = Redact(pol, e.Action == ActionLink || e.Action == ActionUnlink, func(r *model.Resource) bool {
-		return a.Policy(r).Level != access.None
-	}, s.cat, e.Changes, e.Previous)
+// when a.Linked refuses that record.
+func (s *Reader) redact(ctx context.Context, a Viewer, pol *access.Policy, e *Row) error {
+	linked := func(other *model.Resource, id string) (bool, error) {
+		if a.Linked == nil {
+			return false, nil
+		}
+		return a.Linked(ctx, other, id)
+	}
+	w, err := Redact(pol, e.Action == ActionLink || e.Action == ActionUnlink, linked, s.cat, e.Changes, e.Previous)
+	if err != nil {
+		return fmt.Errorf("audit entry %s: %w", e.ID, err)
+	}
+	e.Withheld = w
+	return nil
 }
 
 // Redact applies pol's field rules to the values of one write (the audit trail's changes and previous,
 // the change feed's data and previous), in place: masked fields are masked as in responses, hidden ones
-// removed. For a link (link true) the values name the other record by association: an association whose
-// target resource readable refuses is removed instead. It returns what it removed, sorted (nil: none).
-func Redact(pol *access.Policy, link bool, readable func(*model.Resource) bool, cat *model.Catalog, values ...map[string]any) []string {
+// removed. For a link (link true) the values name the other record by association (its name -> the
+// other record's id): an association whose record linked refuses — asked with the other resource and
+// the id, and answering whether the reader sees that record where its links are listed (its resource
+// readable, the record inside the reader's record rule) — is removed instead. It returns what it
+// removed, sorted (nil: none), or linked's error.
+func Redact(pol *access.Policy, link bool, linked func(other *model.Resource, id string) (bool, error), cat *model.Catalog, values ...map[string]any) ([]string, error) {
 	withheld := map[string]bool{}
 	for _, m := range values {
 		if m == nil {
 			continue
 		}
 		if link {
-			for k := range m {
-				if assoc, ok := pol.Resource.Association(k); ok {
-					if other, ok := cat.Resource(assoc.Target); ok && !readable(other) {
-						delete(m, k)
-						withheld[k] = true
+			for k, v := range m {
+				assoc, ok := pol.Resource.Association(k)
+				if !ok {
+					continue // the link's attributes
+				}
+				other, ok := cat.Resource(assoc.Target)
+				id, _ := v.(string)
+				shown := false
+				if ok && id != "" {
+					var err error
+					if shown, err = linked(other, id); err != nil {
+						return nil, err
 					}
+				}
+				if !shown {
+					delete(m, k)
+					withheld[k] = true
 				}
 			}
 			continue
@@ -330,5 +360,5 @@ func Redact(pol *access.Policy, link bool, readable func(*model.Resource) bool, 
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }

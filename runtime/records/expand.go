@@ -15,7 +15,8 @@ import (
 // expands, whatever their number — a reference's targets by id, an association's first links by a window
 // function over the links of every record — and its records are what a read of them gives the caller:
 // the target's record rule in the statement, its custom fields, masks and hidden fields applied. A
-// target resource the caller may not use at all (key allowlist, plan feature, role) expands to null.
+// target resource the caller may not use at all (key allowlist, plan feature, role) expands to null
+// (Actor.linked, which also decides what a link's entries in the feed and the trail name).
 
 // expandPaths resolves the expand paths of a request on c's resource for a.
 func (s *Service) expandPaths(a Actor, r *model.Resource, paths []string) ([]*listplan.Expansion, error) {
@@ -36,7 +37,8 @@ func (s *Service) expand(ctx context.Context, a Actor, workspace string, recs []
 	}
 	for _, e := range exps {
 		name := e.Relation.Name
-		if !a.reaches(e.Target) {
+		pol := a.linked(e.Target)
+		if pol == nil {
 			for _, rec := range recs {
 				rec[name] = nil
 			}
@@ -46,7 +48,7 @@ func (s *Service) expand(ctx context.Context, a Actor, workspace string, recs []
 		if err != nil {
 			return err
 		}
-		tc := &Collection{Resource: e.Target, Workspace: workspace, Fields: fs, Policy: a.Policy(e.Target)}
+		tc := &Collection{Resource: e.Target, Workspace: workspace, Fields: fs, Policy: pol}
 		if e.Relation.Many() {
 			err = s.expandLinks(ctx, a, tc, recs, e)
 		} else {

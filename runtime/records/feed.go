@@ -76,7 +76,8 @@ var ErrEventsOff = fmt.Errorf("the change feed is off on this server")
 // Events returns one page of a's workspace's change feed, in sequence order, as a may see it: events of
 // resources a cannot reach (key allowlist, plan, role) and of records outside a's record rule (as the
 // record is now, as for a read of it) are left out; values of fields a's role masks are masked, those
-// it hides removed and named in withheld; a link or unlink whose other side a cannot read is withheld.
+// it hides removed and named in withheld; a link or unlink whose other record a does not see (its
+// resource out of a's reach, or the record outside a's record rule: linkShown) is withheld.
 func (s *Service) Events(ctx context.Context, a Actor, q EventQuery) (*EventPage, error) {
 	if s.events == nil {
 		return nil, ErrEventsOff
@@ -181,7 +182,7 @@ func (s *Service) eventPage(ctx context.Context, a Actor, f events.Filter, after
 	limit := f.Limit
 	f.Limit = limit + 1
 	page := &EventPage{Events: []Event{}, Cursor: after}
-	visible := map[string]bool{} // resource/record -> inside a's record rule
+	visible := map[string]bool{} // resource/record -> inside a's record rule (the events' records and the links' other records)
 	scanned := 0
 	for {
 		f.After = page.Cursor
@@ -244,14 +245,9 @@ func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visibl
 		return Event{}, false, nil
 	}
 	if e.RecordID != "" && pol.Rule != access.All {
-		k := r.Name + "/" + e.RecordID
-		seen, done := visible[k]
-		if !done {
-			var err error
-			if seen, err = s.Visible(ctx, a, pol, e.RecordID); err != nil {
-				return Event{}, false, fmt.Errorf("event %d: %w", e.Seq, err)
-			}
-			visible[k] = seen
+		seen, err := s.within(ctx, a, pol, e.RecordID, visible)
+		if err != nil {
+			return Event{}, false, fmt.Errorf("event %d: %w", e.Seq, err)
 		}
 		if !seen {
 			return Event{}, false, nil
@@ -259,8 +255,13 @@ func (s *Service) eventFor(ctx context.Context, a Actor, e events.Stored, visibl
 	}
 	out := s.shape(e)
 	link := strings.HasSuffix(e.Type, "."+events.Linked) || strings.HasSuffix(e.Type, "."+events.Unlinked)
-	if w := audit.Redact(pol, link, func(other *model.Resource) bool { return a.reaches(other) && a.Policy(other).Level != access.None },
-		s.cat, out.Data, out.Previous); w != nil {
+	w, err := audit.Redact(pol, link, func(other *model.Resource, id string) (bool, error) {
+		return s.linkShown(ctx, a, other, id, visible)
+	}, s.cat, out.Data, out.Previous)
+	if err != nil {
+		return Event{}, false, fmt.Errorf("event %d: %w", e.Seq, err)
+	}
+	if w != nil {
 		out.Withheld = w
 	}
 	return out, true, nil

@@ -78,8 +78,8 @@ func historyParams(q map[string][]string) (size int, cursor string, err error) {
 // History returns one page of the audit entries of record id of c, newest first, as a may see them: the
 // record must be one a may read now (archived or not; record rule applied: 404 otherwise, exactly as a
 // get), and the entries' values go through a's field rules as the audit trail's reader applies them
-// (audit.Reader.Page: masked fields masked, hidden ones left out and named in withheld; a link whose
-// other side a cannot reach names no record). query holds page_size and cursor.
+// (audit.Reader.Page: masked fields masked, hidden ones left out and named in withheld; a link names
+// the other record only when a sees it, linkShown). query holds page_size and cursor.
 func (s *Service) History(ctx context.Context, a Actor, c *Collection, id string, query map[string][]string) (*HistoryPage, error) {
 	size, cursor, err := historyParams(query)
 	if err != nil {
@@ -88,6 +88,7 @@ func (s *Service) History(ctx context.Context, a Actor, c *Collection, id string
 	if _, err := s.Get(ctx, c, id, nil); err != nil {
 		return nil, err
 	}
+	seen := map[string]bool{} // the links' other records: resource/record -> inside a's record rule
 	v := audit.Viewer{Workspace: a.Workspace, Member: a.Member, Role: a.Role,
 		// A resource a does not reach (key allowlist, plan) is one it cannot read: a link to it is withheld,
 		// as in the change feed.
@@ -99,6 +100,10 @@ func (s *Service) History(ctx context.Context, a Actor, c *Collection, id string
 		},
 		// The record is inside a's record rule: the get above found it under c's policy.
 		Visible: func(context.Context, *access.Policy, string) (bool, error) { return true, nil },
+		// A link names the other record only when a sees it where the link is listed.
+		Linked: func(ctx context.Context, other *model.Resource, id string) (bool, error) {
+			return s.linkShown(ctx, a, other, id, seen)
+		},
 	}
 	p, err := s.trail.Page(ctx, v, audit.Query{Resource: c.Resource.Name, RecordID: id, Limit: size, Cursor: cursor})
 	var fl field.ErrorList

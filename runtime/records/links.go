@@ -63,12 +63,13 @@ func linkParams(q map[string][]string) (page, size int, cursor string, err error
 	return page, size, cursor, nil
 }
 
-// link addresses a's links from record id of r.
+// link addresses a's links from record id of r. Its OtherPolicy is nil when a may not use the other
+// resource at all (Actor.linked): the handler refuses that before any link is read or written.
 func (s *Service) link(a Actor, r *model.Resource, assoc *model.Association, id string) sqlgen.Link {
 	other, _ := s.cat.Resource(assoc.Target)
 	res, name, fromOwner := assoc.StoredAs(r.Name)
 	return sqlgen.Link{Workspace: a.Workspace, Resource: res, Name: name, FromOwner: fromOwner, FromID: strings.ToLower(id),
-		Other: other, OtherPolicy: a.Policy(other)}
+		Other: other, OtherPolicy: a.linked(other)}
 }
 
 func linkRecord(assoc *model.Association, other string, attrs any, created, updated any) (Record, error) {
@@ -106,6 +107,10 @@ func (s *Service) ListLinks(ctx context.Context, a Actor, c *Collection, assoc *
 	}
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	l := s.link(a, c.Resource, assoc, id)
+	if l.OtherPolicy == nil {
+		// The handler refused it already; a nil policy would read every record at the other end.
+		return nil, apierr.New(apierr.Forbidden, "You may not use "+assoc.Target+".")
+	}
 	scope := listplan.WalkScope("links", c.Workspace, a.Member, c.Resource.Name, assoc.Name, l.FromID)
 	var afterTime time.Time
 	var afterID string

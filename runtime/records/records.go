@@ -55,6 +55,22 @@ func (a Actor) Policy(r *model.Resource) *access.Policy {
 	return p
 }
 
+// linked is a's policy on r as the other end of a relation — an association or a reference — or nil
+// when a may not use r at all (its key's allowlist or plan leaves r out, or its role reads none of r).
+// Its record rule decides which records of r a sees there: the association list (ListLinks) and
+// expansions apply it in their statements (sqlgen.Link.OtherPolicy, sqlgen.Records), and a link's
+// entries in the change feed, webhook payloads, histories and the audit trail name the other record
+// only when it holds (Service.linkShown).
+func (a Actor) linked(r *model.Resource) *access.Policy {
+	if !a.reaches(r) {
+		return nil
+	}
+	if p := a.Policy(r); p.Level != access.None {
+		return p
+	}
+	return nil
+}
+
 // Record is a JSON-shaped record.
 type Record = map[string]any
 

@@ -17,11 +17,16 @@ import (
 )
 
 // AuditLog returns one page of a's workspace's audit trail as a sees it (runtime/audit): a.Role nil is
-// the operator's view; with a role, what a's member may read of it.
+// the operator's view; with a role, what a's member may read of it, a link naming the other record only
+// when a sees it (linkShown).
 func (s *Service) AuditLog(ctx context.Context, a Actor, q audit.Query) (*audit.Page, error) {
+	seen := map[string]bool{} // resource/record -> inside a's record rule, for this page
 	return s.trail.Page(ctx, audit.Viewer{Workspace: a.Workspace, Member: a.Member, Role: a.Role, Policy: a.Policy,
 		Visible: func(ctx context.Context, pol *access.Policy, id string) (bool, error) {
-			return s.Visible(ctx, a, pol, id)
+			return s.within(ctx, a, pol, id, seen)
+		},
+		Linked: func(ctx context.Context, other *model.Resource, id string) (bool, error) {
+			return s.linkShown(ctx, a, other, id, seen)
 		}}, q)
 }
 
@@ -110,6 +115,33 @@ func (s *Service) Visible(ctx context.Context, a Actor, pol *access.Policy, id s
 		return false, err
 	}
 	return true, nil
+}
+
+// within is Visible remembered in seen (resource/record -> the answer), so that a page of the feed or
+// of the audit trail asks at most once per record.
+func (s *Service) within(ctx context.Context, a Actor, pol *access.Policy, id string, seen map[string]bool) (bool, error) {
+	k := pol.Resource.Name + "/" + id
+	if ok, done := seen[k]; done {
+		return ok, nil
+	}
+	ok, err := s.Visible(ctx, a, pol, id)
+	if err != nil {
+		return false, err
+	}
+	seen[k] = ok
+	return ok, nil
+}
+
+// linkShown reports whether a link may name record id of other to a — in the change feed, a webhook
+// payload, a history or the audit trail — which is exactly when a sees that record where the link is
+// listed (ListLinks, expansions): a reaches other and its role reads it (Actor.linked), and the record
+// is inside its record rule, archived or not. seen remembers the answers of one page (within).
+func (s *Service) linkShown(ctx context.Context, a Actor, other *model.Resource, id string, seen map[string]bool) (bool, error) {
+	pol := a.linked(other)
+	if pol == nil || !model.IsUUID(id) {
+		return false, nil
+	}
+	return s.within(ctx, a, pol, id, seen)
 }
 
 // ErrMemberNotFound is a member that is not in the workspace.
