@@ -270,6 +270,30 @@ func TestDeliverConnectAndDNS(t *testing.T) {
 	}
 }
 
+// An endpoint saved before ValidateURL refused characters RFC 3986 does not allow (`"`, `<`, `>`, …) is
+// still delivered to, the characters percent-encoded on the wire.
+func TestDeliverToAURLSavedBeforeTheCharacterCheck(t *testing.T) {
+	t.Parallel()
+	secret := newTestSecret(t)
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.RequestURI
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	raw := srv.URL + `/in/"a"<b>?q="c"`
+	if err := ValidateURL(raw, true); !errors.Is(err, ErrInvalidURL) {
+		t.Fatalf("ValidateURL(%q) = %v, want it refused", raw, err)
+	}
+	a := Deliver(t.Context(), NewClient(Options{AllowPrivate: true}), raw, secret, "msg_1", time.Now(), testBody)
+	if a.Outcome != OutcomeDelivered {
+		t.Fatalf("attempt %+v", a)
+	}
+	if uri := <-got; strings.ContainsAny(uri, `"<>`) {
+		t.Fatalf("sent request URI %q", uri)
+	}
+}
+
 func TestDeliverRefusesBeforeSending(t *testing.T) {
 	t.Parallel()
 	secret := newTestSecret(t)
