@@ -67,7 +67,7 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 		"200", keyAdminList("The endpoints (the whole list: `meta.next_cursor` is null).", schemaRef("AdminWebhook")), "400", "401", "403", "429", "500", "503")
 	ops["admin.webhooks.create"] = withResponses(keyAdminMerge(op("adminCreateWebhook", hooksTag, "Create a webhook endpoint",
 		"Adds an endpoint, as `recordsctl webhook create`: events are POSTed to `url`, signed the Standard Webhooks way with the endpoint's secret (`whsec_…`), shown in this answer only. "+
-			"Only http and https URLs, and no address in loopback, private, link-local or other internal ranges unless the server's `webhook_allow_private_addresses` is on (422 naming `url`). "+
+			"Only http and https URLs in their encoded form (no character RFC 3986 does not allow, such as `\"`, `<`, `>` or a space: percent-encode them), and no address in loopback, private, link-local or other internal ranges unless the server's `webhook_allow_private_addresses` is on (422 naming `url`). "+
 			"Payloads are the events as the owner (`member_id`, by default the caller's member) may read them in the feed."+auditNote("create")+
 			"\n\nA manager creates only endpoints they own: a `member_id` other than the caller's member is 403 `permission_denied`, whatever their role."),
 		map[string]any{"requestBody": body("The endpoint.", true, schemaRef("AdminWebhookCreate"))}),
@@ -167,7 +167,8 @@ func keyAdminSchemas() map[string]any {
 	secretSchema["properties"].(map[string]any)["previous_secret_until"] = map[string]any{"type": "string", "format": "date-time", "description": "After a rotation with an overlap: until when the old secret also signs."}
 	inputProps := func(create bool) map[string]any {
 		p := map[string]any{
-			"url":         map[string]any{"type": "string", "maxLength": 2048, "description": "An http or https URL; not an internal address (unless the server allows private addresses)."},
+			"url": map[string]any{"type": "string", "maxLength": 2048, "description": "An http or https URL; not an internal address (unless the server allows private addresses). " +
+				"Stored and shown as sent, so in its encoded form: only the characters RFC 3986 allows; a space, `\"`, `<`, `>`, `\\`, `^`, `` ` ``, `{`, `|`, `}`, a control character or one outside ASCII is 422 naming `url` (send it percent-encoded, `%22` for `\"`; a host in its IDNA form, `xn--…`)."},
 			"description": map[string]any{"type": "string", "maxLength": 500},
 			"event_types": strList("Send only these event types; null or absent on create: every type."),
 			"resources":   strList("Send only the events of these resources; null or absent on create: every resource."),
