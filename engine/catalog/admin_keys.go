@@ -27,6 +27,11 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 			"description": desc + "\n\nAn admin key only (access `admin`) whose owner's role holds `api.manage`: a data key is 403 `insufficient_scope`, an owner without `api.manage` 403 `permission_denied`."}
 	}
 	const keysTag, hooksTag = "admin-keys", "admin-webhooks"
+	// Who may take each action on an endpoint another member owns: runtime/admin's webhookRules.
+	anyManager := "\n\nAny manager may, on any endpoint of the workspace, not only their own (docs/issue-24.md, \"Webhooks deliver their owner's view\")."
+	ownerOnly := func(what string) string {
+		return "\n\nOnly the endpoint's owner (`member_id`) may " + what + ": any other manager, whatever their role, is 403 `permission_denied` (docs/issue-24.md, \"Webhooks deliver their owner's view\")."
+	}
 	auditNote := func(action string) string {
 		return " Writes an audit entry (resource `admin.webhook_endpoints`, action `" + action + "`, record id the endpoint's) in the change's transaction; never the secret."
 	}
@@ -58,34 +63,36 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 		"200", ok("The usage report.", schemaRef("AdminUsage")), "400", "401", "403", "404", "429", "500", "503")
 
 	ops["admin.webhooks.list"] = withResponses(op("adminListWebhooks", hooksTag, "Webhook endpoints",
-		"The workspace's webhook endpoints, oldest first, never with their secrets."),
+		"The workspace's webhook endpoints, every member's, oldest first, never with their secrets."+anyManager),
 		"200", keyAdminList("The endpoints (the whole list: `meta.next_cursor` is null).", schemaRef("AdminWebhook")), "400", "401", "403", "429", "500", "503")
 	ops["admin.webhooks.create"] = withResponses(keyAdminMerge(op("adminCreateWebhook", hooksTag, "Create a webhook endpoint",
 		"Adds an endpoint, as `recordsctl webhook create`: events are POSTed to `url`, signed the Standard Webhooks way with the endpoint's secret (`whsec_…`), shown in this answer only. "+
-			"Only http and https URLs, and no address in loopback, private, link-local or other internal ranges unless the server's `webhook_allow_private_addresses` is on (422 naming `url`). "+
-			"Payloads are the events as the owner (`member_id`, by default the caller's member) may read them in the feed."+auditNote("create")),
+			"Only http and https URLs in their encoded form (no character RFC 3986 does not allow, such as `\"`, `<`, `>` or a space: percent-encode them), and no address in loopback, private, link-local or other internal ranges unless the server's `webhook_allow_private_addresses` is on (422 naming `url`). "+
+			"Payloads are the events as the owner (`member_id`, by default the caller's member) may read them in the feed."+auditNote("create")+
+			"\n\nA manager creates only endpoints they own: a `member_id` other than the caller's member is 403 `permission_denied`, whatever their role."),
 		map[string]any{"requestBody": body("The endpoint.", true, schemaRef("AdminWebhookCreate"))}),
 		"201", ok("The endpoint with its secret, shown this once.", schemaRef("AdminWebhookSecret")), "400", "401", "403", "413", "422", "429", "500", "503")
-	ops["admin.webhooks.get"] = withResponses(keyAdminMerge(op("adminGetWebhook", hooksTag, "A webhook endpoint", "One endpoint of the workspace, never its secret."),
+	ops["admin.webhooks.get"] = withResponses(keyAdminMerge(op("adminGetWebhook", hooksTag, "A webhook endpoint", "One endpoint of the workspace, never its secret."+anyManager),
 		map[string]any{"parameters": []any{id("endpoint")}}),
 		"200", ok("The endpoint.", schemaRef("AdminWebhook")), "400", "401", "403", "404", "429", "500", "503")
 	ops["admin.webhooks.update"] = withResponses(keyAdminMerge(op("adminUpdateWebhook", hooksTag, "Change a webhook endpoint",
-		"Changes the members sent, as `recordsctl webhook update`; `null` lists mean every event type or resource. Enabling an endpoint clears why it was disabled; its failed deliveries stay failed (replay sends them again)."+auditNote("update")),
+		"Changes the members sent, as `recordsctl webhook update`; `null` lists mean every event type or resource. Enabling an endpoint clears why it was disabled; its failed deliveries stay failed (replay sends them again)."+auditNote("update")+
+			"\n\nAny manager may change `description`, `event_types`, `resources` and `enabled` of any endpoint of the workspace. Only the endpoint's owner (`member_id`) may send a body naming `url`: any other manager, whatever their role, is 403 `permission_denied` (docs/issue-24.md, \"Webhooks deliver their owner's view\")."),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("The changes: at least one member.", true, schemaRef("AdminWebhookUpdate"))}),
 		"200", ok("The endpoint as changed.", schemaRef("AdminWebhook")), "400", "401", "403", "404", "413", "422", "429", "500", "503")
 	ops["admin.webhooks.delete"] = withResponses(keyAdminMerge(op("adminDeleteWebhook", hooksTag, "Delete a webhook endpoint",
-		"Removes the endpoint, its pending deliveries and its delivery log. No body (or `{}`)."+auditNote("delete")),
+		"Removes the endpoint, its pending deliveries and its delivery log. No body (or `{}`)."+auditNote("delete")+anyManager),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("Nothing: an empty body or `{}`.", false, map[string]any{"type": "object", "additionalProperties": false})}),
 		"200", ok("The deleted endpoint's id.", map[string]any{"type": "object", "additionalProperties": false, "required": []string{"id", "deleted"},
 			"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "deleted": map[string]any{"type": "boolean", "enum": []bool{true}}}}),
 		"400", "401", "403", "404", "413", "422", "429", "500", "503")
 	ops["admin.webhooks.rotate_secret"] = withResponses(keyAdminMerge(op("adminRotateWebhookSecret", hooksTag, "Rotate a webhook endpoint's secret",
-		"Gives the endpoint a new secret, shown in this answer only, as `recordsctl webhook rotate-secret`: for `overlap` (default 24h, at most 168h; `0s` stops the old one now) every delivery carries both signatures, so a receiver can switch without missing one."+auditNote("rotate_secret")),
+		"Gives the endpoint a new secret, shown in this answer only, as `recordsctl webhook rotate-secret`: for `overlap` (default 24h, at most 168h; `0s` stops the old one now) every delivery carries both signatures, so a receiver can switch without missing one."+auditNote("rotate_secret")+ownerOnly("rotate its secret")),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("How long the old secret keeps signing (optional).", false, map[string]any{"type": "object", "additionalProperties": false,
 			"properties": map[string]any{"overlap": map[string]any{"type": "string", "description": "A duration such as `24h`, `90m` or `0s`, at most `168h`.", "default": "24h"}}})}),
 		"200", ok("The endpoint with its new secret, shown this once.", schemaRef("AdminWebhookSecret")), "400", "401", "403", "404", "413", "422", "429", "500", "503")
 	ops["admin.webhooks.deliveries"] = withResponses(keyAdminMerge(op("adminListWebhookDeliveries", hooksTag, "A webhook endpoint's deliveries",
-		"The endpoint's deliveries, newest first (by the event's sequence), each with its attempts, as `recordsctl webhook deliveries`. Paged: send `meta.next_cursor` as `cursor` until it is null."),
+		"The endpoint's deliveries, newest first (by the event's sequence), each with its attempts, as `recordsctl webhook deliveries`. Paged: send `meta.next_cursor` as `cursor` until it is null."+ownerOnly("read its deliveries")),
 		map[string]any{"parameters": []any{id("endpoint"),
 			query("state", "Only deliveries in this state.", map[string]any{"type": "string", "enum": []string{"pending", "delivered", "failed", "skipped"}}),
 			query("limit", "Deliveries per page.", map[string]any{"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}),
@@ -93,7 +100,7 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 		}}),
 		"200", keyAdminList("A page of deliveries.", schemaRef("AdminWebhookDelivery")), "400", "401", "403", "404", "429", "500", "503")
 	ops["admin.webhooks.replay"] = withResponses(keyAdminMerge(op("adminReplayWebhook", hooksTag, "Replay events to a webhook endpoint",
-		"Queues events again as new deliveries due now, as `recordsctl webhook replay`: one event of the feed (`event_id`; one no longer in the feed is 422) or every event after a sequence (`after`; 0 for every event the feed holds, at most 10,000) that the endpoint takes. Receivers get the same `webhook-id` as the first time."+auditNote("replay")),
+		"Queues events again as new deliveries due now, as `recordsctl webhook replay`: one event of the feed (`event_id`; one no longer in the feed is 422) or every event after a sequence (`after`; 0 for every event the feed holds, at most 10,000) that the endpoint takes. Receivers get the same `webhook-id` as the first time."+auditNote("replay")+ownerOnly("replay events to it")),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("Exactly one of `event_id` and `after`.", true, map[string]any{"type": "object", "additionalProperties": false,
 			"properties": map[string]any{"event_id": map[string]any{"type": "string", "format": "uuid", "description": "The event's id in the feed."},
 				"after": map[string]any{"type": "integer", "minimum": 0, "description": "A sequence: every event after it."}}})}),
@@ -160,7 +167,8 @@ func keyAdminSchemas() map[string]any {
 	secretSchema["properties"].(map[string]any)["previous_secret_until"] = map[string]any{"type": "string", "format": "date-time", "description": "After a rotation with an overlap: until when the old secret also signs."}
 	inputProps := func(create bool) map[string]any {
 		p := map[string]any{
-			"url":         map[string]any{"type": "string", "maxLength": 2048, "description": "An http or https URL; not an internal address (unless the server allows private addresses)."},
+			"url": map[string]any{"type": "string", "maxLength": 2048, "description": "An http or https URL; not an internal address (unless the server allows private addresses). " +
+				"Stored and shown as sent, so in its encoded form: only the characters RFC 3986 allows; a space, `\"`, `<`, `>`, `\\`, `^`, `` ` ``, `{`, `|`, `}`, a control character or one outside ASCII is 422 naming `url` (send it percent-encoded, `%22` for `\"`; a host in its IDNA form, `xn--…`)."},
 			"description": map[string]any{"type": "string", "maxLength": 500},
 			"event_types": strList("Send only these event types; null or absent on create: every type."),
 			"resources":   strList("Send only the events of these resources; null or absent on create: every resource."),

@@ -87,10 +87,10 @@ func (d *doc) workspaceAdminOperations(ops map[string]map[string]any) {
 			"taking `api.manage` from the last active member holding it is 409. Audited as `admin.members` `update`.",
 		memberID, wsBody("The new role.", schemaRef("AdminMemberUpdate")), "200", wsOne("The member as changed.", schemaRef("AdminMember")), change)
 	ops["admin.members.deactivate"] = op("adminDeactivateMember", memberTag, "Deactivate a member",
-		"Deactivates the member and revokes every key they own, for good. The last active member holding `api.manage` cannot be deactivated (409). No body (or `{}`). Audited as `deactivate`.",
+		"Deactivates the member, revokes every key they own and ends their console sessions, for good. The last active member holding `api.manage` cannot be deactivated (409). No body (or `{}`). Audited as `deactivate`.",
 		memberID, nil, "200", wsOne("The member, inactive.", schemaRef("AdminMember")), change)
 	ops["admin.members.activate"] = op("adminActivateMember", memberTag, "Activate a member",
-		"Activates the member again; their revoked keys stay revoked. No body (or `{}`). Audited as `activate`.",
+		"Activates the member again; their revoked keys stay revoked and their console sessions ended (they sign in again). No body (or `{}`). Audited as `activate`.",
 		memberID, nil, "200", wsOne("The member, active.", schemaRef("AdminMember")), change)
 
 	ops["admin.roles.list"] = op("adminListRoles", roleTag, "Roles", "The built-in roles (definitions/roles.yaml), then the workspace's, by name. Never paged.",

@@ -69,7 +69,7 @@ func (d *doc) ownKeyOperations(ops map[string]map[string]any) {
 		"200", signedIn, "400", "401", "403", "413", "422", "429", "500", "503")
 	ops["console_session"] = withResponses(map[string]any{"operationId": "getConsoleSession", "tags": []string{"console"}, "security": []any{map[string]any{"consoleSession": []any{}}},
 		"summary": "The console session", "description": "The signed-in member, the session's times and the CSRF token every other console request sends in `X-CSRF-Token`. " +
-			"401 without a live session (signed out, idle for 30 minutes, 12 hours after sign-in, member deactivated; `key_assurance_stale` after a new MFA factor)."},
+			"401 without a live session (signed out, idle for 30 minutes, 12 hours after sign-in, member deactivated, even if activated again since; `key_assurance_stale` after a new MFA factor)."},
 		"200", session, "400", "401", "403", "500", "503")
 	ops["console_sign_out"] = withResponses(map[string]any{"operationId": "consoleSignOut", "tags": []string{"console"}, "security": []any{map[string]any{"consoleSession": []any{}, "csrfToken": []any{}}},
 		"summary": "Sign out of the console", "description": "Ends the session on every server and clears the cookie. Needs the CSRF token."},

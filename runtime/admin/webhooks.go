@@ -23,7 +23,8 @@ import (
 
 // The webhook operations are recordsctl webhook's (cmd/recordsctl/webhooks.go) over HTTP: the same
 // dispatch.Registry calls, so the same validation (the SSRF-safe URL check included) and the same
-// effect on every server; each write also writes its audit entry in its transaction.
+// effect on every server; each write also writes its audit entry in its transaction. What a manager may
+// do with an endpoint another member owns is webhookRules, which every operation consults.
 
 // Webhook is an endpoint as the admin API (and recordsctl webhook) shows it: never with its secret, except Secret in the answers
 // of create and rotate-secret.
@@ -88,24 +89,112 @@ func webhookError(err error) error {
 	return err
 }
 
+// webhookAction is one thing a manager does with a webhook endpoint: one per admin webhook route, the
+// update split by what it changes. webhookRules says who may take each.
+type webhookAction string
+
+// The webhook actions.
+const (
+	hookList       webhookAction = "list"          // GET /v1/admin/webhooks
+	hookGet        webhookAction = "get"           // GET /v1/admin/webhooks/{id}
+	hookCreate     webhookAction = "create"        // POST /v1/admin/webhooks: the endpoint's owner is member_id
+	hookSettings   webhookAction = "settings"      // PATCH …/{id} of description, event_types, resources, enabled
+	hookRepoint    webhookAction = "repoint"       // PATCH …/{id} naming url
+	hookDelete     webhookAction = "delete"        // DELETE …/{id}
+	hookRotate     webhookAction = "rotate_secret" // POST …/{id}/rotate-secret
+	hookReplay     webhookAction = "replay"        // POST …/{id}/replay
+	hookDeliveries webhookAction = "deliveries"    // GET …/{id}/deliveries
+)
+
+// webhookRule is who besides an endpoint's owner may take an action on it.
+type webhookRule struct {
+	// AnyManager: every member whose role holds api.manage (the admin routes' scope), whatever their
+	// role next to the owner's. Otherwise the action is the owner's alone.
+	AnyManager bool
+	// Why is the message of the 403 refusing an action that is the owner's alone.
+	Why string
+}
+
+// webhookRules is the one allow-list of what a manager may do with an endpoint another member owns;
+// every webhook operation consults it (mayWebhook), and an action it does not list is the owner's alone.
+//
+// An endpoint sends its owner's view of the events — their role, record rules and masks — to the URL its
+// owner chose, signed with a secret only its owner holds, as a key acts for its owner. Another manager
+// oversees it as they oversee members' keys (docs/issue-24.md): they see it (never its secret), turn it
+// off or on, describe and filter it, and delete it — none of which shows them a payload or lets them
+// speak for the endpoint. What would is the owner's alone, whatever the manager's role: making an
+// endpoint someone else owns or pointing one at a new URL (that view sent where the manager chose),
+// rotating its secret (a secret to sign forgeries the owner's receiver accepts, or to cut the owner's
+// deliveries off), replaying (the owner's view sent again, on the manager's say) and the delivery log
+// (which events the owner's view holds, and the start of each answer of the owner's receiver). A role
+// "at least as broad" as the owner's is not enough: record rules such as owned and department are
+// relative to the member, so the same role reads other records.
+var webhookRules = map[webhookAction]webhookRule{
+	hookList:     {AnyManager: true},
+	hookGet:      {AnyManager: true},
+	hookSettings: {AnyManager: true},
+	hookDelete:   {AnyManager: true},
+	hookCreate: {Why: "You may create only endpoints you own: an endpoint delivers its owner's view of the events, " +
+		"and one owned by another member would send their view to an address you chose."},
+	hookRepoint: {Why: "Only the endpoint's owner may point it at a new URL: it delivers its owner's view of the events " +
+		"to an address its owner chose."},
+	hookRotate: {Why: "Only the endpoint's owner may rotate its secret: the secret signs the owner's deliveries, and " +
+		"another's copy could forge them or cut them off. Disable or delete the endpoint instead."},
+	hookReplay: {Why: "Only the endpoint's owner may replay events to it: a replay sends the owner's view of the events again."},
+	hookDeliveries: {Why: "Only the endpoint's owner may read its delivery log: it shows which events the owner's view holds " +
+		"and what the owner's receiver answered."},
+}
+
+// mayWebhook is nil when the actor may take act on an endpoint owned by owner: the owner may take every
+// action, another manager those webhookRules lets any manager take (else 403 permission_denied).
+func mayWebhook(a Actor, owner string, act webhookAction) error {
+	if strings.EqualFold(owner, a.Principal.Member.ID) {
+		return nil
+	}
+	rule, ok := webhookRules[act]
+	if ok && rule.AnyManager {
+		return nil
+	}
+	if rule.Why == "" {
+		return apierr.New(apierr.PermissionDenied, "Only the webhook endpoint's owner may do this.")
+	}
+	return apierr.New(apierr.PermissionDenied, rule.Why)
+}
+
+// endpointFor returns endpoint id of the actor's workspace if the actor may take act on it: 404 when the
+// workspace has none, 403 when act is its owner's alone. (Its owner never changes, so the answer holds
+// for the change that follows.)
+func (s *Service) endpointFor(ctx context.Context, a Actor, id string, act webhookAction) (dispatch.Endpoint, error) {
+	ep, err := s.cfg.Webhooks.Get(ctx, a.Principal.Workspace.ID, id)
+	if err != nil {
+		return dispatch.Endpoint{}, webhookError(err)
+	}
+	if err := mayWebhook(a, ep.Member, act); err != nil {
+		return dispatch.Endpoint{}, err
+	}
+	return ep, nil
+}
+
 // Webhooks lists the endpoints of the actor's workspace, oldest first.
 func (s *Service) Webhooks(ctx context.Context, a Actor) ([]Webhook, error) {
 	eps, err := s.cfg.Webhooks.List(ctx, a.Principal.Workspace.ID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Webhook, len(eps))
-	for i, ep := range eps {
-		out[i] = WebhookOf(ep)
+	out := make([]Webhook, 0, len(eps))
+	for _, ep := range eps {
+		if mayWebhook(a, ep.Member, hookList) == nil {
+			out = append(out, WebhookOf(ep))
+		}
 	}
 	return out, nil
 }
 
 // Webhook returns endpoint id of the actor's workspace.
 func (s *Service) Webhook(ctx context.Context, a Actor, id string) (Webhook, error) {
-	ep, err := s.cfg.Webhooks.Get(ctx, a.Principal.Workspace.ID, id)
+	ep, err := s.endpointFor(ctx, a, id, hookGet)
 	if err != nil {
-		return Webhook{}, webhookError(err)
+		return Webhook{}, err
 	}
 	return WebhookOf(ep), nil
 }
@@ -193,11 +282,6 @@ func webhookInput(body map[string]any, create bool) (dispatch.Input, string, err
 	return in, member, nil
 }
 
-// errNotYourView refuses an admin's webhook write that would send another member's view of the events to
-// an address the admin chose: an endpoint owned by someone else, or pointing another member's endpoint
-// elsewhere. (Disabling, deleting, filtering or replaying another member's endpoint is allowed.)
-var errNotYourView = apierr.New(apierr.PermissionDenied, "A webhook endpoint delivers its owner's view of the events: you may create endpoints you own and point only your own endpoints at a new URL.")
-
 // CreateWebhook adds an endpoint to the actor's workspace from body {url, description?, event_types?,
 // resources?, enabled?, member_id?} (the owner, whose view of the events the payloads are: by default
 // the actor's member) and returns it with its secret, shown this once.
@@ -209,10 +293,8 @@ func (s *Service) CreateWebhook(ctx context.Context, a Actor, body map[string]an
 	if member == "" {
 		member = a.Principal.Member.ID
 	}
-	if !strings.EqualFold(member, a.Principal.Member.ID) {
-		// An endpoint receives its owner's view of the events: owned by a member who reads more than the
-		// admin, it would send that view to an address the admin chose.
-		return WebhookSecret{}, errNotYourView
+	if err := mayWebhook(a, member, hookCreate); err != nil {
+		return WebhookSecret{}, err
 	}
 	ws := a.Principal.Workspace.ID
 	ep, err := s.cfg.Webhooks.CreateThen(store.WithWorkspace(ctx, ws), ws, member, in, func(ctx context.Context, q store.Querier, _, after dispatch.Endpoint) error {
@@ -225,7 +307,8 @@ func (s *Service) CreateWebhook(ctx context.Context, a Actor, body map[string]an
 }
 
 // UpdateWebhook changes endpoint id from body {url?, description?, event_types?, resources?, enabled?}
-// (null lists: every type or resource). Enabling clears the reason it was disabled.
+// (null lists: every type or resource). Enabling clears the reason it was disabled. A body naming url is
+// hookRepoint, any other hookSettings.
 func (s *Service) UpdateWebhook(ctx context.Context, a Actor, id string, body map[string]any) (Webhook, error) {
 	in, _, err := webhookInput(body, false)
 	if err != nil {
@@ -234,11 +317,15 @@ func (s *Service) UpdateWebhook(ctx context.Context, a Actor, id string, body ma
 	if len(body) == 0 {
 		return Webhook{}, apierr.Invalid("The body changes nothing: send at least one of url, description, event_types, resources and enabled.", nil)
 	}
+	act := hookSettings
+	if _, ok := body["url"]; ok {
+		act = hookRepoint
+	}
+	if _, err := s.endpointFor(ctx, a, id, act); err != nil {
+		return Webhook{}, err
+	}
 	ws := a.Principal.Workspace.ID
 	ep, err := s.cfg.Webhooks.UpdateThen(store.WithWorkspace(ctx, ws), ws, id, in, func(ctx context.Context, q store.Querier, before, after dispatch.Endpoint) error {
-		if before.URL != after.URL && !strings.EqualFold(before.Member, a.Principal.Member.ID) {
-			return errNotYourView
-		}
 		changes, previous := map[string]any{}, map[string]any{}
 		old, cur := WebhookOf(before).auditValues(), WebhookOf(after).auditValues()
 		for k, v := range cur {
@@ -262,6 +349,9 @@ func sameJSON(a, b any) bool {
 
 // DeleteWebhook removes endpoint id with its pending deliveries and delivery log.
 func (s *Service) DeleteWebhook(ctx context.Context, a Actor, id string) (string, error) {
+	if _, err := s.endpointFor(ctx, a, id, hookDelete); err != nil {
+		return "", err
+	}
 	ws := a.Principal.Workspace.ID
 	var deleted string
 	err := s.cfg.Webhooks.DeleteThen(store.WithWorkspace(ctx, ws), ws, id, func(ctx context.Context, q store.Querier, before, _ dispatch.Endpoint) error {
@@ -281,6 +371,9 @@ const DefaultSecretOverlap = 24 * time.Hour
 // RotateWebhookSecret gives endpoint id a new secret, shown this once; body {overlap?} ("24h" by default,
 // at most "168h"; "0s": the old secret stops signing now).
 func (s *Service) RotateWebhookSecret(ctx context.Context, a Actor, id string, body map[string]any) (WebhookSecret, error) {
+	if _, err := s.endpointFor(ctx, a, id, hookRotate); err != nil {
+		return WebhookSecret{}, err
+	}
 	overlap := DefaultSecretOverlap
 	var errs field.ErrorList
 	for k, v := range body {
@@ -325,6 +418,9 @@ type Replayed struct {
 // event of the feed) or {after} (every event after that sequence the endpoint takes, at most
 // dispatch.MaxReplay; 0: every event the feed holds).
 func (s *Service) ReplayWebhook(ctx context.Context, a Actor, id string, body map[string]any) (Replayed, error) {
+	if _, err := s.endpointFor(ctx, a, id, hookReplay); err != nil {
+		return Replayed{}, err
+	}
 	var eventID string
 	var after int64
 	var errs field.ErrorList
@@ -423,6 +519,9 @@ type DeliveryQuery struct {
 // Deliveries returns a page of endpoint id's deliveries, newest first, with their attempts, and the
 // cursor of the next page (nil at the end).
 func (s *Service) Deliveries(ctx context.Context, a Actor, id string, dq DeliveryQuery) ([]Delivery, *string, error) {
+	if _, err := s.endpointFor(ctx, a, id, hookDeliveries); err != nil {
+		return nil, nil, err
+	}
 	var errs field.ErrorList
 	if dq.State != "" && !slices.Contains(DeliveryStates, dq.State) {
 		errs = append(errs, field.New(field.CodeOption, field.NewPath("state"), "must be one of "+strings.Join(DeliveryStates, ", ")))

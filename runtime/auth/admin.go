@@ -33,30 +33,43 @@ func (d *Directory) SetRole(ctx context.Context, member, role string) error {
 	})
 }
 
-// Deactivate makes a member inactive and revokes every key they own, for good: activating the member
-// again does not bring the keys back.
+// Deactivate makes a member inactive, revokes every key they own and ends their console sessions, for
+// good: activating the member again brings neither back.
 func (d *Directory) Deactivate(ctx context.Context, member string) error {
 	defer d.forget()
 	member = strings.ToLower(member)
 	now := d.ts()
 	return d.st.Tx(ctx, func(q store.Querier) error {
-		n, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", false, now, member))
+		workspace, err := d.memberWorkspace(ctx, q, member)
 		if err != nil {
 			return fmt.Errorf("deactivate member: %w", err)
 		}
-		if n == 0 {
-			return fmt.Errorf("member %s: %w", member, ErrNotFound)
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", false, now, member)); err != nil {
+			return fmt.Errorf("deactivate member: %w", err)
 		}
 		if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at IS NULL", now, member)); err != nil {
 			return fmt.Errorf("revoke keys of member: %w", err)
 		}
-		return nil
+		return d.endSessions(ctx, q, workspace, member, now)
 	})
 }
 
-// Activate makes a member active again. Their revoked keys stay revoked.
+// Activate makes a member active again. Their revoked keys stay revoked and their ended sessions ended;
+// any session still open from before is ended now (endSessions): they sign in again.
 func (d *Directory) Activate(ctx context.Context, member string) error {
-	return d.updateMember(ctx, member, "active = ?", true)
+	defer d.forget()
+	member = strings.ToLower(member)
+	now := d.ts()
+	return d.st.Tx(ctx, func(q store.Querier) error {
+		workspace, err := d.memberWorkspace(ctx, q, member)
+		if err != nil {
+			return fmt.Errorf("activate member: %w", err)
+		}
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", true, now, member)); err != nil {
+			return fmt.Errorf("activate member: %w", err)
+		}
+		return d.endSessions(ctx, q, workspace, member, now)
+	})
 }
 
 // MFAVerified records that member verified a new MFA factor now. Keys created before it no longer

@@ -177,8 +177,8 @@ var errSession = &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The console
 
 // SessionPrincipal resolves a session secret (the cookie's value) to the principal it acts as: its
 // member, with the member's current role and workspace. A session ends when it is signed out, idle for
-// SessionIdle, SessionLifetime after its sign-in, when its member is deactivated, or when the member
-// verifies a new MFA factor after the sign-in. Each use moves its idle time on (written at most once a
+// SessionIdle, SessionLifetime after its sign-in, when its member is deactivated (for good, even if
+// activated again: endSessions), or when the member verifies a new MFA factor after the sign-in. Each use moves its idle time on (written at most once a
 // minute).
 func (d *Directory) SessionPrincipal(ctx context.Context, secret string) (*Principal, error) {
 	if len(secret) != 64 {
@@ -275,6 +275,18 @@ WHERE s.token_hash = ?`, hashSecret(secret)), func(row []any) error {
 	p.Session = &s
 	p.Key = Key{ID: s.ID, Workspace: s.Workspace, Member: s.Member, Access: AccessSession, CreatedAt: s.SignedInAt, ExpiresAt: s.ExpiresAt}
 	return &p, nil
+}
+
+// endSessions ends every console session of member (of workspace) still going, in q's transaction, at: a member
+// deactivated is signed out everywhere for good, as their keys are revoked for good — activating them
+// again brings neither back. Activation calls it too, for a session that began while the member was
+// being deactivated or was left by a deactivation before sessions ended with it. The caller forgets the
+// remembered principals (Directory.forget) once committed.
+func (d *Directory) endSessions(ctx context.Context, q store.Querier, workspace, member string, at time.Time) error {
+	if _, err := q.Exec(ctx, d.d.Bind("UPDATE console_sessions SET ended_at = ? WHERE workspace_id = ? AND member_id = ? AND ended_at IS NULL", at, workspace, member)); err != nil {
+		return fmt.Errorf("end the member's console sessions: %w", err)
+	}
+	return nil
 }
 
 // SignOut ends the session of secret. Ending an ended or unknown session is not an error.

@@ -74,8 +74,8 @@ type MemberChange struct {
 
 // ChangeMember applies c to member id of workspace. allow, when set, sees the new role before anything
 // is written and may refuse it (the admin API's "no escalation"). A change that takes api.manage from the
-// last active member holding it is ErrLastManager. Deactivating revokes the member's keys for good, as
-// Deactivate does. then runs in the transaction with the member before and after the change.
+// last active member holding it is ErrLastManager. Deactivating revokes the member's keys and ends their
+// console sessions for good, as Deactivate does. then runs in the transaction with the member before and after the change.
 func (d *Directory) ChangeMember(ctx context.Context, workspace, id string, c MemberChange, allow func(*model.Role) error, then func(q store.Querier, before, after MemberEntry) error) (MemberEntry, error) {
 	defer d.forget()
 	workspace, id = strings.ToLower(workspace), strings.ToLower(id)
@@ -130,6 +130,12 @@ func (d *Directory) ChangeMember(ctx context.Context, workspace, id string, c Me
 		if before.Active && !after.Active {
 			if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE workspace_id = ? AND member_id = ? AND revoked_at IS NULL", after.UpdatedAt, workspace, id)); err != nil {
 				return fmt.Errorf("revoke keys of member: %w", err)
+			}
+		}
+		if before.Active != after.Active {
+			// Deactivated: signed out everywhere, for good. Activated: no session from before comes back.
+			if err := d.endSessions(ctx, q, workspace, id, after.UpdatedAt); err != nil {
+				return err
 			}
 		}
 		manages := func(active bool, r *model.Role) bool { return active && r != nil && hasPermission(r, PermManage) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -304,6 +305,164 @@ func TestOwnKeys(t *testing.T) {
 			}
 			if actions["create"] != 4 || actions["roll"] != 2 || actions["revoke"] != 1 {
 				t.Errorf("audit entries of key writes: %v, want 4 create, 2 roll, 1 revoke", actions)
+			}
+		})
+	}
+}
+
+// setSession sets column of session s in the database to at, as if that much time had passed. Unlike
+// ageSession it does not wait out the time a server remembers a session it read: for a session not used
+// since its sign-in, which no server remembers yet.
+func setSession(t *testing.T, e *servertest.Env, s consoleSession, column string, at time.Time) {
+	t.Helper()
+	st := e.Server.Backend().Store
+	sum := sha256.Sum256([]byte(s.secret))
+	n, err := st.Exec(context.Background(), st.Dialect().Bind("UPDATE console_sessions SET "+column+" = ? WHERE token_hash = ?",
+		at.UTC().Truncate(time.Microsecond), hex.EncodeToString(sum[:])))
+	if err != nil || n != 1 {
+		t.Fatalf("set the session's %s: %d rows, %v", column, n, err)
+	}
+}
+
+// signInUnread starts a session for member through the Directory, as POST /console/session does but
+// for the read of the new session its answer makes (which a server on PostgreSQL then remembers for
+// auth.PrincipalMaxAge): no server has read the session yet.
+func signInUnread(t *testing.T, e *servertest.Env, member string) consoleSession {
+	t.Helper()
+	dir := e.Server.Backend().Directory
+	token, _, err := dir.CreateSignInLink(context.Background(), member, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := dir.SignIn(context.Background(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return consoleSession{secret: secret, csrf: auth.CSRFToken(secret)}
+}
+
+// sessionProbe is a request made with a session's cookie and CSRF token after an event, and its answer.
+type sessionProbe struct {
+	method, path string
+	status       int
+	code         string
+}
+
+// ended are the probes of a session that has ended: every console route answers 401.
+func ended(code string) []sessionProbe {
+	return []sessionProbe{{"GET", "/console/session", 401, code}, {"GET", "/v1/me", 401, code}, {"GET", "/v1/me/keys", 401, code}, {"GET", "/v1/admin/members", 401, code}}
+}
+
+// TestConsoleSessionLifecycle: what becomes of a console session's cookie after each event in its
+// member's life. A session ends for good on sign-out, idleness, its lifetime, a new MFA factor and
+// deactivation — activating the member again does not bring it back, by recordsctl or the admin API,
+// as it brings back no key. It outlives what changes no one's credentials: a role change (the session
+// acts with the new role from its next request), the revocation of one of the member's keys, another
+// session's sign-out, another member's deactivation. Each row signs a new member in, uses the session
+// once (but where the row ages it before any server reads it), makes the event and sends the old cookie.
+func TestConsoleSessionLifecycle(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			ctx := context.Background()
+			dir := e.Server.Backend().Directory
+			ak := e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin})
+			admin := func(method, path string, body any) {
+				t.Helper()
+				if r := e.DoKey(ak, method, path, body); r.Status != 200 {
+					t.Fatalf("%s %s: %d %s", method, path, r.Status, r.Raw)
+				}
+			}
+			for i, row := range []struct {
+				name string
+				// unread: the event comes before any server reads the session (signInUnread).
+				unread bool
+				event  func(t *testing.T, member string, s consoleSession)
+				probes []sessionProbe
+				// signInAgain: the member can sign in again afterwards, and that session works.
+				signInAgain bool
+			}{
+				{name: "signed out", event: func(t *testing.T, _ string, s consoleSession) {
+					if r := e.DoKey("", "DELETE", "/console/session", nil, s.headers()...); r.Status != 204 {
+						t.Fatalf("sign out: %d %s", r.Status, r.Raw)
+					}
+				}, probes: ended("invalid_api_key"), signInAgain: true},
+				{name: "idle for longer than SessionIdle", unread: true, event: func(t *testing.T, _ string, s consoleSession) {
+					setSession(t, e, s, "last_seen_at", time.Now().Add(-auth.SessionIdle-time.Minute))
+				}, probes: ended("invalid_api_key")},
+				{name: "past SessionLifetime", unread: true, event: func(t *testing.T, _ string, s consoleSession) {
+					setSession(t, e, s, "signed_in_at", time.Now().Add(-auth.SessionLifetime-time.Minute))
+					setSession(t, e, s, "expires_at", time.Now().Add(-time.Minute))
+				}, probes: ended("invalid_api_key")},
+				{name: "a new MFA factor verified after the sign-in", event: func(t *testing.T, m string, s consoleSession) {
+					setSession(t, e, s, "signed_in_at", time.Now().Add(-time.Minute))
+					if err := dir.MFAVerified(ctx, m); err != nil {
+						t.Fatal(err)
+					}
+				}, probes: ended("key_assurance_stale"), signInAgain: true},
+				{name: "deactivated (recordsctl)", event: func(t *testing.T, m string, _ consoleSession) {
+					if err := dir.Deactivate(ctx, m); err != nil {
+						t.Fatal(err)
+					}
+				}, probes: ended("invalid_api_key")},
+				{name: "deactivated, then activated again (recordsctl)", event: func(t *testing.T, m string, _ consoleSession) {
+					if err := dir.Deactivate(ctx, m); err != nil {
+						t.Fatal(err)
+					}
+					if err := dir.Activate(ctx, m); err != nil {
+						t.Fatal(err)
+					}
+				}, probes: ended("invalid_api_key"), signInAgain: true},
+				{name: "deactivated (admin API)", event: func(t *testing.T, m string, _ consoleSession) {
+					admin("POST", "/v1/admin/members/"+m+"/deactivate", nil)
+				}, probes: ended("invalid_api_key")},
+				{name: "deactivated, then activated again (admin API)", event: func(t *testing.T, m string, _ consoleSession) {
+					admin("POST", "/v1/admin/members/"+m+"/deactivate", nil)
+					admin("POST", "/v1/admin/members/"+m+"/activate", nil)
+				}, probes: ended("invalid_api_key"), signInAgain: true},
+				{name: "given a role without api.manage (admin API)", event: func(t *testing.T, m string, _ consoleSession) {
+					admin("PATCH", "/v1/admin/members/"+m, map[string]any{"role": "member"})
+				}, probes: []sessionProbe{{"GET", "/console/session", 200, ""}, {"GET", "/v1/me/keys", 200, ""}, {"GET", "/v1/admin/members", 403, "permission_denied"}}},
+				{name: "one of the member's keys revoked (admin API)", event: func(t *testing.T, m string, _ consoleSession) {
+					admin("POST", "/v1/admin/keys/"+adminKeyIDOf(t, e, e.NewKey(m, auth.KeyOptions{Access: "read"}))+"/revoke", nil)
+				}, probes: []sessionProbe{{"GET", "/console/session", 200, ""}, {"GET", "/v1/me/keys", 200, ""}, {"GET", "/v1/admin/members", 200, ""}}},
+				{name: "another session of the member signed out", event: func(t *testing.T, m string, _ consoleSession) {
+					other := signIn(t, e, m)
+					if r := e.DoKey("", "DELETE", "/console/session", nil, other.headers()...); r.Status != 204 {
+						t.Fatalf("sign out: %d %s", r.Status, r.Raw)
+					}
+				}, probes: []sessionProbe{{"GET", "/console/session", 200, ""}, {"GET", "/v1/admin/members", 200, ""}}},
+				{name: "another member deactivated", event: func(t *testing.T, m string, _ consoleSession) {
+					other := e.NewMember("other-"+m+"@lifecycle.example", "admin", "")
+					signIn(t, e, other)
+					admin("POST", "/v1/admin/members/"+other+"/deactivate", nil)
+				}, probes: []sessionProbe{{"GET", "/console/session", 200, ""}, {"GET", "/v1/admin/members", 200, ""}}},
+			} {
+				m := e.NewMember(fmt.Sprintf("m%d@lifecycle.example", i), "admin", "")
+				var s consoleSession
+				if row.unread {
+					s = signInUnread(t, e, m)
+				} else {
+					s = signIn(t, e, m)
+					if r := e.DoKey("", "GET", "/v1/admin/members", nil, s.headers()...); r.Status != 200 {
+						t.Fatalf("%s: the session before the event: %d %s", row.name, r.Status, r.Raw)
+					}
+				}
+				row.event(t, m, s)
+				for _, p := range row.probes {
+					r := e.DoKey("", p.method, p.path, nil, s.headers()...)
+					if r.Status != p.status || (p.code != "" && r.Code() != p.code) {
+						t.Errorf("%s: %s %s with the old cookie: %d %s, want %d %s", row.name, p.method, p.path, r.Status, r.Raw, p.status, p.code)
+					}
+				}
+				if row.signInAgain {
+					again := signIn(t, e, m)
+					if r := e.DoKey("", "GET", "/v1/me/keys", nil, again.headers()...); r.Status != 200 {
+						t.Errorf("%s: a new sign-in: %d %s", row.name, r.Status, r.Raw)
+					}
+				}
 			}
 		})
 	}

@@ -88,3 +88,48 @@ func TestURLFieldsTakeWebAddressesOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookURLCharacters: a webhook URL holds only the characters RFC 3986 allows, as sent. One with
+// `"`, `<`, `>` or another character a URL must carry percent-encoded (a space, `\`, `{`, `|`, non-ASCII)
+// is refused by create and update — 422 validation_failed naming url — and nothing is made or changed;
+// the percent-encoded form is taken and stored byte for byte as sent.
+func TestWebhookURLCharacters(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			ak := e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin})
+			refused := func(t *testing.T, res *servertest.Response, u string) {
+				t.Helper()
+				if res.Status != 422 || res.Code() != "validation_failed" {
+					t.Errorf("url %q: %d %s; want 422 validation_failed", u, res.Status, res.Raw)
+					return
+				}
+				errs, _ := res.Body["error"].(map[string]any)["details"].(map[string]any)["errors"].([]any)
+				if len(errs) != 1 || errs[0].(map[string]any)["field"] != "url" {
+					t.Errorf("url %q: %s; want one error naming url", u, res.Raw)
+				}
+			}
+			const base = "https://hooks.example.com"
+			good := base + "/in/%22a%22%3Cb%3E?q=%22%3E%3Cimg%3E&name=caf%C3%A9"
+			made := e.DoKey(ak, "POST", "/v1/admin/webhooks", map[string]any{"url": good})
+			e.Expect(made, 201, "")
+			if made.Data()["url"] != good {
+				t.Errorf("stored %v, sent %s", made.Data()["url"], good)
+			}
+			id := made.Data()["id"].(string)
+			for _, bad := range []string{`/in/"a"`, "/in/<script>alert(1)</script>", "/in/a>b", `/in?q="><img src=x onerror=alert(1)>`,
+				"/in/a b", `/in/a\b`, "/in/{a}", "/in/a|b", "/in/a^b", "/in/a`b", "/in/café"} {
+				u := base + bad
+				refused(t, e.DoKey(ak, "POST", "/v1/admin/webhooks", map[string]any{"url": u}), u)
+				refused(t, e.DoKey(ak, "PATCH", "/v1/admin/webhooks/"+id, map[string]any{"url": u}), u)
+			}
+			list := e.DoKey(ak, "GET", "/v1/admin/webhooks", nil)
+			e.Expect(list, 200, "")
+			if l := list.List(); len(l) != 1 || l[0]["url"] != good {
+				t.Errorf("after the refusals: %s", list.Raw)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,9 +19,11 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 	"github.com/workspace-records/records/runtime/webhooks"
 )
 
@@ -300,3 +303,171 @@ func TestWebhookAccessAndFailure(t *testing.T) {
 		})
 	}
 }
+
+// ownershipRow is one request of the webhook ownership matrix on an endpoint the owner made, and who
+// besides the owner (who may make every one) may make it: a manager whose role is narrower than the
+// owner's, one with the owner's role, and one whose role is broader.
+type ownershipRow struct {
+	name                    string
+	body                    func(rc *hookReceiver, owner string) any
+	narrower, same, broader bool
+}
+
+// webhookOwnershipRows are the rows of the matrix by route label; every admin webhook route of the table
+// must have at least one, so a new webhook action says who may take it before it ships.
+var webhookOwnershipRows = map[string][]ownershipRow{
+	"admin.webhooks.list": {{name: "list", narrower: true, same: true, broader: true}},
+	"admin.webhooks.get":  {{name: "get", narrower: true, same: true, broader: true}},
+	"admin.webhooks.create": {{name: "create one the owner owns", narrower: false, same: false, broader: false,
+		body: func(rc *hookReceiver, owner string) any {
+			return map[string]any{"url": rc.URL + "/made-for", "member_id": owner}
+		}}},
+	"admin.webhooks.update": {
+		{name: "disable, describe and filter", narrower: true, same: true, broader: true,
+			body: func(*hookReceiver, string) any {
+				return map[string]any{"description": "changed", "enabled": false, "event_types": []string{"companies.created"}, "resources": []string{"companies"}}
+			}},
+		{name: "enable", narrower: true, same: true, broader: true,
+			body: func(*hookReceiver, string) any { return map[string]any{"enabled": true} }},
+		{name: "point at a new url", narrower: false, same: false, broader: false,
+			body: func(rc *hookReceiver, _ string) any { return map[string]any{"url": rc.URL + "/elsewhere"} }},
+	},
+	"admin.webhooks.delete": {{name: "delete", narrower: true, same: true, broader: true}},
+	"admin.webhooks.rotate_secret": {{name: "rotate the secret", narrower: false, same: false, broader: false,
+		body: func(*hookReceiver, string) any { return map[string]any{"overlap": "0s"} }}},
+	"admin.webhooks.deliveries": {{name: "read the delivery log", narrower: false, same: false, broader: false}},
+	"admin.webhooks.replay": {{name: "replay", narrower: false, same: false, broader: false,
+		body: func(*hookReceiver, string) any { return map[string]any{"after": 0} }}},
+}
+
+// endpointSecret reads endpoint id's URL and signing secret from the database.
+func endpointSecret(t *testing.T, e *servertest.Env, id string) (url, secret string) {
+	t.Helper()
+	st := e.Server.Backend().Store
+	found, err := store.QueryOne(store.WithWorkspace(context.Background(), e.Workspace), st,
+		st.Dialect().Bind("SELECT url, secret FROM webhook_endpoints WHERE workspace_id = ? AND id = ?", e.Workspace, id), func(row []any) error {
+			url, secret = store.Text(row[0]), store.Text(row[1])
+			return nil
+		})
+	if err != nil || !found {
+		t.Fatalf("endpoint %s: found %v, %v", id, found, err)
+	}
+	return url, secret
+}
+
+// TestAdminWebhookOwnershipMatrix: every admin webhook route of the route table, on an endpoint owned by
+// a manager, from its owner and from three other managers — a narrower role (reads deals only when they
+// own them, amounts hidden), the owner's role, and a broader one (admin). Allowed: 2xx. Refused: 403
+// permission_denied in the envelope, no audit entry, and the endpoint's URL, secret, settings and
+// deliveries as they were. A non-owner lists, reads (never the secret), disables, enables, describes,
+// filters and deletes; only the owner makes an endpoint owned by them, points it at a new URL, rotates its
+// secret, replays to it or reads its delivery log.
+func TestAdminWebhookOwnershipMatrix(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			e := servertest.Start(t, b, servertest.Options{})
+			ctx := context.Background()
+			be := e.Server.Backend()
+			const roles = `version: 1
+roles:
+  manager:
+    label: Manager
+    permissions: [api.access, api.manage]
+    resources: {"*": write}
+    record_rules: {deals: department}
+  lead:
+    label: Lead
+    permissions: [api.access, api.manage]
+    resources: {"*": read, deals: write}
+    record_rules: {deals: owned}
+    field_rules: {deals: {amount: hidden}}
+`
+			if _, err := be.Directory.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(roles), true); err != nil {
+				t.Fatal(err)
+			}
+			owner := e.NewMember("owner@hooks.example", "manager", "")
+			actors := []struct {
+				name, key string
+				may       func(ownershipRow) bool
+			}{
+				{"owner", e.NewKey(owner, auth.KeyOptions{Access: auth.AccessAdmin}), func(ownershipRow) bool { return true }},
+				{"narrower manager", e.NewKey(e.NewMember("lead@hooks.example", "lead", ""), auth.KeyOptions{Access: auth.AccessAdmin}), func(r ownershipRow) bool { return r.narrower }},
+				{"same-role manager", e.NewKey(e.NewMember("peer@hooks.example", "manager", ""), auth.KeyOptions{Access: auth.AccessAdmin}), func(r ownershipRow) bool { return r.same }},
+				{"broader manager", e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin}), func(r ownershipRow) bool { return r.broader }},
+			}
+			rc := newHookReceiver(t, time.Now)
+			e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "In the feed"}), 201, "")
+
+			var routes []route.Route
+			for _, rt := range route.Fixed() {
+				if rt.Endpoint == route.Admin && strings.HasPrefix(rt.Label, "admin.webhooks.") {
+					routes = append(routes, rt)
+				}
+			}
+			if len(routes) < 8 {
+				t.Fatalf("%d admin webhook routes in the table", len(routes))
+			}
+			labels := map[string]bool{}
+			for _, rt := range routes {
+				labels[rt.Label] = true
+				rows := webhookOwnershipRows[rt.Label]
+				if len(rows) == 0 {
+					t.Errorf("%s %s (%s): no row in the ownership matrix; say who besides the owner may take this action", rt.Method, rt.Path, rt.Label)
+				}
+				for _, row := range rows {
+					for _, a := range actors {
+						cell := fmt.Sprintf("%s (%s) by the %s", row.name, rt.Label, a.name)
+						ep := newEndpoint(t, e, owner, rc, dispatch.Input{Description: ptr("owned")})
+						url0, secret0 := endpointSecret(t, e, ep.ID)
+						before, err := be.Webhooks.Get(ctx, e.Workspace, ep.ID)
+						if err != nil {
+							t.Fatal(err)
+						}
+						eps0, _ := be.Webhooks.List(ctx, e.Workspace)
+						var body any
+						if row.body != nil {
+							body = row.body(rc, owner)
+						}
+						r := e.DoKey(a.key, rt.Method, strings.Replace(rt.Path, ":id", ep.ID, 1), body)
+						if a.may(row) {
+							if r.Status < 200 || r.Status > 299 {
+								t.Errorf("%s: %d %s, want it allowed", cell, r.Status, r.Raw)
+							}
+							if a.name != "owner" && strings.Contains(string(r.Raw), "secret") {
+								t.Errorf("%s: the answer names a secret: %s", cell, r.Raw)
+							}
+							continue
+						}
+						if r.Status != 403 || r.Code() != "permission_denied" {
+							t.Errorf("%s: %d %s, want 403 permission_denied", cell, r.Status, r.Raw)
+						}
+						if _, audited := adminAuditOf(t, e, e.Workspace, r.Header.Get("X-Request-Id")); audited {
+							t.Errorf("%s: the refused request was audited", cell)
+						}
+						if url, secret := endpointSecret(t, e, ep.ID); url != url0 || secret != secret0 {
+							t.Errorf("%s: the refused request changed the endpoint's url or secret (url %s, was %s)", cell, url, url0)
+						}
+						if after, err := be.Webhooks.Get(ctx, e.Workspace, ep.ID); err != nil || !after.UpdatedAt.Equal(before.UpdatedAt) || after.Description != before.Description || after.Enabled != before.Enabled {
+							t.Errorf("%s: the refused request changed the endpoint: %+v, was %+v (%v)", cell, after, before, err)
+						}
+						if ds, err := be.Webhooks.Deliveries(ctx, e.Workspace, ep.ID, "", 10); err != nil || len(ds) != 0 {
+							t.Errorf("%s: the refused request queued deliveries: %+v (%v)", cell, ds, err)
+						}
+						if eps, _ := be.Webhooks.List(ctx, e.Workspace); len(eps) != len(eps0) {
+							t.Errorf("%s: the refused request made an endpoint (%d, were %d)", cell, len(eps), len(eps0))
+						}
+					}
+				}
+			}
+			for label := range webhookOwnershipRows {
+				if !labels[label] {
+					t.Errorf("the matrix has rows for %s, which is no admin webhook route of the table", label)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -143,10 +143,53 @@ func refusalV4(ip4 netip.Addr, form string) (refusedRange, bool) {
 // host that is not an IP address yet ends in a numeric label ("2130706433", "127.1", "0x7f.1") is refused
 // as an ambiguous IPv4 form some resolvers would read as one.
 //
+// The URL is stored and shown as sent, so it must be in its encoded form: only the characters RFC 3986
+// allows in a URL — letters, digits, "-._~", ":/?#[]@", "!$&'()*+,;=" and "%" of a percent-encoding.
+// A space, '"', '<', '>', '\', '^', '`', '{', '|', '}', a control character or a character outside
+// ASCII is refused, to be sent percent-encoded ("%22" for '"'; a host in its IDNA ASCII form, xn--…):
+// such a URL is not one a receiver's address needs, and every page or log that shows it as text would
+// have to escape it.
+//
 // Unless allowPrivate, a literal IP host in a refused range (see [CheckAddress]) is refused at once with
 // a [*RefusedAddressError]; a host name is not resolved here — its addresses are checked when the client
 // of [NewClient] dials them, each time. Every other refusal wraps [ErrInvalidURL].
 func ValidateURL(raw string, allowPrivate bool) error {
+	if err := checkURL(raw, allowPrivate); err != nil {
+		return err
+	}
+	for i := 0; i < len(raw); i++ {
+		if c := raw[i]; !urlByte[c] {
+			return fmt.Errorf("%w: %s at byte %d: send it percent-encoded", ErrInvalidURL, describeByte(c), i)
+		}
+	}
+	return nil
+}
+
+// urlByte holds the bytes RFC 3986 allows in a URL: unreserved, reserved (gen-delims and sub-delims) and
+// '%' (url.Parse checks each percent-encoding).
+var urlByte = func() (set [256]bool) {
+	for _, c := range []byte("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~:/?#[]@!$&'()*+,;=%") {
+		set[c] = true
+	}
+	return set
+}()
+
+// describeByte names a byte ValidateURL refuses.
+func describeByte(c byte) string {
+	switch {
+	case c < 0x20 || c == 0x7f:
+		return "a control character"
+	case c == ' ':
+		return "a space"
+	case c >= 0x80:
+		return "a character outside ASCII (a host in its IDNA ASCII form, xn--…)"
+	}
+	return fmt.Sprintf("%q (%%%02X)", rune(c), c)
+}
+
+// checkURL is ValidateURL but for the characters: what a delivery checks, so that an endpoint saved
+// before ValidateURL refused them is still delivered to (the client sends them percent-encoded).
+func checkURL(raw string, allowPrivate bool) error {
 	if len(raw) > MaxURLLength {
 		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidURL, len(raw), MaxURLLength)
 	}

@@ -118,6 +118,26 @@ func TestValidateURL(t *testing.T) {
 		{"", false, invalid},
 		{"   ", false, invalid},
 		{"https:", false, invalid},
+		// Only the characters RFC 3986 allows in a URL, as sent: the others percent-encoded.
+		{`https://example.com/a"b`, false, invalid},
+		{"https://example.com/<script>", false, invalid},
+		{"https://example.com/a>b", false, invalid},
+		{`https://example.com/x?q="><img src=x>`, false, invalid},
+		{"https://example.com/a b", false, invalid},
+		{`https://example.com/a\b`, false, invalid},
+		{"https://example.com/a^b", false, invalid},
+		{"https://example.com/a`b", false, invalid},
+		{"https://example.com/a{b}", false, invalid},
+		{"https://example.com/a|b", false, invalid},
+		{"https://example.com/a\tb", false, invalid},
+		{"https://example.com/a\x7fb", false, invalid},
+		{"https://example.com/café", false, invalid},
+		{"https://exämple.com/", false, invalid},
+		{"http://127.0.0.1/<x>", true, invalid},
+		{"https://example.com/a%22b%3Cc%3E?q=%22%3E%3Cimg%3E", false, ok},
+		{"https://example.com/caf%C3%A9", false, ok},
+		{"https://xn--exmple-cua.com/", false, ok},
+		{"https://example.com/-._~:@!$&'()*+,;=/?q=a/b?c&d=e%20f", false, ok},
 	} {
 		name := c.url
 		if len(name) > 60 {

@@ -54,7 +54,8 @@ const (
 	OutcomeConnect Outcome = "connect"
 	// OutcomeTLS: the TLS handshake failed: an untrusted or mismatched certificate, a protocol error.
 	OutcomeTLS Outcome = "tls"
-	// OutcomeInvalidURL: the URL fails [ValidateURL]'s syntax checks; nothing was sent.
+	// OutcomeInvalidURL: the URL fails [ValidateURL]'s syntax checks (but that of its characters, which
+	// endpoints saved before it may fail); nothing was sent.
 	OutcomeInvalidURL Outcome = "invalid_url"
 	// OutcomeSigning: the message could not be signed (an invalid secret or message id); nothing was
 	// sent. A configuration fault, not the endpoint's.
@@ -109,7 +110,7 @@ func Deliver(ctx context.Context, client *http.Client, endpointURL string, secre
 		a.Latency = time.Since(start)
 		return a
 	}
-	if err := ValidateURL(endpointURL, true); err != nil {
+	if err := checkURL(endpointURL, true); err != nil {
 		return done(Attempt{Outcome: OutcomeInvalidURL, Err: err.Error()})
 	}
 	sig, err := Sign(secret, msgID, ts, body)

@@ -270,6 +270,30 @@ func TestDeliverConnectAndDNS(t *testing.T) {
 	}
 }
 
+// An endpoint saved before ValidateURL refused characters RFC 3986 does not allow (`"`, `<`, `>`, …) is
+// still delivered to (net/http percent-encodes its path; the query goes as stored).
+func TestDeliverToAURLSavedBeforeTheCharacterCheck(t *testing.T) {
+	t.Parallel()
+	secret := newTestSecret(t)
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.RequestURI
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	raw := srv.URL + `/in/"a"<b>?q="c"`
+	if err := ValidateURL(raw, true); !errors.Is(err, ErrInvalidURL) {
+		t.Fatalf("ValidateURL(%q) = %v, want it refused", raw, err)
+	}
+	a := Deliver(t.Context(), NewClient(Options{AllowPrivate: true}), raw, secret, "msg_1", time.Now(), testBody)
+	if a.Outcome != OutcomeDelivered {
+		t.Fatalf("attempt %+v", a)
+	}
+	if uri := <-got; !strings.HasPrefix(uri, "/in/%22a%22%3Cb%3E?") {
+		t.Fatalf("sent request URI %q", uri)
+	}
+}
+
 func TestDeliverRefusesBeforeSending(t *testing.T) {
 	t.Parallel()
 	secret := newTestSecret(t)
