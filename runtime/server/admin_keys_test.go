@@ -118,7 +118,10 @@ func startAdminKeys(t *testing.T, b servertest.Backend) *adminKeysFixture {
 	db := servertest.DatabaseURL(t, b)
 	f := &adminKeysFixture{t: t, ctx: context.Background(), backend: b}
 	f.a = servertest.Start(t, b, servertest.Options{DB: db})
-	f.b = servertest.Start(t, b, servertest.Options{DB: db, RefusePrivateWebhooks: true})
+	// Both servers deliver the workspace's webhooks (any of them may lease a delivery), so both let
+	// endpoints name the loopback receivers of the tests; the refusal of internal addresses over the
+	// admin API is TestWebhookAccessAndFailure's.
+	f.b = servertest.Start(t, b, servertest.Options{DB: db})
 	f.secret(f.a.Key)
 	f.secret(f.b.Key)
 	f.admin = f.secret(f.a.NewKey(f.a.Member, auth.KeyOptions{Access: auth.AccessAdmin}))
@@ -266,15 +269,6 @@ func TestAdminKeys(t *testing.T) {
 			if r := a.DoKey(f.admin, "PATCH", "/v1/admin/webhooks/"+theirs.ID, map[string]any{"enabled": false}); r.Status != 200 {
 				t.Errorf("disabling another member's endpoint: %d %s", r.Status, r.Raw)
 			}
-			// The SSRF check: B refuses internal addresses, naming the url.
-			for _, u := range []string{"http://127.0.0.1:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://10.0.0.8/hook"} {
-				res := f.b.DoKey(f.admin2, "POST", "/v1/admin/webhooks", map[string]any{"url": u})
-				f.b.Expect(res, 422, "validation_failed")
-				if errs, _ := res.Body["error"].(map[string]any)["details"].(map[string]any)["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["field"] != "url" {
-					t.Errorf("webhook to %s: %s; want one error naming url", u, res.Raw)
-				}
-			}
-
 			// A delivery, then a replay of every event: the log pages newest first with a cursor.
 			a.Expect(a.Do("POST", "/v1/companies", map[string]any{"name": "Hooked"}), 201, "")
 			rc.await(t, 30*time.Second, "the first delivery", func(got []received) bool { return len(got) >= 1 && got[0].verified })

@@ -273,6 +273,15 @@ func TestWebhookAccessAndFailure(t *testing.T) {
 					t.Errorf("endpoint %s: %v", u, err)
 				}
 			}
+			// The same over the admin API: 422 naming the url.
+			strictAdmin := strict.NewKey(strict.Member, auth.KeyOptions{Access: auth.AccessAdmin})
+			for _, u := range []string{"http://127.0.0.1:9/x", "http://169.254.169.254/latest/meta-data", "http://[::1]/x", "http://10.0.0.8/hook"} {
+				res := strict.DoKey(strictAdmin, "POST", "/v1/admin/webhooks", map[string]any{"url": u})
+				strict.Expect(res, 422, "validation_failed")
+				if errs, _ := res.Body["error"].(map[string]any)["details"].(map[string]any)["errors"].([]any); len(errs) != 1 || errs[0].(map[string]any)["field"] != "url" {
+					t.Errorf("webhook to %s: %s; want one error naming url", u, res.Raw)
+				}
+			}
 
 			// A receiver down for a simulated day: every attempt of the schedule fails, the endpoint ends
 			// disabled, and a webhook_endpoints.disabled notice is in the feed (for the admin).
