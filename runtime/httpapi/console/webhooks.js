@@ -51,11 +51,14 @@ function createForm(onMade) {
   return form;
 }
 
-function endpointActions(w, reload, showSecret) {
+// endpointActions are the buttons of one endpoint. Another member's endpoint (mine false) offers what a
+// manager may do with it (the API's allow-list: enable or disable, delete), not its deliveries, replay or
+// secret, which are its owner's.
+function endpointActions(w, reload, showSecret, mine) {
   const box = h('div', { class: 'row-actions' });
   const enabled = w.enabled !== false;
   put(box, 
-    h('a', { class: 'button secondary', href: `#/webhooks/${encodeURIComponent(w.id)}`, 'aria-label': `Deliveries to ${w.url}` }, 'Deliveries'),
+    mine ? h('a', { class: 'button secondary', href: `#/webhooks/${encodeURIComponent(w.id)}`, 'aria-label': `Deliveries to ${w.url}` }, 'Deliveries') : h('span', { class: 'hint' }, 'Another member\'s'),
     button(enabled ? 'Disable' : 'Enable', async () => {
       try {
         await api('PATCH', `/v1/admin/webhooks/${encodeURIComponent(w.id)}`, { enabled: !enabled });
@@ -65,7 +68,7 @@ function endpointActions(w, reload, showSecret) {
         announce(err.message, 'error');
       }
     }, { attrs: { 'data-action': 'toggle', 'aria-label': `${enabled ? 'Disable' : 'Enable'} ${w.url}` } }),
-    button('Rotate secret', async () => {
+    mine && button('Rotate secret', async () => {
       try {
         const r = data(await api('POST', `/v1/admin/webhooks/${encodeURIComponent(w.id)}/rotate-secret`, {}));
         await showSecret(r.secret, `New signing secret of ${w.url}`, r.previous_secret_until);
@@ -161,7 +164,7 @@ export async function render(el, ctx, { rest }) {
       { label: 'State', cell: (w) => (w.enabled === false ? `disabled${w.disabled_reason ? `: ${w.disabled_reason}` : ''}` : 'enabled') },
       { label: 'Resources', cell: (w) => (w.resources || []).join(', ') || 'every resource' },
       { label: 'Created', cell: (w) => when(w.created_at) },
-      { label: 'Actions', cell: (w) => endpointActions(w, load, showSecret) },
+      { label: 'Actions', cell: (w) => endpointActions(w, load, showSecret, w.member_id === ((ctx.me && ctx.me.member) || {}).id) },
     ], eps, { empty: 'none yet.' }));
   };
   await load();
