@@ -225,6 +225,7 @@ fuzz:
 	$(GO) test ./runtime/httpapi -run '^$$' -fuzz '^FuzzClientIP$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzAuthorization$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
 	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
+	$(GO) test ./runtime/server -run '^$$' -fuzz '^FuzzPath$$' -fuzztime $(FUZZTIME) $(FUZZFLAGS)
 
 # The soak (tools/bench/soak.go): recordsd on PostgreSQL with Redis under SOAK_DURATION
 # of mixed traffic from several clients after a one-minute warm-up — reads, creates and updates,

@@ -360,3 +360,43 @@ func TestDrainDelay(t *testing.T) {
 	}
 	t.Logf("not ready %s after SIGTERM", took)
 }
+
+// After a SIGKILL of recordsd, its plugin processes end with it (issue 34): the kernel sends them
+// SIGKILL (Linux's parent-death signal, runtime/plugins), and each plugin notices that its parent is
+// gone (plugins/sdk, Serve). A zombie that its new parent has not reaped yet counts as ended.
+func TestPluginsDieWithRecordsd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "records.db"), dir: dir}
+	p := serve(t, c, nil)
+	var plugins []procs.Child
+	if _, ok := servertest.WaitFor(20*time.Second, func() bool {
+		plugins = procs.Children(p.cmd.Process.Pid)
+		return len(plugins) == 3
+	}); !ok {
+		t.Fatalf("want the 3 shipped plugins running under recordsd, found %v\n%s", plugins, p.logs())
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-p.exited
+	p.exited <- err
+	took, ok := servertest.WaitFor(5*time.Second, func() bool {
+		for _, pr := range plugins {
+			if !pr.Gone() {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		for _, pr := range plugins {
+			if !pr.Gone() {
+				t.Errorf("plugin process %d still runs %v after recordsd was SIGKILLed", pr.Pid, took.Round(time.Millisecond))
+				_ = syscall.Kill(pr.Pid, syscall.SIGKILL)
+			}
+		}
+		return
+	}
+	t.Logf("%d plugin processes gone %v after recordsd was SIGKILLed", len(plugins), took.Round(time.Millisecond))
+}

@@ -37,7 +37,9 @@ permissions, field masks and record rules as the interactive app; a request carr
 All bodies are ` + "`application/json`" + `. The service sends no CORS headers: keys are for server-side use only.
 Answers of 1 KiB or more are gzip-encoded (` + "`Content-Encoding: gzip`" + `) when the request's ` + "`Accept-Encoding`" + `
 names gzip (not with q=0), except for HEAD, 204 and 304; every answer says ` + "`Vary: Accept-Encoding`" + `. A request
-with both ` + "`Content-Length`" + ` and ` + "`Transfer-Encoding`" + ` is refused with 400 and the connection is closed.
+with both ` + "`Content-Length`" + ` and ` + "`Transfer-Encoding`" + ` is refused with 400 and the connection is closed. A
+path that, percent-decoded, holds a control character (U+0000–U+001F, U+007F–U+009F) or bytes that are not
+UTF-8 is refused with 400 ` + "`invalid_request`" + ` before routing and before the key is checked, on any path.
 
 **Records.** Each record has ` + "`id`" + ` (a UUID), engine-managed ` + "`created_at`" + `, ` + "`updated_at`" + `, ` + "`archived`" + `,
 ` + "`archived_at`" + `, ` + "`archive_reason`" + ` and ` + "`owner_id`" + `, and the fields of its resource. A single record comes back as

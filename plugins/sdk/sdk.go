@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 )
@@ -125,15 +126,39 @@ type Rules struct {
 	After     func(ctx context.Context, c *Call, record map[string]any) error
 }
 
-// Serve runs rules as a plugin named name. It returns only when the host stops the plugin.
+// Serve runs rules as a plugin named name. It returns only when the host stops the plugin. The
+// plugin's process ends by itself, within HostPoll, once the host that started it is gone, whichever way
+// it went (exitWithHost).
 func Serve(name, version string, rules Rules) {
 	if os.Getenv(Handshake.MagicCookieKey) != Handshake.MagicCookieValue {
 		fmt.Fprintf(os.Stderr, "%s is a Workspace Records plugin: put it in recordsd's --plugins directory and name it in a definition's hooks.\n", name)
 		os.Exit(1)
 	}
+	go exitWithHost(os.Getppid(), HostPoll, func() { os.Exit(1) })
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         map[string]plugin.Plugin{PluginName: &grpcPlugin{impl: &served{name: name, version: version, rules: rules}}},
 		GRPCServer:      plugin.DefaultGRPCServer,
 	})
+}
+
+// HostPoll is how often a served plugin checks that the host that started it still runs.
+const HostPoll = 200 * time.Millisecond
+
+// exitWithHost calls exit once the process's parent is no longer parent, checking every poll. A
+// process whose parent dies is handed to another one (init, or the nearest subreaper), so a changed
+// parent means that the host that started the plugin is gone, even when nothing could tell the plugin:
+// a SIGKILL gives the host no chance to stop its plugins. On Linux the host also has the kernel kill its
+// plugins when it dies (runtime/plugins, Pdeathsig); this is the plugin's own half, which works wherever
+// a parent's death changes the parent (not on Windows). A plugin has nothing left to do without its host,
+// since every call it serves comes from that host.
+func exitWithHost(parent int, poll time.Duration, exit func()) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for range t.C {
+		if os.Getppid() != parent {
+			exit()
+			return
+		}
+	}
 }

@@ -286,7 +286,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // answer (nginx's 499); nobody receives it.
 const StatusClientClosed = 499
 
-// ServeHTTP gives every request an id, recovers panics, writes the envelope for any error, and logs
+// ServeHTTP gives every request an id, refuses paths no route may serve (with control characters,
+// paths.go; or not clean) before routing, recovers panics, writes the envelope for any error, and logs
 // and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h = h.core.current.Load() // the generation this request runs on, to its end
@@ -313,6 +314,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// connection can be trusted to start where a proxy in front thinks it does.
 		w.Header().Set("Connection", "close")
 		err = apierr.New(apierr.InvalidRequest, "The request has both Content-Length and Transfer-Encoding; send exactly one of them.")
+	} else if pathRefused(r.URL) {
+		// A control character or bytes that are not UTF-8 (paths.go): no route's parameter may hold them,
+		// and a NUL panics the router's lookup. Refused before routing and before any key is checked.
+		err = errRefusedPath()
 	} else if p := r.URL.Path; p != "/" && p != "/console/" && (strings.HasSuffix(p, "/") || path.Clean(p) != p) {
 		// The router would redirect; an API answers exactly the paths it documents. /console/ is the
 		// console's page as well as /console: sign-in links name it (docs/issue-24.md).

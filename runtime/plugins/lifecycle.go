@@ -175,7 +175,10 @@ func (h *Host) launch(e *entry, slot **proc) (*proc, *sdk.Client, sdk.Descriptio
 	if closed {
 		return p, nil, desc, prog, errors.New("the host is closed")
 	}
-	rpc, err := client.Client()
+	// go-plugin forks the process here (Client starts it, then waits for its handshake): on a thread kept
+	// for it until the process is killed, which its parent-death signal depends on (startPinned).
+	var rpc plugin.ClientProtocol
+	startPinned(func() { rpc, err = client.Client() }, pctx.Done())
 	if err != nil {
 		return p, nil, desc, prog, err
 	}

@@ -7,5 +7,8 @@ import "syscall"
 // childAttrs has nothing to add outside Linux; Close stops the plugins.
 func childAttrs() *syscall.SysProcAttr { return nil }
 
+// startPinned runs start: without a parent-death signal, the thread that starts a plugin does not matter.
+func startPinned(start func(), _ <-chan struct{}) { start() }
+
 // processAlive reports whether process pid may exist: always, here, so that nothing is removed.
 func processAlive(int) bool { return true }
