@@ -36,37 +36,34 @@ func (d *Directory) SetRole(ctx context.Context, member, role string) error {
 // Deactivate makes a member inactive, revokes every key they own and ends their console sessions, for
 // good: activating the member again brings neither back.
 func (d *Directory) Deactivate(ctx context.Context, member string) error {
-	defer d.forget()
-	member = strings.ToLower(member)
-	now := d.ts()
-	return d.st.Tx(ctx, func(q store.Querier) error {
-		workspace, err := d.memberWorkspace(ctx, q, member)
-		if err != nil {
-			return fmt.Errorf("deactivate member: %w", err)
-		}
-		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", false, now, member)); err != nil {
-			return fmt.Errorf("deactivate member: %w", err)
-		}
-		if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at IS NULL", now, member)); err != nil {
-			return fmt.Errorf("revoke keys of member: %w", err)
-		}
-		return d.endSessions(ctx, q, workspace, member, now)
-	})
+	return d.setActive(ctx, member, false)
 }
 
 // Activate makes a member active again. Their revoked keys stay revoked and their ended sessions ended;
 // any session still open from before is ended now (endSessions): they sign in again.
 func (d *Directory) Activate(ctx context.Context, member string) error {
+	return d.setActive(ctx, member, true)
+}
+
+// setActive is Deactivate (active false) and Activate: both end the member's console sessions, and a
+// deactivation revokes their keys, in the same transaction.
+func (d *Directory) setActive(ctx context.Context, member string, active bool) error {
 	defer d.forget()
 	member = strings.ToLower(member)
+	verb := map[bool]string{true: "activate", false: "deactivate"}[active]
 	now := d.ts()
 	return d.st.Tx(ctx, func(q store.Querier) error {
 		workspace, err := d.memberWorkspace(ctx, q, member)
 		if err != nil {
-			return fmt.Errorf("activate member: %w", err)
+			return fmt.Errorf("%s member: %w", verb, err)
 		}
-		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", true, now, member)); err != nil {
-			return fmt.Errorf("activate member: %w", err)
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE members SET active = ?, updated_at = ? WHERE id = ?", active, now, member)); err != nil {
+			return fmt.Errorf("%s member: %w", verb, err)
+		}
+		if !active {
+			if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE member_id = ? AND revoked_at IS NULL", now, member)); err != nil {
+				return fmt.Errorf("revoke keys of member: %w", err)
+			}
 		}
 		return d.endSessions(ctx, q, workspace, member, now)
 	})
