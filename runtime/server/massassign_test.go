@@ -12,16 +12,17 @@ import (
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// Roles of a workspace for the exposure tests: clerk writes everything but has companies' revenue
-// hidden and phone masked, and projects' start date masked and budget hidden; rep starts without field
+// Roles of a workspace for the exposure tests: clerk writes everything but projects (read-only: a role
+// that writes a resource may not mask a field its rules read) and has companies' revenue hidden and phone
+// masked, and projects' start date masked and budget hidden; rep starts without field
 // rules (tightened during the test).
 const massRoles = `version: 1
 roles:
   clerk:
     label: Clerk
-    description: Writes records; sees no revenue or budget, and masked phones and project start dates.
+    description: Writes records but projects (read-only, since their rule reads the start date it masks); sees no revenue or budget, and masked phones and project start dates.
     permissions: [api.access]
-    resources: {"*": write}
+    resources: {"*": write, projects: read}
     record_rules: {"*": all}
     field_rules:
       companies: {annual_revenue: hidden, phone: masked}
