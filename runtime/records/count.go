@@ -59,13 +59,16 @@ func (s *Service) count(ctx context.Context, c *Collection, plan *listplan.Plan,
 // estimate reads the planner's figure for workspace's rows of table, and whether the planner knows the
 // workspace: a figure equal to the one it gives a workspace id it has never seen is the average of the
 // workspaces its statistics do not list (the rest of the table spread over them), a figure of other
-// workspaces' rows, and is not used.
+// workspaces' rows, and is not used. Both figures are kept for plannerFigureAge (figures).
 func (s *Service) estimate(ctx context.Context, table, workspace string) (int64, bool, error) {
-	n, err := s.plannerRows(ctx, table, workspace)
+	now := time.Now()
+	n, err := s.figures.get(table, workspace, now, func() (int64, error) {
+		return s.plannerRows(ctx, table, workspace)
+	})
 	if err != nil {
 		return 0, false, err
 	}
-	stranger, err := s.strangers.get(table, time.Now(), func() (int64, error) {
+	stranger, err := s.figures.get(table, unseenWorkspace, now, func() (int64, error) {
 		return s.plannerRows(store.WithWorkspace(ctx, unseenWorkspace), table, unseenWorkspace)
 	})
 	if err != nil {
@@ -95,28 +98,35 @@ func (s *Service) plannerRows(ctx context.Context, table, workspace string) (int
 	return int64(math.Round(out[0].Plan.Rows)), nil
 }
 
-// strangerRowsAge is how long the planner's figure for an unseen workspace is reused: statistics change
-// when a table is analysed (autovacuum), not from one request to the next.
-const strangerRowsAge = 5 * time.Second
+// plannerFigureAge is how long a planner's figure is reused: statistics change when a table is analysed
+// (autovacuum), not from one request to the next, and an estimate is an estimate.
+const plannerFigureAge = 5 * time.Second
 
-// strangerRows caches, per table, the planner's figure for a workspace it has no statistics of.
-type strangerRows struct {
+// plannerFigureMax bounds the figures kept (a figure per table and workspace asked).
+const plannerFigureMax = 8192
+
+// plannerFigures caches the planner's figures by table and workspace (a workspace's own figure is only
+// ever answered to that workspace).
+type plannerFigures struct {
 	mu sync.Mutex
-	m  map[string]strangerFigure
+	m  map[figureKey]plannerFigure
 }
 
-type strangerFigure struct {
+type figureKey struct{ table, workspace string }
+
+type plannerFigure struct {
 	rows int64
 	at   time.Time
 }
 
-// get returns table's cached figure, reading it with read when it is missing or older than
-// strangerRowsAge.
-func (c *strangerRows) get(table string, now time.Time, read func() (int64, error)) (int64, error) {
+// get returns the figure of workspace in table, reading it with read when it is missing or older than
+// plannerFigureAge.
+func (c *plannerFigures) get(table, workspace string, now time.Time, read func() (int64, error)) (int64, error) {
+	k := figureKey{table, workspace}
 	c.mu.Lock()
-	f, ok := c.m[table]
+	f, ok := c.m[k]
 	c.mu.Unlock()
-	if ok && now.Sub(f.at) < strangerRowsAge {
+	if ok && now.Sub(f.at) < plannerFigureAge {
 		return f.rows, nil
 	}
 	n, err := read()
@@ -124,10 +134,19 @@ func (c *strangerRows) get(table string, now time.Time, read func() (int64, erro
 		return 0, err
 	}
 	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[string]strangerFigure{}
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= plannerFigureMax {
+		fresh := make(map[figureKey]plannerFigure, len(c.m)/2+1)
+		for k, f := range c.m {
+			if now.Sub(f.at) < plannerFigureAge {
+				fresh[k] = f
+			}
+		}
+		if len(fresh) >= plannerFigureMax {
+			fresh = map[figureKey]plannerFigure{}
+		}
+		c.m = fresh
 	}
-	c.m[table] = strangerFigure{rows: n, at: now}
-	c.mu.Unlock()
+	c.m[k] = plannerFigure{rows: n, at: now}
 	return n, nil
 }

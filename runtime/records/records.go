@@ -87,8 +87,8 @@ type Service struct {
 	idem    *idempotency.Keys
 	trail   *audit.Reader
 	events  *events.Sequencer
-	// strangers caches the planner's figure for a workspace it has no statistics of, per table (count.go).
-	strangers *strangerRows
+	// figures caches the planner's row figures by table and workspace (count.go).
+	figures *plannerFigures
 }
 
 // Config configures a Service.
@@ -117,7 +117,7 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, events: cfg.Events, strangers: &strangerRows{}, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret)}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, events: cfg.Events, figures: &plannerFigures{}, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret)}
 }
 
 // Catalog returns the model the service serves.
