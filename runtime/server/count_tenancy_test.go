@@ -12,7 +12,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -227,7 +226,7 @@ func TestCountEstimateTenancy(t *testing.T) {
 			probes = append(probes, probe{"no filter", "/v1/" + tenancyResource + "?count=estimated&page_size=1"})
 			for _, c := range cols {
 				for _, fl := range c.filters {
-					filter := fmt.Sprintf(`[{"field":%q,"op":%q,"value":%s}]`, c.filterA, fl[0], jsonOf(t, fl[1]))
+					filter := fmt.Sprintf(`[{"field":%q,"op":%q,"value":%s}]`, c.filterA, fl[0], string(mustJSON(fl[1])))
 					probes = append(probes, probe{fmt.Sprintf("%s %s %s", c.kindName, c.write, fl[0]),
 						"/v1/" + tenancyResource + "?count=estimated&page_size=1&filter=" + url.QueryEscape(filter)})
 				}
@@ -280,14 +279,4 @@ func TestCountEstimateTenancy(t *testing.T) {
 			t.Logf("%d probes over %d fields", len(probes), len(cols))
 		})
 	}
-}
-
-// jsonOf is v as JSON text.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
