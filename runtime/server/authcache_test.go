@@ -21,7 +21,8 @@ import (
 func TestKeyCache(t *testing.T) {
 	for _, backend := range servertest.Backends {
 		t.Run(string(backend), func(t *testing.T) {
-			e := servertest.Start(t, backend, servertest.Options{})
+			// A server of its own: it changes keys and plans by hand, through a second backend, and watches the key cache.
+			e := servertest.Start(t, backend, servertest.Options{Private: true})
 			ctx := context.Background()
 			dir := e.Server.Backend().Directory
 			if backend == servertest.Postgres {
@@ -98,7 +99,8 @@ func TestKeyCache(t *testing.T) {
 // memory (so the cache serves, and the count is what makes it see the change), for at most
 // auth.PrincipalMaxAge. Other changes, still counted, empty the cache at once.
 func TestKeyCacheSQLite(t *testing.T) {
-	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
+	// A server of its own: it drops one of the database's triggers.
+	e := servertest.Start(t, servertest.SQLite, servertest.Options{Private: true})
 	ctx := context.Background()
 	if !e.Server.Backend().Directory.Watching() {
 		t.Fatal("a SQLite server does not remember keys")

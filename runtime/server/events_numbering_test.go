@@ -20,7 +20,8 @@ func TestEventNumberingConcurrent(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			e := servertest.Start(t, b, servertest.Options{})
+			// A server of its own: its sweep numbers every workspace's events.
+			e := servertest.Start(t, b, servertest.Options{Private: true})
 			st := e.Server.Backend().Store
 			ctx := store.WithWorkspace(context.Background(), e.Workspace)
 			const writers, txs, perTx = 4, 15, 5

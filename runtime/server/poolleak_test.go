@@ -27,7 +27,8 @@ import (
 // (with the predicate on, a wrong setting would not show); the store itself is driven the same way by
 // TestRowLevelSecurity (runStoreScopeLeak).
 func TestPoolWorkspaceLeak(t *testing.T) {
-	runPoolLeak(t, servertest.Start(t, servertest.SQLite, servertest.Options{}), 1000)
+	// A server of its own: it counts the pool's sessions.
+	runPoolLeak(t, servertest.Start(t, servertest.SQLite, servertest.Options{Private: true}), 1000)
 }
 
 // startSmallPool starts a server on PostgreSQL whose pool holds two connections (pool_max_conns=2).

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -104,50 +105,69 @@ func markLeakproof(ctx context.Context, admin *pgx.ConnConfig, name string) erro
 // AppRole's URL of it.
 func newPostgresDatabase(t testing.TB, template string, leakproof bool) string {
 	t.Helper()
-	admin := adminURL()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
+	url, drop, err := createPostgresDatabase(context.Background(), template, leakproof)
+	if errors.Is(err, errUnreachable) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("PostgreSQL is required when CI=true: %v", err)
 		}
 		t.Skipf("PostgreSQL not reachable (%v); set RECORDS_TEST_POSTGRES", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drop)
+	return url
+}
+
+// errUnreachable wraps the failure to connect to PostgreSQL at all.
+var errUnreachable = errors.New("connect to PostgreSQL")
+
+// createPostgresDatabase creates a uniquely named PostgreSQL database owned by AppRole, a copy of
+// template ("" for an empty one, marked leakproof when asked), and returns AppRole's URL of it and the
+// function that drops it.
+func createPostgresDatabase(ctx context.Context, template string, leakproof bool) (string, func(), error) {
+	admin := adminURL()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: %w", errUnreachable, err)
 	}
 	defer conn.Close(ctx)
 	raw := make([]byte, 6)
 	_, _ = rand.Read(raw)
 	name := "records_test_" + hex.EncodeToString(raw)
 	if err := ensureAppRole(ctx, conn); err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	create := "CREATE DATABASE " + name + " OWNER " + AppRole
 	if template != "" {
 		create += " TEMPLATE " + template
 	}
 	if _, err := conn.Exec(ctx, create); err != nil {
-		t.Fatalf("create database: %v", err)
+		return "", nil, fmt.Errorf("create database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		c, err := pgx.Connect(ctx, admin)
 		if err != nil {
-			t.Logf("drop database %s: %v", name, err)
+			slog.Warn("drop test database", "name", name, "err", err)
 			return
 		}
 		defer c.Close(ctx)
 		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Logf("drop database %s: %v", name, err)
+			slog.Warn("drop test database", "name", name, "err", err)
 		}
-	})
+	}
 	cfg, _ := pgx.ParseConfig(admin)
 	if template == "" && leakproof {
 		if err := markLeakproof(ctx, cfg, name); err != nil {
-			t.Fatal(err)
+			drop()
+			return "", nil, err
 		}
 	}
-	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", AppRole, cfg.Host, cfg.Port, name)
+	return fmt.Sprintf("postgres://%s@%s:%d/%s?sslmode=disable", AppRole, cfg.Host, cfg.Port, name), drop, nil
 }
 
 // Env is a running server with one workspace and an admin write key.
@@ -162,12 +182,18 @@ type Env struct {
 	// contract is the validator, loaded at the first request; copies of an Env (one per subtest) share it,
 	// and requests of several goroutines may load it at once.
 	contract *lazyContract
-	// errs keeps the 5xx answers other than 503 (see serverErrors).
-	errs *serverErrors
+	// errs keeps the 5xx answers other than 503 and the key material logged for this test's requests
+	// (see serverErrors).
+	errs *guardSink
 }
 
-// Options change what Start builds.
+// Options change what Start builds. With every option at its default, Start gives the test the process's
+// shared server (shared.go) and a workspace of its own on it.
 type Options struct {
+	// Private starts a server of the test's own even with every other option at its default: for a test
+	// that changes what other tests' requests would see server-wide (the database by hand, plans, the
+	// server's caches, sweeps over every workspace, the planner's statistics) or measures the server alone.
+	Private        bool
 	DefinitionsDir string // default: the repository's definitions
 	DB             string // default: a fresh database of the backend
 	TrustedProxies string // see config.Config.TrustedProxies
@@ -197,9 +223,15 @@ type Options struct {
 	WebhookClock func() time.Time
 }
 
-// Start starts a server on backend b.
+// Start starts a server on backend b, or, when opts are all defaults, gives the test the process's
+// shared server of b (shared.go) behind a listener of its own. Either way the test gets a workspace of
+// its own with an admin write key, and its cleanup fails it for any 5xx but 503 its requests were
+// answered with and for any log line of its requests holding key material.
 func Start(t testing.TB, b Backend, opts Options) *Env {
 	t.Helper()
+	if opts.shareable() {
+		return startShared(t, b)
+	}
 	cfg := config.Default(func(string) string { return "" })
 	cfg.DB = opts.DB
 	switch {
@@ -235,47 +267,55 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	if cfg.DefinitionsDir == "" {
 		cfg.DefinitionsDir = DefinitionsDir()
 	}
-	ctx := context.Background()
 	out := opts.Log
 	if out == nil {
 		out = io.Discard
 	}
-	guard := &serverErrors{Handler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}), mu: &sync.Mutex{}, lines: &[]string{}, tolerated: &[]string{}, secrets: &[]string{}}
-	log := slog.New(guard)
-	srv, err := server.New(ctx, cfg, log)
+	sink := &guardSink{}
+	guard := &serverErrors{Handler: slog.NewJSONHandler(out, &slog.HandlerOptions{Level: opts.LogLevel}), sink: sink}
+	srv, stop, err := launch(cfg, guard, opts.WebhookClock)
 	if err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	if d := srv.Backend().Dispatcher; d != nil && opts.WebhookClock != nil {
-		d.Now = opts.WebhookClock
+	ts := listen(srv.Handler(), guard)
+	t.Cleanup(func() {
+		ts.Close()
+		stop()
+		sink.check(t)
+	})
+	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg, contract: &lazyContract{}, errs: sink}
+	e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
+	return e
+}
+
+// launch starts a server of cfg logging to guard, as recordsd serves: it remembers keys while
+// listening for changes (PostgreSQL) and numbers the change feed's events. stop ends that and closes it.
+func launch(cfg config.Config, guard *serverErrors, webhookClock func() time.Time) (srv *server.Server, stop func(), err error) {
+	ctx := context.Background()
+	srv, err = server.New(ctx, cfg, slog.New(guard))
+	if err != nil {
+		return nil, nil, err
 	}
-	// Through the listener recordsd serves on, so that net/http's own refusals are in the envelope too.
-	ts := httptest.NewUnstartedServer(srv.Handler())
-	ts.Listener = httpapi.TransportErrors(ts.Listener, log)
-	ts.Start()
-	// As recordsd does while serving: remember keys while listening for changes (PostgreSQL), and
-	// number the change feed's events.
+	if d := srv.Backend().Dispatcher; d != nil && webhookClock != nil {
+		d.Now = webhookClock
+	}
 	watch, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() { srv.Watch(watch); close(watched) }()
-	t.Cleanup(func() {
-		ts.Close()
+	return srv, func() {
 		stopWatch()
 		<-watched
 		srv.Close()
-		// Whoever sent them (Env.Do, a raw client, a fuzzer), no answer of this server was a 5xx other
-		// than the spec's 503.
-		if lines := guard.seen(); len(lines) > 0 {
-			t.Errorf("the server answered %d requests with a 5xx other than 503:\n%s", len(lines), strings.Join(lines, "\n"))
-		}
-		// No log line held an API key or a piece of one, right or wrong, whatever the tests sent.
-		if lines := guard.leaked(); len(lines) > 0 {
-			t.Errorf("the server logged key material in %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
-		}
-	})
-	e := &Env{T: t, Server: srv, URL: ts.URL, Config: cfg, contract: &lazyContract{}, errs: guard}
-	e.Workspace, e.Member, e.Key = e.NewWorkspace("growth", "admin", "write")
-	return e
+	}, nil
+}
+
+// listen serves h on a loopback listener as recordsd does, so that net/http's own refusals are in the
+// envelope too (logged through guard).
+func listen(h http.Handler, guard *serverErrors) *httptest.Server {
+	ts := httptest.NewUnstartedServer(h)
+	ts.Listener = httpapi.TransportErrors(ts.Listener, slog.New(guard))
+	ts.Start()
+	return ts
 }
 
 // NewWorkspace creates a workspace on plan with one member of role and a key of access.
@@ -543,13 +583,32 @@ func (e *Env) Expect(r *Response, status int, code string) {
 
 // serverErrors is the test server's log handler: it passes every record on, keeps the access lines of
 // answers with a 5xx status other than 503, which the spec never calls for (a 5xx logs at error level, so
-// it is seen at any test log level), and keeps every line holding API key material.
+// it is seen at any test log level), and keeps every line holding API key material. It keeps them in the
+// sink of the test whose request the line belongs to (the request's context names it, see withSink), or
+// else in its own sink: a private server's test, or for a shared server the lines no test's request made
+// (Main reports those).
 type serverErrors struct {
 	slog.Handler
-	mu        *sync.Mutex
-	lines     *[]string
-	tolerated *[]string // causes a test provokes on purpose
-	secrets   *[]string // log lines holding key material
+	sink *guardSink
+}
+
+// guardSink is what the guard kept for one test.
+type guardSink struct {
+	mu        sync.Mutex
+	lines     []string // 5xx access lines other than 503
+	tolerated []string // causes a test provokes on purpose
+	secrets   []string // log lines holding key material
+}
+
+// sinkKey is the context key of the sink a request's log lines go to.
+type sinkKey struct{}
+
+// withSink routes the log lines of requests served by h to sink: a shared server's handler, wrapped for
+// one test's listener.
+func withSink(h http.Handler, sink *guardSink) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sinkKey{}, sink)))
+	})
 }
 
 // TolerateServerErrors lets 5xx answers whose logged cause contains cause pass the check that fails
@@ -558,7 +617,16 @@ type serverErrors struct {
 func (e *Env) TolerateServerErrors(cause string) {
 	e.errs.mu.Lock()
 	defer e.errs.mu.Unlock()
-	*e.errs.tolerated = append(*e.errs.tolerated, cause)
+	e.errs.tolerated = append(e.errs.tolerated, cause)
+}
+
+func (h *serverErrors) sinkOf(ctx context.Context) *guardSink {
+	if ctx != nil {
+		if s, ok := ctx.Value(sinkKey{}).(*guardSink); ok {
+			return s
+		}
+	}
+	return h.sink
 }
 
 func (h *serverErrors) Handle(ctx context.Context, r slog.Record) error {
@@ -572,13 +640,14 @@ func (h *serverErrors) Handle(ctx context.Context, r slog.Record) error {
 		return true
 	})
 	text := strings.Join(line, " ")
-	h.scan(text)
+	sink := h.sinkOf(ctx)
+	sink.scan(text)
 	if r.Message == "request" && r.Level >= slog.LevelError && status >= 500 && status != 503 {
-		h.mu.Lock()
-		if !slices.ContainsFunc(*h.tolerated, func(cause string) bool { return strings.Contains(text, cause) }) {
-			*h.lines = append(*h.lines, text)
+		sink.mu.Lock()
+		if !slices.ContainsFunc(sink.tolerated, func(cause string) bool { return strings.Contains(text, cause) }) {
+			sink.lines = append(sink.lines, text)
 		}
-		h.mu.Unlock()
+		sink.mu.Unlock()
 	}
 	return h.Handler.Handle(ctx, r)
 }
@@ -587,35 +656,53 @@ func (h *serverErrors) Handle(ctx context.Context, r slog.Record) error {
 var keyMaterial = regexp.MustCompile(`wsk_[0-9a-f]{8,}`)
 
 // scan keeps text when it holds key material: no log line may, whatever the request sent.
-func (h *serverErrors) scan(text string) {
+func (s *guardSink) scan(text string) {
 	if strings.Contains(text, "wsk_") && keyMaterial.MatchString(text) {
-		h.mu.Lock()
-		*h.secrets = append(*h.secrets, text)
-		h.mu.Unlock()
+		s.mu.Lock()
+		s.secrets = append(s.secrets, text)
+		s.mu.Unlock()
 	}
 }
 
 func (h *serverErrors) WithAttrs(attrs []slog.Attr) slog.Handler {
 	for _, a := range attrs {
-		h.scan(a.String())
+		h.sink.scan(a.String())
 	}
-	return &serverErrors{Handler: h.Handler.WithAttrs(attrs), mu: h.mu, lines: h.lines, tolerated: h.tolerated, secrets: h.secrets}
+	return &serverErrors{Handler: h.Handler.WithAttrs(attrs), sink: h.sink}
 }
 
 func (h *serverErrors) WithGroup(name string) slog.Handler {
-	return &serverErrors{Handler: h.Handler.WithGroup(name), mu: h.mu, lines: h.lines, tolerated: h.tolerated, secrets: h.secrets}
+	return &serverErrors{Handler: h.Handler.WithGroup(name), sink: h.sink}
 }
 
-func (h *serverErrors) seen() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), *h.lines...)
+// to returns the guard with sink as its own: the handler of a logger whose lines all belong to one test
+// (its listener's).
+func (h *serverErrors) to(sink *guardSink) *serverErrors {
+	return &serverErrors{Handler: h.Handler, sink: sink}
 }
 
-func (h *serverErrors) leaked() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), *h.secrets...)
+func (s *guardSink) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.lines...)
+}
+
+func (s *guardSink) leaked() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.secrets...)
+}
+
+// check fails t for what the sink kept: whoever sent them (Env.Do, a raw client, a fuzzer), no answer
+// was a 5xx other than the spec's 503, and no log line held an API key or a piece of one, right or wrong,
+// whatever the tests sent.
+func (s *guardSink) check(t testing.TB) {
+	if lines := s.seen(); len(lines) > 0 {
+		t.Errorf("the server answered %d requests with a 5xx other than 503:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if lines := s.leaked(); len(lines) > 0 {
+		t.Errorf("the server logged key material in %d lines:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
 }
 
 // AwaitReady waits (at most 20 s) until /readyz answers 200: the schemas compile after the server starts

@@ -2,6 +2,7 @@ package servertest
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -70,6 +71,10 @@ func Main(m interface{ Run() int }) int {
 	// that checks an answer. Env.Contract waits for it.
 	go GoldenContract()
 	code := m.Run()
+	if err := closeShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		code = 1
+	}
 	dropTemplates()
 	return code
 }
@@ -79,7 +84,6 @@ func Main(m interface{ Run() int }) int {
 func migratedDatabase(t testing.TB, b Backend) string {
 	t.Helper()
 	leakproof := os.Getenv("RECORDS_TEST_NO_LEAKPROOF") == ""
-	tpl := templateOf(b, leakproof)
 	// A process that starts servers of one backend starts servers of the other too: its template is
 	// built meanwhile, not when its first test waits for it (the first tests run one at a time).
 	other := SQLite
@@ -93,22 +97,15 @@ func migratedDatabase(t testing.TB, b Backend) string {
 			o.build(other, leakproof)
 		}()
 	}
-	tpl.build(b, leakproof)
-	id := fmt.Sprintf("%s/%t", b, leakproof)
-	if tpl.err != nil {
-		if b == Postgres && os.Getenv("CI") != "true" && strings.Contains(tpl.err.Error(), "connect") {
-			t.Skipf("PostgreSQL not reachable (%v); set RECORDS_TEST_POSTGRES", tpl.err)
+	url, drop, err := migratedCopy(b)
+	if err != nil {
+		if b == Postgres && os.Getenv("CI") != "true" && errors.Is(err, errUnreachable) {
+			t.Skipf("PostgreSQL not reachable (%v); set RECORDS_TEST_POSTGRES", err)
 		}
-		t.Fatalf("template database (%s): %v", id, tpl.err)
+		t.Fatal(err)
 	}
-	if b == SQLite {
-		path := filepath.Join(t.TempDir(), "records.db")
-		if err := copyFile(tpl.ref, path, 0o644); err != nil {
-			t.Fatalf("copy the SQLite template: %v", err)
-		}
-		return "sqlite:" + path
-	}
-	return newPostgresDatabase(t, tpl.ref, false)
+	t.Cleanup(drop)
+	return url
 }
 
 // templateOf returns the template of backend b (made, not built).
@@ -184,7 +181,7 @@ func buildPostgresTemplate(ctx context.Context, leakproof bool) (string, error) 
 	admin := adminURL()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", fmt.Errorf("connect to PostgreSQL: %w", err)
+		return "", fmt.Errorf("%w: %w", errUnreachable, err)
 	}
 	defer conn.Close(ctx)
 	dropStaleTemplates(ctx, conn)
