@@ -4,9 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
