@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +41,28 @@ func CopyDefinitions(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+var hooksLine = regexp.MustCompile(`(?m)^hooks: \[.*\]$`)
+
+// DefinitionsWithHooks copies the shipped definitions (CopyDefinitions) with resource's hooks set to
+// names, and returns the copy.
+func DefinitionsWithHooks(t testing.TB, resource string, names ...string) string {
+	t.Helper()
+	dir := CopyDefinitions(t)
+	path := filepath.Join(dir, "resources", resource+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hooksLine.Match(data) {
+		t.Fatalf("%s has no hooks list", resource)
+	}
+	text := hooksLine.ReplaceAllLiteralString(string(data), "hooks: ["+strings.Join(names, ", ")+"]")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // What EvolveDefinitions adds to a copy of the shipped definitions: a field of tags, a rule on it
