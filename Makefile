@@ -177,12 +177,12 @@ cluster-test:
 crash-test:
 	CRASH_LONG=1 $(GO) test -count=1 -timeout 30m -v -run '^TestCrash$$' ./tests/crash/
 
-# The database fault tests (runtime/server TestDatabaseFaults, research note D1-D4), long form:
+# The database fault tests (runtime/server/solo TestDatabaseFaults, research note D1-D4), long form:
 # PostgreSQL stopped, black-holed, crashed and slowed for 30 s each (the short form: 1.5-3 s, in
 # make test) under twice the clients. About 3 minutes.
 .PHONY: faults-test
 faults-test:
-	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/
+	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/solo/
 
 # R1–R10 of the reliability note over three recordsd replicas, one PostgreSQL and a private redis-server
 # (tests/cluster TestClusterLimits), long form: 200 requests/s through a 60 s pause and a 60 s kill of
@@ -191,13 +191,13 @@ faults-test:
 limits-test:
 	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestClusterLimits$$' ./tests/cluster/
 
-# Plugin chaos, long form (runtime/server/plugin_chaos_test.go, runtime/plugins/host_test.go): 1,000
+# Plugin chaos, long form (runtime/server/solo/plugin_chaos_test.go, runtime/plugins/host_test.go): 1,000
 # calls of each plugin misbehaviour (panic, hang, stop, exit, SIGKILL, output floods of 1 MiB a call) on
 # SQLite and PostgreSQL, with the hook deadline at 100 ms. About 10 minutes. The short form (100 calls
 # a misbehaviour on SQLite, 10 on PostgreSQL) runs in make test.
 .PHONY: plugin-chaos
 plugin-chaos:
-	RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/
+	RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/solo/
 	$(GO) test -count=1 -v ./runtime/plugins/
 
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.

@@ -1,9 +1,9 @@
-package server_test
+package solo_test
 
 // Plugin chaos (research note §8 item 12, scenarios P1–P4): the test plugin chaos-rules
-// (testdata/chaos-rules, built from source, run by go-plugin as a real process) is named in the hooks of
-// companies and misbehaves in its Before or After hook as the name of the company being written asks —
-// panics, exits, hangs, stops, floods its output. Through a real listener, with a hook deadline of
+// (runtime/server/testdata/chaos-rules, built from source, run by go-plugin as a real process) is named
+// in the hooks of companies and misbehaves in its Before or After hook as the name of the company being
+// written asks — panics, exits, hangs, stops, floods its output. Through a real listener, with a hook deadline of
 // 100 ms, the tests check what the issue asks: the server stays up and keeps serving other resources;
 // every call answers within the deadline and a small margin; a failed Before hook refuses the write with
 // the 503 envelope and writes nothing, a failed After hook leaves the write standing; the test process
@@ -331,8 +331,12 @@ func (r *chaosRig) phase(n int, kinds ...string) {
 	r.steady(early, late)
 }
 
-// TestPluginChaos runs the scenarios on SQLite and PostgreSQL.
+// TestPluginChaos runs the scenarios on SQLite and PostgreSQL, one after the other.
 func TestPluginChaos(t *testing.T) {
+	// Not parallel, in package solo: it samples the goroutines, heap, RSS and chaos-rules children of
+	// the test process (sample, steady, chaosChildren), which any other test running in the process
+	// would change; and it sets the plugin's environment with t.Setenv (go-plugin passes the host's
+	// environment to the plugin process).
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			flood := 64 << 10

@@ -1,4 +1,4 @@
-package server_test
+package solo_test
 
 // What TestPluginChaos measures of the host: samples of its memory, goroutines and plugin processes, the
 // log it writes, and the checks once the scenarios are over.
