@@ -67,7 +67,7 @@ func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[str
 		t.Fatal(err)
 	}
 	actor := records.Actor{Workspace: tn.ws, Member: tn.member}
-	for _, r := range resourceOrder(be.Catalog) {
+	for _, r := range servertest.ResourceOrder(be.Catalog) {
 		if r.Name == "entity_members" {
 			continue
 		}
@@ -172,7 +172,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		}
 	}
 	e.Expect(e.DoKey(A.key, "PUT", "/v1/deals/"+A.ids["deals"][0]+"/contacts/"+A.ids["contacts"][1], nil), 200, "")
-	linkCursor := nextCursor(e.DoKey(A.key, "GET", "/v1/deals/"+A.ids["deals"][0]+"/contacts?cursor=start&page_size=1", nil))
+	linkCursor := e.DoKey(A.key, "GET", "/v1/deals/"+A.ids["deals"][0]+"/contacts?cursor=start&page_size=1", nil).NextCursor()
 	if linkCursor == "" {
 		t.Fatal("A's association list has no second page")
 	}
@@ -243,7 +243,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	cursors := map[string]string{}
 	for _, r := range cat.Resources {
 		res := e.DoKey(A.key, "GET", "/v1/"+r.Name+"?"+aQuery(r)+"include_archived=true&cursor=start&page_size=1", nil)
-		if c := nextCursor(res); c != "" {
+		if c := res.NextCursor(); c != "" {
 			cursors[r.Name] = c
 		}
 	}
@@ -255,7 +255,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			continue
 		}
 		path := strings.Replace(route.Pattern(r.Name, route.History), ":id", A.ids[r.Name][0], 1)
-		if c := nextCursor(e.DoKey(A.key, "GET", path+"?"+aQuery(r)+"page_size=1", nil)); c != "" {
+		if c := e.DoKey(A.key, "GET", path+"?"+aQuery(r)+"page_size=1", nil).NextCursor(); c != "" {
 			historyCursors[r.Name] = c
 		}
 	}
@@ -359,7 +359,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 		}
 		itemWant := func(t *testing.T, what string, res *servertest.Response, want []string) {
 			t.Helper()
-			got := results(t, res)
+			got := res.Results()
 			if len(got) != len(want) {
 				t.Errorf("B's %s batch of %s: %d results for %d items: %.300s", what, r.Name, len(got), len(want), res.Raw)
 				return
@@ -459,7 +459,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			for _, im := range []string{aTags[r.Name], "*"} {
 				do(t, "PUT", path, body, 412, "precondition_failed", "If-Match", im)
 				res := do(t, "POST", bpath, map[string]any{"mode": "per_item", "items": []any{item("if_match", im)}}, 200, "")
-				if got := statuses(t, res); got != "412" {
+				if got := res.Statuses(); got != "412" {
 					t.Errorf("B's upsert item of %s by %s with If-Match %s: %s", r.Name, k.name, im, res.Raw)
 				}
 			}
@@ -473,11 +473,11 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			}
 			do(t, "PUT", path, body, 412, "precondition_failed", "If-None-Match", "*")
 			res := do(t, "POST", bpath, map[string]any{"mode": "atomic", "items": []any{item(), item("if_none_match", "*")}}, 422, "batch_failed")
-			if got := statuses(t, res); got != "424,412" {
+			if got := res.Statuses(); got != "424,412" {
 				t.Errorf("B's atomic upsert items of %s by %s: %s", r.Name, k.name, res.Raw)
 			}
 			res = do(t, "POST", bpath, map[string]any{"mode": "per_item", "items": []any{item()}}, 200, "")
-			if got := results(t, res); len(got) != 1 || fmt.Sprint(got[0]["status"]) != "200" {
+			if got := res.Results(); len(got) != 1 || fmt.Sprint(got[0]["status"]) != "200" {
 				t.Errorf("B's upsert item of %s by %s: %s", r.Name, k.name, res.Raw)
 			} else if d, _ := got[0]["data"].(map[string]any); d["id"] != id {
 				t.Errorf("B's upsert item of %s by %s changed %v, not B's %s", r.Name, k.name, d["id"], id)
@@ -488,7 +488,7 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 			res := do(t, "POST", route.Pattern(r.Name, route.Batch), map[string]any{"mode": "per_item", "items": []any{
 				map[string]any{"op": "upsert", "key": "cf__a_only_key", "value": "x", "body": map[string]any{"name": "B"}},
 			}}, 200, "")
-			if got := statuses(t, res); got != "404" {
+			if got := res.Statuses(); got != "404" {
 				t.Errorf("B's upsert item by A's key: %s", res.Raw)
 			}
 		}
@@ -780,11 +780,4 @@ func runIsolationMatrix(t *testing.T, e *servertest.Env) matrixCounts {
 	sort.Strings(statuses)
 	t.Logf("BOLA matrix: %d requests with B's key (%s); A's snapshot: %d requests, before and after; %d webhook payloads to B", counts.Requests, strings.Join(statuses, " "), counts.Snapshot, len(bHooks.requests()))
 	return counts
-}
-
-// nextCursor returns a list answer's meta.next_cursor ("" when there is none).
-func nextCursor(res *servertest.Response) string {
-	meta, _ := res.Body["meta"].(map[string]any)
-	c, _ := meta["next_cursor"].(string)
-	return c
 }

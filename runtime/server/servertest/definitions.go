@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workspace-records/records/engine/model"
 )
 
 // CopyDefinitions copies the shipped definitions into a new directory of the test and returns it, for a
@@ -41,6 +43,21 @@ func CopyDefinitions(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// ResourceOrder lists cat's resources so that vocabularies come before the records that point at them
+// and required references before their referrers.
+func ResourceOrder(cat *model.Catalog) []*model.Resource {
+	groups := []string{"sales_vocabulary", "activity_vocabulary", "delivery_vocabulary", "workspace", "crm", "delivery", "custom"}
+	var out []*model.Resource
+	for _, g := range groups {
+		for _, r := range cat.CreationOrder() {
+			if r.Group == g {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 var hooksLine = regexp.MustCompile(`(?m)^hooks: \[.*\]$`)
