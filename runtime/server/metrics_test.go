@@ -51,8 +51,10 @@ var unboundedValue = regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-|wsk_|/`)
 // After traffic of every kind, /metrics has the expected series, and every label value comes from a
 // bounded set: resource and operation names, status codes, plugin names; never an id, a key or a path.
 func TestMetricsAfterTraffic(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel() // each server has its own registry (metrics.New)
 			e := servertest.Start(t, b, servertest.Options{Metrics: true})
 			ms := httptest.NewServer(e.Server.Metrics().Handler())
 			t.Cleanup(ms.Close)

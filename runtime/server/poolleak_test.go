@@ -27,6 +27,7 @@ import (
 // (with the predicate on, a wrong setting would not show); the store itself is driven the same way by
 // TestRowLevelSecurity (runStoreScopeLeak).
 func TestPoolWorkspaceLeak(t *testing.T) {
+	t.Parallel()
 	runPoolLeak(t, servertest.Start(t, servertest.SQLite, servertest.Options{}), 1000)
 }
 
