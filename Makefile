@@ -26,7 +26,8 @@ run: build plugins
 	$(BIN)/recordsd serve --dev --addr $(ADDR) --db $(DB)
 
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus), and the
-# tests of the build without workspace predicates (-tags recordstest_unscoped), run beside it. recordsd
+# tests of the build without workspace predicates (-tags recordstest_unscoped: runtime/server/unscoped,
+# whose test files build only with the tag, so it compiles those alone), run beside it. recordsd
 # and recordsctl are built once, into a temporary directory every package running them reads
 # (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
 # and TEST_PARALLEL parallel tests of a package run at once (go test's default is the number of
@@ -39,10 +40,10 @@ test:
 	trap 'rm -rf "$$bin"' EXIT; \
 	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl || exit 1; \
 	export RECORDS_TEST_BIN="$$bin"; \
-	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(TEST_FLAGS) ./runtime/server/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(TEST_FLAGS) ./runtime/server/unscoped/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
 	rc=0; $(GO) test -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... || rc=$$?; \
 	urc=0; wait $$unscoped || urc=$$?; \
-	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \
+	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/unscoped/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \
 	if [ $$urc -ne 0 ]; then cat "$$bin/unscoped.log"; fi; \
 	if ! grep -q '^--- PASS: TestUnscoped' "$$bin/unscoped.log" || grep -q -- '--- SKIP' "$$bin/unscoped.log"; then \
 		echo "no TestUnscoped test ran to a pass (or one skipped): go test passes when -run matches nothing"; urc=1; fi; \
