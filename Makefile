@@ -52,13 +52,15 @@ test:
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-# The race detector, as .ci/run runs it after make test: every runtime package but runtime/server in
-# full, and of runtime/server (whose behaviour suites make test runs without it, and which take a quarter
-# of an hour under -race on 2 cores) the tests whose point is concurrency: parallel writers, idempotent
-# and hooked concurrent creates, exact limits under load, concurrent migrations, the key cache, plugins
-# killed during writes, the pool's workspace setting. make test-race runs everything under -race.
+# The race detector, as .ci/run runs it after make test: every runtime package but runtime/server and
+# runtime/server/solo in full, and of runtime/server (whose behaviour suites make test runs without it,
+# and which take a quarter of an hour under -race on 2 cores) the tests whose point is concurrency:
+# parallel writers, idempotent and hooked concurrent creates, exact limits under load, concurrent
+# migrations, the key cache, plugins killed during writes, the pool's workspace setting. (solo holds the
+# long chaos and fault suites of runtime/server, which were never in this selection.) make test-race
+# runs everything under -race.
 RACE_SERVER_RUN ?= ^(TestParallelPatches|TestRuleInvariantsUnderParallelWriters|TestIdempotentConcurrentCreates|TestIdempotencyConcurrentHookedCreates|TestRateLimitExact|TestConcurrentMigrations|TestKeyCache|TestPluginKilledDuringWrites|TestPoolWorkspaceLeak|TestUniqueKeyConcurrentCreates|TestUniqueCustomField|TestUpsertConcurrent)$$
-RACE_PKGS = $$($(GO) list ./runtime/... | grep -v '/runtime/server$$')
+RACE_PKGS = $$($(GO) list ./runtime/... | grep -v -e '/runtime/server$$' -e '/runtime/server/solo$$')
 test-race-ci:
 	$(GO) test -race -count=1 -timeout 10m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(RACE_PKGS)
 	$(GO) test -race -count=1 -timeout 10m -parallel $(TEST_PARALLEL) -run '$(RACE_SERVER_RUN)' $(TEST_FLAGS) ./runtime/server/
