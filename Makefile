@@ -26,7 +26,8 @@ run: build plugins
 	$(BIN)/recordsd serve --dev --addr $(ADDR) --db $(DB)
 
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus), and the
-# tests of the build without workspace predicates (-tags recordstest_unscoped), run beside it. recordsd
+# tests of the build without workspace predicates (-tags recordstest_unscoped: runtime/server/unscoped,
+# whose test files build only with the tag, so it compiles those alone), run beside it. recordsd
 # and recordsctl are built once, into a temporary directory every package running them reads
 # (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
 # and TEST_PARALLEL parallel tests of a package run at once (go test's default is the number of
@@ -39,10 +40,10 @@ test:
 	trap 'rm -rf "$$bin"' EXIT; \
 	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl || exit 1; \
 	export RECORDS_TEST_BIN="$$bin"; \
-	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(TEST_FLAGS) ./runtime/server/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(TEST_FLAGS) ./runtime/server/unscoped/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
 	rc=0; $(GO) test -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... || rc=$$?; \
 	urc=0; wait $$unscoped || urc=$$?; \
-	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \
+	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/unscoped/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \
 	if [ $$urc -ne 0 ]; then cat "$$bin/unscoped.log"; fi; \
 	if ! grep -q '^--- PASS: TestUnscoped' "$$bin/unscoped.log" || grep -q -- '--- SKIP' "$$bin/unscoped.log"; then \
 		echo "no TestUnscoped test ran to a pass (or one skipped): go test passes when -run matches nothing"; urc=1; fi; \
@@ -51,13 +52,15 @@ test:
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-# The race detector, as .ci/run runs it after make test: every runtime package but runtime/server in
-# full, and of runtime/server (whose behaviour suites make test runs without it, and which take a quarter
-# of an hour under -race on 2 cores) the tests whose point is concurrency: parallel writers, idempotent
-# and hooked concurrent creates, exact limits under load, concurrent migrations, the key cache, plugins
-# killed during writes, the pool's workspace setting. make test-race runs everything under -race.
+# The race detector, as .ci/run runs it after make test: every runtime package but runtime/server and
+# runtime/server/solo in full, and of runtime/server (whose behaviour suites make test runs without it,
+# and which take a quarter of an hour under -race on 2 cores) the tests whose point is concurrency:
+# parallel writers, idempotent and hooked concurrent creates, exact limits under load, concurrent
+# migrations, the key cache, plugins killed during writes, the pool's workspace setting. (solo holds the
+# long chaos and fault suites of runtime/server, which were never in this selection.) make test-race
+# runs everything under -race.
 RACE_SERVER_RUN ?= ^(TestParallelPatches|TestRuleInvariantsUnderParallelWriters|TestIdempotentConcurrentCreates|TestIdempotencyConcurrentHookedCreates|TestRateLimitExact|TestConcurrentMigrations|TestKeyCache|TestPluginKilledDuringWrites|TestPoolWorkspaceLeak|TestUniqueKeyConcurrentCreates|TestUniqueCustomField|TestUpsertConcurrent)$$
-RACE_PKGS = $$($(GO) list ./runtime/... | grep -v '/runtime/server$$')
+RACE_PKGS = $$($(GO) list ./runtime/... | grep -v -e '/runtime/server$$' -e '/runtime/server/solo$$')
 test-race-ci:
 	$(GO) test -race -count=1 -timeout 10m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(RACE_PKGS)
 	$(GO) test -race -count=1 -timeout 10m -parallel $(TEST_PARALLEL) -run '$(RACE_SERVER_RUN)' $(TEST_FLAGS) ./runtime/server/
@@ -177,12 +180,12 @@ cluster-test:
 crash-test:
 	CRASH_LONG=1 $(GO) test -count=1 -timeout 30m -v -run '^TestCrash$$' ./tests/crash/
 
-# The database fault tests (runtime/server TestDatabaseFaults, research note D1-D4), long form:
+# The database fault tests (runtime/server/solo TestDatabaseFaults, research note D1-D4), long form:
 # PostgreSQL stopped, black-holed, crashed and slowed for 30 s each (the short form: 1.5-3 s, in
 # make test) under twice the clients. About 3 minutes.
 .PHONY: faults-test
 faults-test:
-	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/
+	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/solo/
 
 # R1–R10 of the reliability note over three recordsd replicas, one PostgreSQL and a private redis-server
 # (tests/cluster TestClusterLimits), long form: 200 requests/s through a 60 s pause and a 60 s kill of
@@ -191,13 +194,13 @@ faults-test:
 limits-test:
 	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestClusterLimits$$' ./tests/cluster/
 
-# Plugin chaos, long form (runtime/server/plugin_chaos_test.go, runtime/plugins/host_test.go): 1,000
+# Plugin chaos, long form (runtime/server/solo/plugin_chaos_test.go, runtime/plugins/host_test.go): 1,000
 # calls of each plugin misbehaviour (panic, hang, stop, exit, SIGKILL, output floods of 1 MiB a call) on
 # SQLite and PostgreSQL, with the hook deadline at 100 ms. About 10 minutes. The short form (100 calls
 # a misbehaviour on SQLite, 10 on PostgreSQL) runs in make test.
 .PHONY: plugin-chaos
 plugin-chaos:
-	RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/
+	RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/solo/
 	$(GO) test -count=1 -v ./runtime/plugins/
 
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.

@@ -293,7 +293,7 @@ func TestRecordRulesLinks(t *testing.T) {
 							ex := e.DoKey(key, "GET", path+"?expand="+c.assoc.Name, nil)
 							e.Expect(ex, 200, "")
 							exp := map[string]bool{}
-							for _, id := range expandedIDs(t, ex.Data(), c.assoc.Name) {
+							for _, id := range servertest.ExpandedIDs(t, ex.Data(), c.assoc.Name) {
 								exp[id] = true
 							}
 							if got := linkedIDs(list); fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(exp) != fmt.Sprint(want) {

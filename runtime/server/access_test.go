@@ -348,7 +348,7 @@ func TestMasksMatrix(t *testing.T) {
 							}
 							for _, mode := range []string{"per_item", "atomic"} {
 								res := e.DoKey(key, "POST", "/v1/"+name+"/batch", map[string]any{"mode": mode, "items": items})
-								if got := statuses(t, res); got != "403,403,403" || (mode == "per_item") != (res.Status == 200) {
+								if got := res.Statuses(); got != "403,403,403" || (mode == "per_item") != (res.Status == 200) {
 									t.Errorf("the viewer's %s batch of %s: %d %s", mode, name, res.Status, got)
 								}
 								check("batch", res)
@@ -515,7 +515,7 @@ func TestRecordRules(t *testing.T) {
 				map[string]any{"op": "archive", "id": aliceDeal2},
 			}})
 			e.Expect(br, 200, "")
-			if got := statuses(t, br); got != "404,404,404,200,200" || strings.Contains(string(br.Raw), "Admin deal") {
+			if got := br.Statuses(); got != "404,404,404,200,200" || strings.Contains(string(br.Raw), "Admin deal") {
 				t.Errorf("alice's batch of deals: %s: %s", got, br.Raw)
 			}
 			br = e.DoKey(alice, "POST", "/v1/deals/batch", map[string]any{"mode": "atomic", "items": []any{
@@ -523,7 +523,7 @@ func TestRecordRules(t *testing.T) {
 				map[string]any{"op": "archive", "id": adminDeal},
 			}})
 			e.Expect(br, 422, "batch_failed")
-			if got := statuses(t, br); got != "424,404" {
+			if got := br.Statuses(); got != "424,404" {
 				t.Errorf("alice's atomic batch of deals: %s: %s", got, br.Raw)
 			}
 			if d := e.Do("GET", "/v1/deals/"+adminDeal, nil).Data(); d["name"] != "Admin deal" || d["archived"] != false {
@@ -539,7 +539,7 @@ func TestRecordRules(t *testing.T) {
 				br := e.DoKey(key, "POST", "/v1/projects/batch", map[string]any{"mode": "per_item", "items": []any{
 					map[string]any{"op": "update", "id": bobProject, "body": map[string]any{"description": "batched"}},
 				}})
-				if got := statuses(t, br); got != want {
+				if got := br.Statuses(); got != want {
 					t.Errorf("batch update of bob's project: %s, want %s: %s", got, want, br.Raw)
 				}
 			}
@@ -603,7 +603,7 @@ func TestRecordRules(t *testing.T) {
 				e.Expect(co, 200, "")
 				linked := "null"
 				if m, ok := co.Data()["deals"].(map[string]any); ok {
-					linked = fmt.Sprint(expandedIDs(t, co.Data(), "deals"))
+					linked = fmt.Sprint(servertest.ExpandedIDs(t, co.Data(), "deals"))
 					if m["has_more"] != false {
 						t.Errorf("%s: has_more %v", c.who, m["has_more"])
 					}
@@ -784,7 +784,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 							if d := res.Data(); d != nil {
 								recs = append(recs, d)
 							}
-							for _, it := range results(t, res) {
+							for _, it := range res.Results() {
 								if d, ok := it["data"].(map[string]any); ok {
 									recs = append(recs, d)
 								}
@@ -806,7 +806,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 							if res.Status != status {
 								t.Errorf("%s: %d, want %d: %.600s", what, res.Status, status, res.Raw)
 							}
-							if got := statuses(t, res); want != "" && got != want {
+							if got := res.Statuses(); want != "" && got != want {
 								t.Errorf("%s: statuses %s, want %s: %.600s", what, got, want, res.Raw)
 							}
 							check(what, res)
@@ -847,7 +847,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 							map[string]any{"op": "create", "body": plain()},
 						))
 						expect("batch", res, 200, strings.Join([]string{seen, create, "422", "422", create}, ","))
-						items := results(t, res)
+						items := res.Results()
 						if len(items) == 5 {
 							notPermitted("batch create writing "+restrictedKey, items[2], restrictedKey)
 							notPermitted("batch update writing "+restrictedKey, items[3], restrictedKey)
@@ -878,7 +878,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 							body = batch(map[string]any{"op": "create", "body": plain()})
 							first = e.DoKey(wkey, "POST", "/v1/"+name+"/batch", body, "Idempotency-Key", "mw-new-"+wr.name+"-"+name)
 							expect("idempotent batch create", first, 200, "201")
-							if l := results(t, first); len(l) == 1 && l[0]["data"] != nil {
+							if l := first.Results(); len(l) == 1 && l[0]["data"] != nil {
 								d := l[0]["data"].(map[string]any)
 								e.Expect(e.Do("PATCH", "/v1/"+name+"/"+d["id"].(string), secretBody()), 200, "")
 							}
@@ -906,7 +906,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 											t.Errorf("the upsert by restricted %s names the admin's record: %s", k, res.Raw)
 										}
 										it := res.Body
-										if l := results(t, res); len(l) == 1 {
+										if l := res.Results(); len(l) == 1 {
 											it = l[0]
 										} else {
 											it = map[string]any{"status": res.Status, "error": res.Body["error"]}

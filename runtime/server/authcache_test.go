@@ -19,8 +19,10 @@ import (
 // the database counts every change, by hand included (triggers, migrate.AuthChangesTable), and the
 // server reads the count on every request: the change by hand applies at once too.
 func TestKeyCache(t *testing.T) {
+	t.Parallel()
 	for _, backend := range servertest.Backends {
 		t.Run(string(backend), func(t *testing.T) {
+			t.Parallel()
 			// A server of its own: it changes keys and plans by hand, through a second backend, and watches the key cache.
 			e := servertest.Start(t, backend, servertest.Options{Private: true})
 			ctx := context.Background()
@@ -56,13 +58,7 @@ func TestKeyCache(t *testing.T) {
 			case time.Since(changed) < auth.PrincipalMaxAge/2:
 				e.Expect(first, 200, "") // remembered: proves the cache serves
 			}
-			for e.DoKey(hand, "GET", "/v1/me", nil).Status != 401 {
-				// PrincipalMaxAge, with a margin for a loaded machine: unbounded caching would never end.
-				if time.Since(changed) > auth.PrincipalMaxAge+1500*time.Millisecond {
-					t.Fatalf("a key revoked by hand still works after %s", time.Since(changed))
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			untilRefused(t, e, hand, changed, "a key revoked by hand")
 
 			// Changes through another process's Directory apply on the next request.
 			key := e.NewKey(e.Member, auth.KeyOptions{Access: "write"})
@@ -99,6 +95,7 @@ func TestKeyCache(t *testing.T) {
 // memory (so the cache serves, and the count is what makes it see the change), for at most
 // auth.PrincipalMaxAge. Other changes, still counted, empty the cache at once.
 func TestKeyCacheSQLite(t *testing.T) {
+	t.Parallel()
 	// A server of its own: it drops one of the database's triggers.
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{Private: true})
 	ctx := context.Background()
@@ -125,12 +122,7 @@ func TestKeyCacheSQLite(t *testing.T) {
 	if time.Since(changed) < auth.PrincipalMaxAge/2 {
 		e.Expect(first, 200, "") // remembered: the uncounted change is not seen
 	}
-	for e.DoKey(key, "GET", "/v1/me", nil).Status != 401 {
-		if time.Since(changed) > auth.PrincipalMaxAge+1500*time.Millisecond {
-			t.Fatalf("a key revoked by hand, uncounted, still works after %s", time.Since(changed))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	untilRefused(t, e, key, changed, "a key revoked by hand, uncounted,")
 
 	// Counted changes: the plan, through the other process's Directory.
 	e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
@@ -139,6 +131,24 @@ func TestKeyCacheSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Expect(e.Do("GET", "/v1/companies", nil), 403, "plan_upgrade_required")
+}
+
+// untilRefused asks GET /v1/me with key until it is refused (401), and fails if a request sent more
+// than auth.PrincipalMaxAge after changed, with a margin, still succeeds: unbounded caching would never
+// end. The time counted is when each request was sent, not when its answer came, so that a loaded
+// machine (these tests run beside the parallel ones) slows the loop without failing it.
+func untilRefused(t *testing.T, e *servertest.Env, key string, changed time.Time, what string) {
+	t.Helper()
+	for {
+		sent := time.Now()
+		if e.DoKey(key, "GET", "/v1/me", nil).Status == 401 {
+			return
+		}
+		if after := sent.Sub(changed); after > auth.PrincipalMaxAge+1500*time.Millisecond {
+			t.Fatalf("%s still works in a request sent %s after the change", what, after)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitAnnounced waits until probe holds, the sign that a change another process announced (PostgreSQL

@@ -3,6 +3,7 @@ package server_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,12 +28,23 @@ func acquires(e *servertest.Env) int64 {
 	return -1
 }
 
+// backgroundAcquires bounds the connections a server's background work may take in d, while a test
+// counts those of a burst of requests: 2, and 6 a second (the idempotency heartbeat, the webhook poll,
+// the quota flush, the event sweep, the key usage flush and the definitions poll each query at most once
+// a second). A burst takes tens of milliseconds on an idle machine, where the bound is 3 (it was a fixed
+// 2 while these tests ran alone); a loaded machine that stretches it, beside the parallel tests, is
+// allowed the ticks that fell in it instead of failing the test.
+func backgroundAcquires(d time.Duration) int64 {
+	return 2 + int64(math.Ceil(6*d.Seconds()))
+}
+
 // OWASP API2: every well-formed key that fails costs an indexed lookup, so one client address may present
 // failed_auth_per_minute of them (a burst, then one every 60/N s). Past it, its keys get 429 rate_limited
 // with Retry-After and no database lookup, except keys that authenticated on this server lately; a
 // spoofed X-Forwarded-For from an untrusted peer does not escape; when the window lets one through again,
 // the next failing key is looked up (401) and the address is blocked again.
 func TestFailedAuthThrottle(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -51,6 +63,7 @@ func TestFailedAuthThrottle(t *testing.T) {
 			}
 			before := acquires(e)
 			looked = before - looked
+			start := time.Now()
 			for range 20 {
 				r := e.DoKey(randomKey(), "GET", "/v1/companies", nil, "X-Forwarded-For", "203.0.113.9")
 				e.Expect(r, 429, "rate_limited")
@@ -59,11 +72,11 @@ func TestFailedAuthThrottle(t *testing.T) {
 				}
 			}
 			if before >= 0 {
-				d := acquires(e) - before
-				if d > 2 {
-					t.Errorf("20 refused keys took %d database connections; want none (at most 2 for background work)", d)
+				d, took := acquires(e)-before, time.Since(start)
+				if bg := backgroundAcquires(took); d > bg {
+					t.Errorf("20 refused keys took %d database connections in %v; want none (at most %d for background work)", d, took.Round(time.Millisecond), bg)
 				}
-				t.Logf("connections taken: %d for %d failing keys looked up, %d for 20 refused", looked, perMinute, d)
+				t.Logf("connections taken: %d for %d failing keys looked up, %d for 20 refused (in %v)", looked, perMinute, d, took.Round(time.Millisecond))
 			}
 			// A key that authenticated here passes; one never seen here waits like any other.
 			e.Expect(e.Do("GET", "/v1/me", nil), 200, "")
@@ -84,6 +97,7 @@ func TestFailedAuthThrottle(t *testing.T) {
 // With Redis the failures are counted across servers: once an address is over its bound, each other
 // server looks up at most one more of its keys before it refuses them too.
 func TestFailedAuthThrottleAcrossServers(t *testing.T) {
+	t.Parallel()
 	rs := servertest.NewRedisServer(t)
 	const perMinute = 4
 	a := servertest.Start(t, servertest.Postgres, servertest.Options{Redis: rs.URL(), FailedAuthPerMinute: perMinute})
@@ -93,12 +107,14 @@ func TestFailedAuthThrottleAcrossServers(t *testing.T) {
 		a.Expect(a.DoKey(randomKey(), "GET", "/v1/me", nil), 401, "invalid_api_key")
 	}
 	b.Expect(b.DoKey(randomKey(), "GET", "/v1/me", nil), 401, "invalid_api_key") // over the shared bound: b blocks after it
-	before := acquires(b)
+	before, start := acquires(b), time.Now()
 	for range 10 {
 		b.Expect(b.DoKey(randomKey(), "GET", "/v1/me", nil), 429, "rate_limited")
 	}
-	if d := acquires(b) - before; d > 2 {
-		t.Errorf("the second server took %d database connections for 10 refused keys; want none", d)
+	d, took := acquires(b)-before, time.Since(start)
+	if bg := backgroundAcquires(took); d > bg {
+		t.Errorf("the second server took %d database connections for 10 refused keys in %v; want none (at most %d for background work)", d, took.Round(time.Millisecond), bg)
 	}
+	t.Logf("the second server took %d connections for 10 refused keys (in %v)", d, took.Round(time.Millisecond))
 	b.Expect(b.Do("GET", "/v1/me", nil), 200, "")
 }

@@ -16,32 +16,6 @@ import (
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// results returns a batch answer's results, from data (200) or details.results (422 batch_failed).
-func results(t *testing.T, r *servertest.Response) []map[string]any {
-	t.Helper()
-	list, ok := r.Body["data"].([]any)
-	if !ok {
-		env, _ := r.Body["error"].(map[string]any)
-		d, _ := env["details"].(map[string]any)
-		list, _ = d["results"].([]any)
-	}
-	out := make([]map[string]any, len(list))
-	for i, x := range list {
-		out[i], _ = x.(map[string]any)
-	}
-	return out
-}
-
-// statuses lists the results' statuses.
-func statuses(t *testing.T, r *servertest.Response) string {
-	t.Helper()
-	var out []string
-	for _, res := range results(t, r) {
-		out = append(out, fmt.Sprint(res["status"]))
-	}
-	return strings.Join(out, ",")
-}
-
 // companiesNamed counts the active companies whose name contains s.
 func companiesNamed(t *testing.T, e *servertest.Env, s string) int {
 	t.Helper()
@@ -75,14 +49,14 @@ func TestBatch(t *testing.T) {
 				map[string]any{"op": "update", "id": heldID, "body": map[string]any{"description": "stale"}, "if_match": heldTag}, // 412
 			}})
 			e.Expect(r, 200, "")
-			if got := statuses(t, r); got != "201,409,201,422,200,201,404,412" {
+			if got := r.Statuses(); got != "201,409,201,422,200,201,404,412" {
 				t.Errorf("per_item statuses %s: %s", got, r.Raw)
 			}
 			meta, _ := r.Body["meta"].(map[string]any)
 			if fmt.Sprintf("%v %v %v", meta["succeeded"], meta["failed"], meta["mode"]) != "4 4 per_item" {
 				t.Errorf("meta %v", meta)
 			}
-			res := results(t, r)
+			res := r.Results()
 			if err, _ := res[1]["error"].(map[string]any); err["code"] != "conflict" {
 				t.Errorf("item 1: %v", res[1])
 			}
@@ -112,7 +86,7 @@ func TestBatch(t *testing.T) {
 				map[string]any{"op": "create", "body": map[string]any{"name": 5}},
 			}})
 			e.Expect(r, 422, "batch_failed")
-			if got := statuses(t, r); got != "424,422" {
+			if got := r.Statuses(); got != "424,422" {
 				t.Errorf("atomic statuses %s", got)
 			}
 			// atomic, a refusal found inside the transaction (a held key, after a run of creates).
@@ -122,7 +96,7 @@ func TestBatch(t *testing.T) {
 				map[string]any{"op": "update", "id": heldID, "body": map[string]any{"description": "atomic"}},
 			}})
 			e.Expect(r, 422, "batch_failed")
-			if got := statuses(t, r); got != "424,409,424" {
+			if got := r.Statuses(); got != "424,409,424" {
 				t.Errorf("atomic statuses %s: %s", got, r.Raw)
 			}
 			if n := companiesNamed(t, e, "AT "); n != 0 {
@@ -172,7 +146,7 @@ func TestBatch(t *testing.T) {
 				map[string]any{"op": "create", "body": map[string]any{"name": "Twin b", "domain": "twin.example"}},
 				map[string]any{"op": "create", "body": map[string]any{"name": "Twin c"}},
 			}})
-			if got := statuses(t, r); got != "201,409,201" {
+			if got := r.Statuses(); got != "201,409,201" {
 				t.Errorf("twin statuses %s: %s", got, r.Raw)
 			}
 
@@ -184,8 +158,8 @@ func TestBatch(t *testing.T) {
 			first := e.Do("POST", "/v1/companies/batch", body, "Idempotency-Key", "batch-1")
 			again := e.Do("POST", "/v1/companies/batch", body, "Idempotency-Key", "batch-1")
 			e.Expect(again, 200, "")
-			if again.Header.Get("Idempotent-Replayed") != "true" || statuses(t, again) != statuses(t, first) ||
-				results(t, again)[0]["data"].(map[string]any)["id"] != results(t, first)[0]["data"].(map[string]any)["id"] {
+			if again.Header.Get("Idempotent-Replayed") != "true" || again.Statuses() != first.Statuses() ||
+				again.Results()[0]["data"].(map[string]any)["id"] != first.Results()[0]["data"].(map[string]any)["id"] {
 				t.Errorf("replay differs: %s vs %s", again.Raw, first.Raw)
 			}
 			if n := companiesNamed(t, e, "Idem one"); n != 1 {
@@ -239,7 +213,7 @@ func TestBatchAccess(t *testing.T) {
 			}
 			r := e.DoKey(pen, "POST", "/v1/companies/batch", map[string]any{"mode": "per_item", "items": items})
 			e.Expect(r, 200, "")
-			if got := statuses(t, r); got != "201,404,422" {
+			if got := r.Statuses(); got != "201,404,422" {
 				t.Errorf("pen statuses %s: %s", got, r.Raw)
 			}
 			if got := e.Do("GET", "/v1/companies/"+adminID, nil).Data()["name"]; got != "Admin's" {
@@ -252,7 +226,7 @@ func TestBatchAccess(t *testing.T) {
 			} {
 				r := e.DoKey(key, "POST", "/v1/companies/batch", map[string]any{"mode": "per_item", "items": items})
 				e.Expect(r, 200, "")
-				if got := statuses(t, r); got != "403,403,403" {
+				if got := r.Statuses(); got != "403,403,403" {
 					t.Errorf("%s: statuses %s: %s", name, got, r.Raw)
 				}
 				if strings.Contains(string(r.Raw), "Admin's") {
@@ -288,10 +262,10 @@ func TestBatchHooks(t *testing.T) {
 				map[string]any{"op": "create", "body": map[string]any{"name": "Won deal", "pipeline_id": pipeline, "stage_id": won, "close_date": "2026-11-01"}},
 			}})
 			e.Expect(r, 200, "")
-			if got := statuses(t, r); got != "201,422,201" {
+			if got := r.Statuses(); got != "201,422,201" {
 				t.Fatalf("statuses %s: %s", got, r.Raw)
 			}
-			res := results(t, r)
+			res := r.Results()
 			if err, _ := res[1]["error"].(map[string]any); !strings.Contains(fmt.Sprint(err["details"]), "close_date") {
 				t.Errorf("the veto does not name close_date: %v", res[1])
 			}

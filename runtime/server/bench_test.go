@@ -142,9 +142,9 @@ func BenchmarkCreate(b *testing.B) {
 // BenchmarkHookedWrite compares a create through HTTP with one plugin Before hook (a separate process
 // over gRPC) and the same create on a server whose definitions name no hook.
 func BenchmarkHookedWrite(b *testing.B) {
-	dir := pluginsDir(b)
+	dir := servertest.PluginsDir(b)
 	buildNameRules(b, dir, "forbidden")
-	hooked := definitionsWithHooks(b, "companies", "name-rules")
+	hooked := servertest.DefinitionsWithHooks(b, "companies", "name-rules")
 	for _, backend := range servertest.Backends {
 		b.Run(string(backend), func(b *testing.B) {
 			for _, c := range []struct{ name, defs string }{{"no_hook", servertest.DefinitionsDir()}, {"one_hook", hooked}} {

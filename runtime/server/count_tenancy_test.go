@@ -197,7 +197,7 @@ func TestCountEstimateTenancy(t *testing.T) {
 				}
 				r := e.DoKey(keyB, "POST", "/v1/"+tenancyResource+"/batch", map[string]any{"mode": "atomic", "items": items})
 				e.Expect(r, 200, "")
-				for _, it := range results(t, r) {
+				for _, it := range r.Results() {
 					data, _ := it["data"].(map[string]any)
 					id, _ := data["id"].(string)
 					if id == "" {

@@ -32,7 +32,7 @@ func walkCount(t *testing.T, e *servertest.Env, key, path string) int {
 		res := e.DoKey(key, "GET", path+"&page_size=7&cursor="+url.QueryEscape(cursor), nil)
 		e.Expect(res, 200, "")
 		n += len(res.List())
-		if cursor = nextCursor(res); cursor == "" {
+		if cursor = res.NextCursor(); cursor == "" {
 			return n
 		}
 	}
@@ -77,7 +77,7 @@ func TestCounts(t *testing.T) {
 					t.Errorf("%s count=exact: %d %v %v, want %d", base, n, ok, est, c.want)
 				}
 				// A later page counts the same: every page, not what follows the cursor.
-				if next := nextCursor(res); next != "" {
+				if next := res.NextCursor(); next != "" {
 					res2 := e.DoKey(c.key, "GET", base+"&count=exact&page_size=2&cursor="+url.QueryEscape(next), nil)
 					if n, _, _ := totalOf(t, res2); n != c.want {
 						t.Errorf("%s second page counts %d", base, n)

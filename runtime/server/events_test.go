@@ -102,7 +102,7 @@ func TestEventFeed(t *testing.T) {
 				map[string]any{"op": "upsert", "key": "domain", "value": "up.example", "body": map[string]any{"name": "Upserted"}},
 			}})
 			e.Expect(br, 200, "")
-			last := results(t, br)[2]["data"].(map[string]any)["id"].(string)
+			last := br.Results()[2]["data"].(map[string]any)["id"].(string)
 
 			evs := awaitEvent(t, e, "", last, "companies.created")
 			want := "companies.created,companies.updated,companies.archived,companies.restored,contacts.created,companies.linked,companies.unlinked,companies.created,companies.created,companies.created"

@@ -44,7 +44,7 @@ func newExpandWorld(t *testing.T, e *servertest.Env) *expandWorld {
 	w := &expandWorld{t: t, e: e, cat: e.Server.Backend().Catalog, gen: sample.New(23), ids: map[string][]string{"entity_members": {e.Member}},
 		seen: map[string]map[string]any{}, now: time.Now()}
 	w.gen.SetLookup(func(_, id string) map[string]any { return w.seen[id] })
-	for _, r := range resourceOrder(w.cat) {
+	for _, r := range servertest.ResourceOrder(w.cat) {
 		if !r.ModelScoped && r.Name != "entity_members" {
 			w.create(r, nil)
 		}
@@ -134,31 +134,6 @@ func (w *expandWorld) link(r *model.Resource, rel model.Relation, id, target str
 	w.e.Expect(w.e.Do("PUT", path, attrs), 200, "")
 }
 
-// expandedIDs returns the ids a record's member name holds: the reference's record id, or the linked
-// records' ids.
-func expandedIDs(t *testing.T, rec map[string]any, name string) []string {
-	t.Helper()
-	v, ok := rec[name]
-	if !ok {
-		t.Fatalf("no member %s in %v", name, rec)
-	}
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		if data, ok := x["data"].([]any); ok {
-			var out []string
-			for _, d := range data {
-				out = append(out, d.(map[string]any)["id"].(string))
-			}
-			return out
-		}
-		return []string{x["id"].(string)}
-	}
-	t.Fatalf("member %s is %T", name, v)
-	return nil
-}
-
 // Every relation of every resource expands, on get, list and query, to the record it relates to.
 func TestExpandEveryRelation(t *testing.T) {
 	t.Parallel()
@@ -183,7 +158,7 @@ func TestExpandEveryRelation(t *testing.T) {
 					base := "/v1/" + r.Name
 					got := e.Do("GET", base+"/"+sid+"?expand="+rel.Name, nil)
 					e.Expect(got, 200, "")
-					if ids := expandedIDs(t, got.Data(), rel.Name); len(ids) != 1 || ids[0] != tid {
+					if ids := servertest.ExpandedIDs(t, got.Data(), rel.Name); len(ids) != 1 || ids[0] != tid {
 						t.Errorf("%s/%s?expand=%s holds %v, want %s", r.Name, sid, rel.Name, ids, tid)
 					}
 					if rel.Field != nil && got.Data()[rel.Field.Key] != tid {
@@ -201,7 +176,7 @@ func TestExpandEveryRelation(t *testing.T) {
 					for what, res := range map[string]*servertest.Response{"query": q, "list": l} {
 						if recs := res.List(); len(recs) != 1 {
 							t.Errorf("%s %s: %d records", what, r.Name, len(recs))
-						} else if ids := expandedIDs(t, recs[0], rel.Name); len(ids) != 1 || ids[0] != tid {
+						} else if ids := servertest.ExpandedIDs(t, recs[0], rel.Name); len(ids) != 1 || ids[0] != tid {
 							t.Errorf("%s %s expand=%s holds %v, want %s", what, r.Name, rel.Name, ids, tid)
 						}
 					}
@@ -219,7 +194,7 @@ func TestExpandEveryRelation(t *testing.T) {
 							inner = inner["data"].([]any)[0].(map[string]any)
 						}
 						for _, tr := range trels[:len(paths)] {
-							expandedIDs(t, inner, tr.Name) // fails the test when absent or malformed
+							servertest.ExpandedIDs(t, inner, tr.Name) // fails the test when absent or malformed
 						}
 					}
 					checked++
@@ -269,13 +244,13 @@ func TestExpandTwoLevels(t *testing.T) {
 				t.Fatalf("company %v", co)
 			}
 			linked := co["contacts"].(map[string]any)
-			if ids := expandedIDs(t, co, "contacts"); fmt.Sprint(ids) != fmt.Sprint(contacts[:listplan.ExpandedLinks]) || linked["has_more"] != true {
+			if ids := servertest.ExpandedIDs(t, co, "contacts"); fmt.Sprint(ids) != fmt.Sprint(contacts[:listplan.ExpandedLinks]) || linked["has_more"] != true {
 				t.Errorf("company.contacts %v has_more %v, want the oldest %d of %v and more", ids, linked["has_more"], listplan.ExpandedLinks, contacts)
 			}
 			if linked["url"] != "/v1/companies/"+company+"/contacts" {
 				t.Errorf("url %v", linked["url"])
 			}
-			if ids := expandedIDs(t, d, "primary_contact"); len(ids) != 1 || ids[0] != contacts[0] {
+			if ids := servertest.ExpandedIDs(t, d, "primary_contact"); len(ids) != 1 || ids[0] != contacts[0] {
 				t.Errorf("primary_contact %v", ids)
 			}
 			dc := d["contacts"].(map[string]any)
@@ -283,7 +258,7 @@ func TestExpandTwoLevels(t *testing.T) {
 				t.Errorf("contacts has_more %v", dc["has_more"])
 			}
 			// An association inside an association: the deal's contact's companies.
-			if inner := dc["data"].([]any)[0].(map[string]any); fmt.Sprint(expandedIDs(t, inner, "companies")) != fmt.Sprint([]string{company}) {
+			if inner := dc["data"].([]any)[0].(map[string]any); fmt.Sprint(servertest.ExpandedIDs(t, inner, "companies")) != fmt.Sprint([]string{company}) {
 				t.Errorf("contacts.companies %v", inner["companies"])
 			}
 
@@ -571,76 +546,5 @@ func checkExpandMasks(t *testing.T, e *servertest.Env, roles ...string) {
 	text := string(mustJSON(doc.Data()["expand"]))
 	if !strings.Contains(text, `{"expandable":false,"field":"company_id","kind":"reference","name":"company","target":"companies"}`) || strings.Contains(text, `"stage"`) {
 		t.Errorf("refmask's catalog expand: %s", text)
-	}
-}
-
-// foreignIDsNeverExpand stores, in the database, the ids of another workspace's records (aIDs) in the
-// reference fields of workspace ws's deal and a link from it to the other workspace's contact, then
-// expands them with ws's key: every reference expands to null, the association to no record, and no
-// answer holds any of secrets but the ids stored in the deal's own fields.
-func foreignIDsNeverExpand(t *testing.T, e *servertest.Env, ws, key, deal string, aIDs map[string][]string, secrets []string) {
-	t.Helper()
-	st := e.Server.Backend().Store
-	d := st.Dialect()
-	ctx := store.WithWorkspace(context.Background(), ws)
-	r, _ := e.Server.Backend().Catalog.Resource("deals")
-	stored := map[string]bool{}
-	var refs []string
-	for _, rel := range r.Relations() {
-		if rel.Many() || len(aIDs[rel.Target]) == 0 {
-			continue
-		}
-		foreign := aIDs[rel.Target][0]
-		stmt := d.Bind(fmt.Sprintf("UPDATE %s SET %s = ? WHERE %s = ? AND %s = ?", sqlgen.Quote(r.Table), sqlgen.Quote(rel.Field.Column), sqlgen.Quote("workspace_id"), sqlgen.Quote("id")), foreign, ws, deal)
-		if n, err := st.Exec(ctx, stmt); err != nil || n != 1 {
-			t.Fatalf("store A's %s in B's deal: %d rows, %v", rel.Field.Key, n, err)
-		}
-		stored[foreign] = true
-		refs = append(refs, rel.Name)
-	}
-	contacts, _ := r.Relation("contacts")
-	res, name, fromOwner := contacts.Assoc.StoredAs("deals")
-	owner, target := deal, aIDs["contacts"][0]
-	if !fromOwner {
-		owner, target = target, owner
-	}
-	now := time.Now().UTC()
-	ins := d.Bind(`INSERT INTO "associations" ("workspace_id", "owner_resource", "name", "owner_id", "target_resource", "target_id", "attributes", "created_at", "updated_at") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		ws, res, name, owner, "contacts", target, "{}", now, now)
-	if _, err := st.Exec(ctx, ins); err != nil {
-		t.Fatalf("store a link from B's deal to A's contact: %v", err)
-	}
-	for len(refs) > 0 {
-		n := min(len(refs), listplan.MaxExpansions-1)
-		names := append(refs[:n:n], "contacts")
-		refs = refs[n:]
-		exp := url.QueryEscape(strings.Join(names, ","))
-		for _, path := range []string{"/v1/deals/" + deal + "?expand=" + exp, "/v1/deals?include_archived=true&page_size=100&expand=" + exp} {
-			got := e.DoKey(key, "GET", path, nil)
-			e.Expect(got, 200, "")
-			raw := string(got.Raw)
-			for id := range stored {
-				raw = strings.ReplaceAll(raw, id, "STORED")
-			}
-			for _, s := range secrets {
-				if strings.Contains(raw, s) {
-					t.Errorf("B's %s holds %s of workspace A: %.400s", path, s, got.Raw)
-				}
-			}
-			recs := got.List()
-			if len(recs) == 0 {
-				recs = []map[string]any{got.Data()}
-			}
-			for _, rec := range recs {
-				if rec["id"] != deal {
-					continue
-				}
-				for _, n := range names {
-					if ids := expandedIDs(t, rec, n); len(ids) != 0 {
-						t.Errorf("B's deal expands %s to A's %v", n, ids)
-					}
-				}
-			}
-		}
 	}
 }

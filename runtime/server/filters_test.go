@@ -297,7 +297,7 @@ func TestFilterGroupsCursor(t *testing.T) {
 			}
 			first := e.Do("POST", "/v1/deals/query", map[string]any{"filters": tree(5), "cursor": "start", "page_size": 2})
 			e.Expect(first, 200, "")
-			next := nextCursor(first)
+			next := first.NextCursor()
 			if next == "" {
 				t.Fatal("no next cursor")
 			}

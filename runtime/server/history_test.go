@@ -34,7 +34,7 @@ func historyWalk(t *testing.T, e *servertest.Env, key, path string, size int) []
 		page := res.List()
 		out = append(out, page...)
 		meta, _ := res.Body["meta"].(map[string]any)
-		cursor = nextCursor(res)
+		cursor = res.NextCursor()
 		if (cursor != "") != (meta["has_more"] == true) {
 			t.Fatalf("%s: next_cursor %q with has_more %v", path, cursor, meta["has_more"])
 		}
@@ -147,13 +147,13 @@ func TestHistory(t *testing.T) {
 			// Cursors: a forged, an edited, and another record's cursor are 400.
 			first := e.Do("GET", path+"?page_size=1", nil)
 			e.Expect(first, 200, "")
-			cursor := nextCursor(first)
+			cursor := first.NextCursor()
 			if cursor == "" {
 				t.Fatal("no cursor after a page of 1")
 			}
 			other := e.Do("POST", "/v1/companies", map[string]any{"name": "Other"}).Data()["id"].(string)
 			e.Expect(e.Do("PATCH", "/v1/companies/"+other, map[string]any{"name": "Other, renamed"}), 200, "")
-			otherCursor := nextCursor(e.Do("GET", "/v1/companies/"+other+"/history?page_size=1", nil))
+			otherCursor := e.Do("GET", "/v1/companies/"+other+"/history?page_size=1", nil).NextCursor()
 			edited := []byte(cursor)
 			i := len(edited) / 2
 			if edited[i] == 'A' {
@@ -161,7 +161,7 @@ func TestHistory(t *testing.T) {
 			} else {
 				edited[i] = 'A'
 			}
-			listCursor := nextCursor(e.Do("GET", "/v1/companies?page_size=1&cursor=start", nil))
+			listCursor := e.Do("GET", "/v1/companies?page_size=1&cursor=start", nil).NextCursor()
 			for _, c := range []string{string(edited), otherCursor, listCursor, "not-a-cursor", strings.Repeat("x", 5000), cursor + "x"} {
 				res := e.Do("GET", path+"?cursor="+url.QueryEscape(c), nil)
 				e.Expect(res, 400, "invalid_request")

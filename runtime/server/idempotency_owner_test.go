@@ -15,6 +15,7 @@ import (
 // the claim over and runs, long before the claim's 60 s lease; a claim whose instance left no row at all
 // is taken over at once; a claim of a live instance (here the serving server's own) still answers 409.
 func TestIdempotencyDeadOwner(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -14,6 +14,7 @@ import (
 // included), the stored key (recordsctl key list) after the flush. Behind a trusted proxy the address is
 // the forwarded client.
 func TestKeyLastUsed(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

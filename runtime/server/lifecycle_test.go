@@ -15,21 +15,6 @@ import (
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// resourceOrder lists resources so that vocabularies come before the records that point at them and
-// required references before their referrers.
-func resourceOrder(cat *model.Catalog) []*model.Resource {
-	groups := []string{"sales_vocabulary", "activity_vocabulary", "delivery_vocabulary", "workspace", "crm", "delivery", "custom"}
-	var out []*model.Resource
-	for _, g := range groups {
-		for _, r := range cat.CreationOrder() {
-			if r.Group == g {
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
 // sameValue compares a value sent with the value returned, through the field's canonical form.
 func sameValue(t *testing.T, f *model.Field, sent, got any) bool {
 	t.Helper()
@@ -79,7 +64,7 @@ func runLifecycle(t *testing.T, e *servertest.Env, only map[string]bool) {
 	seen := map[string]map[string]any{} // records by id, so bodies keep the plugins' rules
 	gen.SetLookup(func(_, id string) map[string]any { return seen[id] })
 	now := time.Now()
-	for _, r := range resourceOrder(b.Catalog) {
+	for _, r := range servertest.ResourceOrder(b.Catalog) {
 		if only != nil && !only[r.Name] {
 			continue
 		}

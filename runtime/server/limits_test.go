@@ -24,6 +24,7 @@ func n(v int64) *int64 { return &v }
 // hour, not per minute: a minute's window of 25 refills a request every 2.4 s, which 100 requests under
 // -race on a loaded machine can outlast.)
 func TestRateLimitExact(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -23,7 +23,7 @@ func seedAll(t *testing.T, e *servertest.Env) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range resourceOrder(be.Catalog) {
+	for _, r := range servertest.ResourceOrder(be.Catalog) {
 		for i := 0; i < 2; i++ {
 			if r.ReadOnly() {
 				if r.Name == "entity_members" {

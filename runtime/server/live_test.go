@@ -21,6 +21,7 @@ import (
 // metric, and the version before is served on. The record written under the old version reads back
 // under the new one.
 func TestDefinitionsSwitch(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

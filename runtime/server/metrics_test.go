@@ -36,36 +36,6 @@ func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// value returns the counter, gauge or histogram count of the series of name with exactly labels.
-func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f, ok := fams[name]
-	if !ok {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		if len(m.Label) != len(labels) {
-			continue
-		}
-		for _, l := range m.Label {
-			if labels[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 func seriesCount(fams map[string]*dto.MetricFamily, prefix string) int {
 	n := 0
 	for name, f := range fams {
@@ -81,8 +51,10 @@ var unboundedValue = regexp.MustCompile(`(?i)[0-9a-f]{8}-[0-9a-f]{4}-|wsk_|/`)
 // After traffic of every kind, /metrics has the expected series, and every label value comes from a
 // bounded set: resource and operation names, status codes, plugin names; never an id, a key or a path.
 func TestMetricsAfterTraffic(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel() // each server has its own registry (metrics.New)
 			e := servertest.Start(t, b, servertest.Options{Metrics: true})
 			ms := httptest.NewServer(e.Server.Metrics().Handler())
 			t.Cleanup(ms.Close)
@@ -130,12 +102,12 @@ func TestMetricsAfterTraffic(t *testing.T) {
 				{"records_http_requests_in_flight", map[string]string{}, 0},
 				{"go_goroutines", map[string]string{}, 1},
 			} {
-				v, ok := value(fams, c.name, c.labels)
+				v, ok := servertest.MetricValue(fams, c.name, c.labels)
 				if !ok || v < c.min {
 					t.Errorf("%s%v = %v (present %v), want ≥ %v", c.name, c.labels, v, ok, c.min)
 				}
 			}
-			if v, _ := value(fams, "records_idempotent_replays_total", map[string]string{"resource": "companies"}); v != 1 {
+			if v, _ := servertest.MetricValue(fams, "records_idempotent_replays_total", map[string]string{"resource": "companies"}); v != 1 {
 				t.Errorf("replays = %v, want exactly 1", v)
 			}
 

@@ -16,6 +16,7 @@ import (
 // outbox — unless the owner opted out or the key was revoked or expired first. Several servers sending
 // the due reminders at once write each notification once.
 func TestKeyExpiryReminders(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

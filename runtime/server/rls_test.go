@@ -3,10 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
-	"net/url"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +13,7 @@ import (
 
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/customfields"
-	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/tenancy"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -51,7 +48,7 @@ var noRowSecurity = map[string]string{
 // pool of two connections.
 func TestRowLevelSecurity(t *testing.T) {
 	t.Parallel()
-	e := startSmallPool(t)
+	e := tenancy.StartSmallPool(t)
 	ctx := context.Background()
 	be := e.Server.Backend()
 	st := be.Store
@@ -212,29 +209,4 @@ WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
 		len(want), len(noRowSecurity), owned)
 
 	runStoreScopeLeak(t, e, 1000)
-}
-
-// superuser connects to e's PostgreSQL database as the administrator of RECORDS_TEST_POSTGRES, who
-// bypasses row-level security.
-func superuser(t *testing.T, e *servertest.Env) *pgx.Conn {
-	t.Helper()
-	admin := os.Getenv("RECORDS_TEST_POSTGRES")
-	if admin == "" {
-		admin = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	cfg, err := pgx.ParseConfig(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := url.Parse(e.Config.DB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Database = strings.TrimPrefix(u.Path, "/")
-	conn, err := pgx.ConnectConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
 }

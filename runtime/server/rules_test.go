@@ -129,7 +129,7 @@ func TestDeclarativeRules(t *testing.T) {
 				map[string]any{"op": "update", "id": id, "body": map[string]any{"status": "draft"}},
 			}})
 			e.Expect(res, 200, "")
-			if got := statuses(t, res); got != "422,201,422" {
+			if got := res.Statuses(); got != "422,201,422" {
 				t.Errorf("batch statuses %s: %s", got, res.Raw)
 			}
 

@@ -160,7 +160,7 @@ func TestUpsertConcurrent(t *testing.T) {
 			t.Parallel()
 			e, client := concurrentEnv(t, b)
 			total, values := 1000, 50
-			if raceBuild {
+			if servertest.Race {
 				total = 250 // the race step looks for data races, not for the count: 1,000 take 19 s there
 			}
 			var created, updated atomic.Int32

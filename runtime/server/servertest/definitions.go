@@ -7,10 +7,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/workspace-records/records/engine/model"
 )
 
 // CopyDefinitions copies the shipped definitions into a new directory of the test and returns it, for a
@@ -40,6 +43,43 @@ func CopyDefinitions(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// ResourceOrder lists cat's resources so that vocabularies come before the records that point at them
+// and required references before their referrers.
+func ResourceOrder(cat *model.Catalog) []*model.Resource {
+	groups := []string{"sales_vocabulary", "activity_vocabulary", "delivery_vocabulary", "workspace", "crm", "delivery", "custom"}
+	var out []*model.Resource
+	for _, g := range groups {
+		for _, r := range cat.CreationOrder() {
+			if r.Group == g {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+var hooksLine = regexp.MustCompile(`(?m)^hooks: \[.*\]$`)
+
+// DefinitionsWithHooks copies the shipped definitions (CopyDefinitions) with resource's hooks set to
+// names, and returns the copy.
+func DefinitionsWithHooks(t testing.TB, resource string, names ...string) string {
+	t.Helper()
+	dir := CopyDefinitions(t)
+	path := filepath.Join(dir, "resources", resource+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hooksLine.Match(data) {
+		t.Fatalf("%s has no hooks list", resource)
+	}
+	text := hooksLine.ReplaceAllLiteralString(string(data), "hooks: ["+strings.Join(names, ", ")+"]")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // What EvolveDefinitions adds to a copy of the shipped definitions: a field of tags, a rule on it

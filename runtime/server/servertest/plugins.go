@@ -10,9 +10,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/plugins"
 )
 
 // The plugins the shipped definitions name, by directory under plugins/.
@@ -20,7 +25,7 @@ var shipped = []string{"deal-rules", "signal-rules", "task-rules"}
 
 var (
 	pluginsOnce sync.Once
-	pluginsDir  string
+	shippedDir  string
 	pluginsErr  error
 )
 
@@ -37,11 +42,58 @@ func RepoDir() string {
 // test binaries never run a half-written program.
 func ShippedPlugins(t testing.TB) string {
 	t.Helper()
-	pluginsOnce.Do(func() { pluginsDir, pluginsErr = buildShipped() })
+	pluginsOnce.Do(func() { shippedDir, pluginsErr = buildShipped() })
 	if pluginsErr != nil {
 		t.Fatalf("build shipped plugins: %v", pluginsErr)
 	}
-	return pluginsDir
+	return shippedDir
+}
+
+// PluginsDir returns a new plugins directory of the test holding the shipped plugins (as links), for
+// tests that add their own (BuildPlugin).
+func PluginsDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	shipped := ShippedPlugins(t)
+	entries, err := os.ReadDir(shipped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(shipped, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// PluginStatus returns host's status of the named plugin.
+func PluginStatus(t testing.TB, host *plugins.Host, name string) plugins.Status {
+	t.Helper()
+	for _, st := range host.Statuses() {
+		if st.Name == name {
+			return st
+		}
+	}
+	t.Fatalf("plugin %s not loaded: %+v", name, host.Statuses())
+	return plugins.Status{}
+}
+
+// WaitGone waits until process pid no longer exists (or is a zombie), for at most 5 s.
+func WaitGone(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
+			return
+		}
+		// A killed child stays a zombie until reaped; go-plugin reaps its children.
+		if data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat")); err == nil && strings.Contains(string(data), ") Z ") {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("plugin process %d still running", pid)
 }
 
 func buildShipped() (string, error) {

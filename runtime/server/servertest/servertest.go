@@ -393,6 +393,64 @@ func (r *Response) Code() string {
 	return c
 }
 
+// Results returns a batch answer's results, from data (200) or error.details.results (422
+// batch_failed).
+func (r *Response) Results() []map[string]any {
+	list, ok := r.Body["data"].([]any)
+	if !ok {
+		env, _ := r.Body["error"].(map[string]any)
+		d, _ := env["details"].(map[string]any)
+		list, _ = d["results"].([]any)
+	}
+	out := make([]map[string]any, len(list))
+	for i, x := range list {
+		out[i], _ = x.(map[string]any)
+	}
+	return out
+}
+
+// Statuses lists a batch answer's results' statuses, joined by commas ("201,409,201").
+func (r *Response) Statuses() string {
+	var out []string
+	for _, res := range r.Results() {
+		out = append(out, fmt.Sprint(res["status"]))
+	}
+	return strings.Join(out, ",")
+}
+
+// NextCursor returns a list answer's meta.next_cursor ("" when there is none).
+func (r *Response) NextCursor() string {
+	meta, _ := r.Body["meta"].(map[string]any)
+	c, _ := meta["next_cursor"].(string)
+	return c
+}
+
+// ExpandedIDs returns the ids member name of rec expanded to: none for null, one for a reference, the
+// linked records' for an association ({"data": [...]}). It fails the test when the member is absent or
+// of another shape.
+func ExpandedIDs(t testing.TB, rec map[string]any, name string) []string {
+	t.Helper()
+	v, ok := rec[name]
+	if !ok {
+		t.Fatalf("no member %s in %v", name, rec)
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		if data, ok := x["data"].([]any); ok {
+			var out []string
+			for _, d := range data {
+				out = append(out, d.(map[string]any)["id"].(string))
+			}
+			return out
+		}
+		return []string{x["id"].(string)}
+	}
+	t.Fatalf("member %s is %T", name, v)
+	return nil
+}
+
 // Do sends a request with the env's key. body may be nil, a []byte sent verbatim, or a value to encode.
 // It fails the test on any 5xx and on any response that breaks the envelope rules.
 func (e *Env) Do(method, path string, body any, header ...string) *Response {

@@ -97,8 +97,8 @@ func (s *shared) start(b Backend) {
 		}
 		return
 	}
-	pluginsOnce.Do(func() { pluginsDir, pluginsErr = buildShipped() })
-	if s.cfg.PluginsDir, s.err = pluginsDir, pluginsErr; s.err != nil {
+	pluginsOnce.Do(func() { shippedDir, pluginsErr = buildShipped() })
+	if s.cfg.PluginsDir, s.err = shippedDir, pluginsErr; s.err != nil {
 		drop()
 		return
 	}

@@ -1,5 +1,6 @@
 // Command chaos-rules is a test plugin that misbehaves on request, for the plugin chaos tests
-// (runtime/server/plugin_chaos_test.go). It is never shipped: it lives under testdata and tests build it.
+// (runtime/server/solo/plugin_chaos_test.go, runtime/plugins). It is never shipped: it lives under
+// testdata and tests build it.
 //
 // The name of the record being written says what each hook does: "before=KIND after=KIND …" (a missing
 // word means ok). The kinds:

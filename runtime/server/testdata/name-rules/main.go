@@ -1,6 +1,7 @@
 // Command name-rules is a test plugin: it refuses a record whose name contains the word set at build
 // time (-ldflags "-X main.forbidden=…"), so tests can swap one build for another; its After hook appends
-// what it was told to the file named by NAME_RULES_AFTER_FILE, when set.
+// what it was told to the file set at build time too (-X main.afterFile=…), when set. (Not from the
+// environment: a plugin gets the whole environment of the test process, which parallel tests share.)
 package main
 
 import (
@@ -13,7 +14,10 @@ import (
 	"github.com/workspace-records/records/plugins/sdk"
 )
 
-var forbidden = "forbidden"
+var (
+	forbidden = "forbidden"
+	afterFile string
+)
 
 func main() {
 	sdk.Serve("name-rules", "test-"+forbidden, sdk.Rules{Before: func(_ context.Context, c *sdk.Call) (*sdk.Result, error) {
@@ -26,7 +30,7 @@ func main() {
 }
 
 func after(_ context.Context, c *sdk.Call, record map[string]any) error {
-	path := os.Getenv("NAME_RULES_AFTER_FILE")
+	path := afterFile
 	if path == "" {
 		return nil
 	}

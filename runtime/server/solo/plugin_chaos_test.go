@@ -1,9 +1,9 @@
-package server_test
+package solo_test
 
 // Plugin chaos (research note §8 item 12, scenarios P1–P4): the test plugin chaos-rules
-// (testdata/chaos-rules, built from source, run by go-plugin as a real process) is named in the hooks of
-// companies and misbehaves in its Before or After hook as the name of the company being written asks —
-// panics, exits, hangs, stops, floods its output. Through a real listener, with a hook deadline of
+// (runtime/server/testdata/chaos-rules, built from source, run by go-plugin as a real process) is named
+// in the hooks of companies and misbehaves in its Before or After hook as the name of the company being
+// written asks — panics, exits, hangs, stops, floods its output. Through a real listener, with a hook deadline of
 // 100 ms, the tests check what the issue asks: the server stays up and keeps serving other resources;
 // every call answers within the deadline and a small margin; a failed Before hook refuses the write with
 // the 503 envelope and writes nothing, a failed After hook leaves the write standing; the test process
@@ -86,7 +86,7 @@ type chaosRig struct {
 // plugin's environment (CHAOS_FLOOD_BYTES, CHAOS_SLOW).
 func newChaosRig(t *testing.T, b servertest.Backend, env map[string]string) *chaosRig {
 	t.Helper()
-	dir := pluginsDir(t)
+	dir := servertest.PluginsDir(t)
 	r := &chaosRig{t: t, parent: t, b: b, log: &logTally{}, want: map[string]bool{}, lat: map[string][]time.Duration{},
 		status: map[string]map[int]int{}, pids: map[int]bool{}}
 	r.program = servertest.BuildPlugin(t, dir, "chaos-rules", "./runtime/server/testdata/chaos-rules")
@@ -104,7 +104,7 @@ func newChaosRig(t *testing.T, b servertest.Backend, env map[string]string) *cha
 		t.Setenv(k, v)
 	}
 	r.e = servertest.Start(t, b, servertest.Options{
-		DefinitionsDir: definitionsWithHooks(t, "companies", "chaos-rules"),
+		DefinitionsDir: servertest.DefinitionsWithHooks(t, "companies", "chaos-rules"),
 		PluginsDir:     dir,
 		PluginTimeout:  chaosDeadline,
 		Log:            r.log,
@@ -194,7 +194,7 @@ func (r *chaosRig) write(key, name string) *servertest.Response {
 // detector.
 func (r *chaosRig) bound() time.Duration {
 	margin := chaosMargin
-	if raceBuild {
+	if servertest.Race {
 		margin *= 4
 	}
 	if r.b == servertest.SQLite {
@@ -214,7 +214,7 @@ func (r *chaosRig) refused(name string, res *servertest.Response) {
 // at most chaosRecovery after since; it returns when the write succeeded.
 func (r *chaosRig) mustWrite(key, name string, since time.Time) {
 	recovery := chaosRecovery
-	if raceBuild {
+	if servertest.Race {
 		recovery *= 3
 	}
 	for try := 1; ; try++ {
@@ -331,8 +331,12 @@ func (r *chaosRig) phase(n int, kinds ...string) {
 	r.steady(early, late)
 }
 
-// TestPluginChaos runs the scenarios on SQLite and PostgreSQL.
+// TestPluginChaos runs the scenarios on SQLite and PostgreSQL, one after the other.
 func TestPluginChaos(t *testing.T) {
+	// Not parallel, in package solo: it samples the goroutines, heap, RSS and chaos-rules children of
+	// the test process (sample, steady, chaosChildren), which any other test running in the process
+	// would change; and it sets the plugin's environment with t.Setenv (go-plugin passes the host's
+	// environment to the plugin process).
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			flood := 64 << 10
@@ -459,11 +463,11 @@ func (r *chaosRig) badStart(how, want string) {
 	// The start in flight ends (the hung one at go-plugin's start timeout) with the error.
 	if how != "hang" {
 		if _, ok := servertest.WaitFor(5*time.Second, func() bool {
-			return strings.Contains(pluginStatus(r.t, r.host, "chaos-rules").LastError, want)
+			return strings.Contains(servertest.PluginStatus(r.t, r.host, "chaos-rules").LastError, want)
 		}); !ok {
-			r.t.Errorf("last error %q, want it to say %q", pluginStatus(r.t, r.host, "chaos-rules").LastError, want)
+			r.t.Errorf("last error %q, want it to say %q", servertest.PluginStatus(r.t, r.host, "chaos-rules").LastError, want)
 		}
-	} else if st := pluginStatus(r.t, r.host, "chaos-rules"); !strings.Contains(st.LastError, want) {
+	} else if st := servertest.PluginStatus(r.t, r.host, "chaos-rules"); !strings.Contains(st.LastError, want) {
 		r.t.Errorf("last error %q, want it to say %q", st.LastError, want)
 	}
 	if how == "not executable" {

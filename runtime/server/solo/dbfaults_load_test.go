@@ -1,4 +1,4 @@
-package server_test
+package solo_test
 
 // The load of TestDatabaseFaults: writers, an updater and readers driving a faultEnv, every answer recorded.
 

@@ -1,12 +1,13 @@
 //go:build recordstest_unscoped
 
 // These tests run only in a test binary built with -tags recordstest_unscoped (make test runs them:
-// go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/). In that build every
-// statement engine/sqlgen writes lacks its workspace_id predicate (engine/sqlgen/scope.go), so
+// go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/unscoped/). In that build
+// every statement engine/sqlgen writes lacks its workspace_id predicate (engine/sqlgen/scope.go), so
 // PostgreSQL's row-level security is the only thing between workspaces (T5). SQLite has no row-level
 // security: without the predicate it has no guard but the row check of runtime/records, so these
-// tests run on PostgreSQL only, and no other test of the package may run in this build.
-package server_test
+// tests run on PostgreSQL only, and no other behaviour test may run in this build: this package holds
+// these alone, and shares the suites it runs with runtime/server through servertest/tenancy.
+package unscoped_test
 
 import (
 	"bytes"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/server/servertest/tenancy"
 )
 
 // requireUnscoped fails unless this binary's statements really lack the workspace predicate.
@@ -43,10 +45,10 @@ func requireUnscoped(t *testing.T, e *servertest.Env) {
 //     the same requests on that table stop being refused. So the checks above pass because of
 //     row-level security and would catch its loss.
 func TestUnscopedRowSecurity(t *testing.T) {
-	e := startSmallPool(t)
+	e := tenancy.StartSmallPool(t)
 	requireUnscoped(t, e)
-	t.Run("matrix", func(t *testing.T) { runIsolationMatrix(t, e) })
-	t.Run("pool_leak", func(t *testing.T) { runPoolLeak(t, e, 1000) })
+	t.Run("matrix", func(t *testing.T) { tenancy.IsolationMatrix(t, e) })
+	t.Run("pool_leak", func(t *testing.T) { tenancy.PoolLeak(t, e, 1000) })
 	t.Run("control", func(t *testing.T) {
 		_, _, keyA := e.NewWorkspace("enterprise", "admin", "write")
 		_, _, keyB := e.NewWorkspace("enterprise", "admin", "write")
@@ -54,7 +56,7 @@ func TestUnscopedRowSecurity(t *testing.T) {
 		e.Expect(e.DoKey(keyB, "GET", "/v1/companies/"+company, nil), 404, "not_found")
 		e.Expect(e.DoKey(keyB, "POST", "/v1/companies", map[string]any{"name": "B", "parent_company_id": company}), 422, "validation_failed")
 
-		su := superuser(t, e)
+		su := tenancy.Superuser(t, e)
 		ctx := context.Background()
 		if _, err := su.Exec(ctx, `ALTER TABLE "rec_companies" NO FORCE ROW LEVEL SECURITY`); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package server_test
+package solo_test
 
 // What TestPluginChaos measures of the host: samples of its memory, goroutines and plugin processes, the
 // log it writes, and the checks once the scenarios are over.
@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
 // chaosSample is the test process's state between calls.
@@ -74,7 +76,7 @@ func (r *chaosRig) steady(early, late chaosSample) {
 		r.t.Errorf("heap in use grew from %.1f MiB to %.1f MiB", float64(early.heap)/(1<<20), float64(late.heap)/(1<<20))
 	}
 	// The race detector's shadow memory is not given back: RSS says nothing under it.
-	if slack := max(early.rss/10, 8<<20); late.rss > early.rss+slack && !raceBuild {
+	if slack := max(early.rss/10, 8<<20); late.rss > early.rss+slack && !servertest.Race {
 		r.t.Errorf("RSS grew from %.1f MiB to %.1f MiB", float64(early.rss)/(1<<20), float64(late.rss)/(1<<20))
 	}
 	if late.children > 1 || late.zombies > 0 {
@@ -124,7 +126,7 @@ func (r *chaosRig) finish() {
 		r.t.Errorf("closing the server took %v", d)
 	}
 	for pid := range r.pids {
-		waitGone(r.t, pid)
+		servertest.WaitGone(r.t, pid)
 	}
 	if n, z := chaosChildren(); n+z > 0 {
 		r.t.Errorf("after Close: %d chaos-rules processes and %d zombies are children of the test process", n, z)

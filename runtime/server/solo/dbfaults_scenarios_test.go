@@ -1,4 +1,4 @@
-package server_test
+package solo_test
 
 // TestDatabaseFaults D3 and D4: the database turned read-only, and a statement that cannot finish before
 // the request deadline.
