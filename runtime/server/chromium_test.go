@@ -323,14 +323,6 @@ func (p *tabPage) waitFor(what, expr string) {
 	}
 }
 
-// dom returns the document's HTML.
-func (p *tabPage) dom() string {
-	p.t.Helper()
-	var s string
-	p.eval("document.documentElement.outerHTML", &s)
-	return s
-}
-
 // viewport sets the window's size; mobile emulates a phone (touch layout, meta viewport honoured).
 func (p *tabPage) viewport(width, height int, mobile bool) {
 	p.t.Helper()
