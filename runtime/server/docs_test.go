@@ -98,14 +98,15 @@ func render(t *testing.T, bin, base, url string, want []string) (png []byte) {
 	p := startBrowser(t, bin).openPage(ctx)
 	p.do("Network.enable", map[string]any{}, nil)
 	p.navigate(url)
-	// One read of the page's text per poll, not a serialisation of the whole document per wanted string:
-	// the poll must not take the main thread from the page it waits for (Redoc over a large document).
+	// One read of the page's text per poll, every 100 ms, not a serialisation of the whole document per
+	// wanted string: the poll must not take the main thread from the page it waits for (Redoc over a large
+	// document). The whole budget, not waitTimeout: the full reference may take longer than that.
 	words := make([]string, len(want))
 	for i, w := range want {
 		words[i] = jsString(w)
 	}
-	p.waitFor(fmt.Sprintf("the page to render %q within %v", want, docsBudget),
-		"((t) => ["+strings.Join(words, ", ")+"].every((w) => t.includes(w)))(document.documentElement.textContent || '')")
+	p.waitEvery(fmt.Sprintf("the page to render %q within %v", want, docsBudget),
+		"((t) => ["+strings.Join(words, ", ")+"].every((w) => t.includes(w)))(document.documentElement.textContent || '')", 100*time.Millisecond, docsBudget)
 	png = p.screenshot()
 	t.Logf("chromium rendered the page in %v", time.Since(t0).Round(time.Millisecond))
 	p.checkConsole()
