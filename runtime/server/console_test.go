@@ -17,8 +17,11 @@ import (
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// consoleBudget is the wall-clock time one backend's browser run has, from Chromium's start.
-const consoleBudget = 240 * time.Second
+// consoleBudget is the wall-clock time one backend's browser run has, from Chromium's start: a hang
+// guard, not a speed check. Measured, the two backends at once and the test alone on 2 cores: 24-29 s a
+// backend at a load of 9-11, 36-43 s at 13-15 (Chromium's CPU: 33-34 s for the two). One after
+// the other inside a loaded make test, the two took 264 s before: each may take twice its share now.
+const consoleBudget = 360 * time.Second
 
 // consoleLink makes a one-time sign-in link for member as recordsctl console-link does (the same
 // Directory call, the same URL shape).
@@ -64,12 +67,18 @@ func curlStatus(t *testing.T, url, secret string) (int, string) {
 // TestConsoleInChromium drives the web console in headless Chromium on each backend: sign-in with a
 // one-time link (a planted cookie is not the session; the link works once), every page at a desktop's
 // and a phone's size with an axe-core run, CSRF and cross-site requests refused, custom fields from the
-// form to the catalog and the API, and a key made in the page, used by curl, rolled and revoked.
+// form to the catalog and the API, and a key made in the page, used by curl, rolled and revoked. The
+// backends run at once, each with its own server and Chromium: 38 s for the two against 68 s one after
+// the other at a load of 9 on 2 cores, 51-59 s against 57-88 s at a load of 11-15 (the same work: the
+// pages' looks and axe runs, most of it, are made on each backend).
 func TestConsoleInChromium(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
 	for _, b := range servertest.Backends {
-		t.Run(string(b), func(t *testing.T) { consoleInChromium(t, bin, b) })
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			consoleInChromium(t, bin, b)
+		})
 	}
 }
 
