@@ -17,8 +17,11 @@ import (
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
-// consoleBudget is the wall-clock time one backend's browser run has, from Chromium's start.
-const consoleBudget = 240 * time.Second
+// consoleBudget is the wall-clock time one backend's browser run has, from Chromium's start: a hang
+// guard, not a speed check. Measured, the two backends at once and the test alone on 2 cores: 24-29 s a
+// backend at a load of 9-11, 36-43 s at 13-15 (Chromium's CPU: 33-34 s for the two). One after
+// the other inside a loaded make test, the two took 264 s before: each may take twice its share now.
+const consoleBudget = 360 * time.Second
 
 // consoleLink makes a one-time sign-in link for member as recordsctl console-link does (the same
 // Directory call, the same URL shape).
@@ -64,12 +67,18 @@ func curlStatus(t *testing.T, url, secret string) (int, string) {
 // TestConsoleInChromium drives the web console in headless Chromium on each backend: sign-in with a
 // one-time link (a planted cookie is not the session; the link works once), every page at a desktop's
 // and a phone's size with an axe-core run, CSRF and cross-site requests refused, custom fields from the
-// form to the catalog and the API, and a key made in the page, used by curl, rolled and revoked.
+// form to the catalog and the API, and a key made in the page, used by curl, rolled and revoked. The
+// backends run at once, each with its own server and Chromium: 38 s for the two against 68 s one after
+// the other at a load of 9 on 2 cores, 51-59 s against 57-88 s at a load of 11-15 (the same work: the
+// pages' looks and axe runs, most of it, are made on each backend).
 func TestConsoleInChromium(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
 	for _, b := range servertest.Backends {
-		t.Run(string(b), func(t *testing.T) { consoleInChromium(t, bin, b) })
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			consoleInChromium(t, bin, b)
+		})
 	}
 }
 
@@ -181,7 +190,9 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	defer evil.Close()
 	p.navigate(evil.URL)
 	p.waitFor("the other site's request", `document.title === 'sent'`)
-	deadline := time.Now().Add(5 * time.Second)
+	// The access line is written as the answer goes out: it is there at once (within 0.25 s at a load of
+	// 19 on 2 cores); the deadline only bounds a failure.
+	deadline := time.Now().Add(15 * time.Second)
 	for !logs.has(`"method":"POST"`, `"route":"/v1/me/keys"`, `"status":403`, `"code":"forbidden"`) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -396,7 +407,7 @@ func consoleCustomField(t *testing.T, p *tabPage, e *servertest.Env, shot func(s
 	p.typeInto("form.form [name=label]", "Loyalty level")
 	p.click("form.form button[type=submit]")
 	admin := e.NewKey(e.Member, auth.KeyOptions{Access: "admin"})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second) // the page's request is answered within 0.25 s at a load of 19
 	for e.DoKey(admin, "GET", "/v1/admin/custom-fields/"+id, nil).Data()["label"] != "Loyalty level" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the label changed in the page is %v", e.DoKey(admin, "GET", "/v1/admin/custom-fields/"+id, nil).Data()["label"])
@@ -434,10 +445,14 @@ func consoleWebhook(t *testing.T, p *tabPage, e *servertest.Env, shot func(strin
 	t.Helper()
 	var mu sync.Mutex
 	received := 0
+	first := make(chan struct{})
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		mu.Lock()
 		received++
+		if received == 1 {
+			close(first)
+		}
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -464,7 +479,13 @@ func consoleWebhook(t *testing.T, p *tabPage, e *servertest.Env, shot func(strin
 	p.waitFor("the delivery log", `document.getElementById('main').dataset.ready === 'webhooks' && location.hash.startsWith('#/webhooks/')`)
 	hash := ""
 	p.eval("location.hash", &hash)
+	// The delivery is attempted at once (the write kicks the dispatcher): the log is read again once the
+	// receiver has it, and then until the attempt's answer is recorded.
 	deadline := time.Now().Add(30 * time.Second)
+	select {
+	case <-first:
+	case <-time.After(time.Until(deadline)):
+	}
 	for !strings.Contains(p.text("main table"), "delivered") {
 		if time.Now().After(deadline) {
 			mu.Lock()
@@ -472,7 +493,7 @@ func consoleWebhook(t *testing.T, p *tabPage, e *servertest.Env, shot func(strin
 			mu.Unlock()
 			t.Fatalf("no delivered delivery in the log within 30 s (the receiver got %d): %s", n, p.text("main"))
 		}
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 		p.openConsolePage(hash)
 	}
 	p.lookAt(shot("webhook-deliveries"))
@@ -535,7 +556,7 @@ func consoleRoles(t *testing.T, p *tabPage, e *servertest.Env) {
 	p.choose(row+"select", "auditor")
 	p.click(row + "[data-action=set-role]")
 	admin := e.NewKey(e.Member, auth.KeyOptions{Access: "admin"})
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second) // the page's request is answered within 0.25 s at a load of 19
 	for e.DoKey(admin, "GET", "/v1/admin/members/"+other, nil).Data()["role"] != "auditor" {
 		if time.Now().After(deadline) {
 			t.Fatalf("the member's role changed in the page is %v", e.DoKey(admin, "GET", "/v1/admin/members/"+other, nil).Data()["role"])
