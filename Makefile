@@ -120,10 +120,11 @@ axe-bundle:
 	echo $(AXE_VERSION) > runtime/server/testdata/axe/VERSION
 	rm -rf $(BIN)/axe
 
-# The console's browser tests (headless Chromium, both backends); screenshots of every page at 1280x800
-# and 390x844 are written to bin/console-screens/.
+# The console's browser tests (headless Chromium, both backends), the pages' looks (axe-core, widths,
+# screenshots) checked on both backends' walks (make test checks them on PostgreSQL's only); screenshots of
+# every page at 1280x800 and 390x844 are written to bin/console-screens/.
 console-check:
-	$(GO) test -count=1 -run 'TestConsole' -v ./runtime/server/
+	RECORDS_CONSOLE_LOOKS=all $(GO) test -count=1 -run 'TestConsole' -v ./runtime/server/
 
 # Rewrite docs/errors.md's table of error codes from engine/apierr.Table (a test checks it).
 .PHONY: errors-doc

@@ -201,6 +201,9 @@ type tabPage struct {
 	ctx context.Context
 	s   string
 	t0  time.Time
+	// skipLooks makes lookAt a no-op: the pages' looks (axe, width, screenshots) are checked on one
+	// backend's walk only (see TestConsoleInChromium).
+	skipLooks bool
 }
 
 // openPage attaches to the browser's page; ctx bounds every later command.
