@@ -466,6 +466,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	idem := b.recordsConfig.Idempotency
 	idem.SetInstance(inst)
+	if b.Dispatcher != nil {
+		// Its leases and attempts name this process's server_instances row (host and pid).
+		b.Dispatcher.SetOwner(inst.ID)
+	}
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc, prepared: make(chan struct{})}
 	s.live.gen.Store(&generation{set: b.Set, schemas: b.Schemas, custom: b.Custom, records: b.Records, admin: b.Admin, plugins: b.Plugins})
 	now := time.Now()
