@@ -27,8 +27,8 @@ run: build plugins
 
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus), and the
 # tests of the build without workspace predicates (-tags recordstest_unscoped), run beside it. recordsd
-# and recordsctl are built once, into a temporary directory every package running them reads
-# (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
+# and recordsctl (and tools/webhookrecv, which tests/cluster runs) are built once, into a temporary
+# directory every package running them reads (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
 # and TEST_PARALLEL parallel tests of a package run at once (go test's default is the number of
 # processors for both).
 TEST_P        ?= 4
@@ -42,7 +42,7 @@ UNSCOPED_LOG   ?=
 test:
 	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/records-test-bin.XXXXXX") || exit 1; \
 	trap 'rm -rf "$$bin"' EXIT; \
-	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl || exit 1; \
+	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl ./tools/webhookrecv || exit 1; \
 	export RECORDS_TEST_BIN="$$bin"; \
 	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(UNSCOPED_FLAGS) ./runtime/server/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
 	rc=0; $(GO) test -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... || rc=$$?; \
