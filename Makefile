@@ -27,27 +27,49 @@ run: build plugins
 
 # The whole suite, fuzz seed corpora included (go test runs every Fuzz target over its corpus), and the
 # tests of the build without workspace predicates (-tags recordstest_unscoped: runtime/server/unscoped,
-# whose test files build only with the tag, so it compiles those alone), run beside it. recordsd
-# and recordsctl are built once, into a temporary directory every package running them reads
-# (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
+# whose test files build only with the tag, so it compiles those alone), run beside it. recordsd and
+# recordsctl (and tools/webhookrecv, which tests/cluster runs) are built once, into a temporary directory
+# every package running them reads (RECORDS_TEST_BIN). Most tests wait on databases and processes, not on the processor: TEST_P packages
 # and TEST_PARALLEL parallel tests of a package run at once (go test's default is the number of
 # processors for both).
 TEST_P        ?= 4
 TEST_PARALLEL ?= 6
 TEST_FLAGS    ?=
+# The unscoped run's flags: TEST_FLAGS unless told (make test reads its log for its verdict, so never
+# -json: make test-profile passes TEST_FLAGS=-json and UNSCOPED_FLAGS without it). UNSCOPED_LOG, when
+# set, keeps that log.
+UNSCOPED_FLAGS ?= $(TEST_FLAGS)
+UNSCOPED_LOG   ?=
 test:
 	@bin=$$(mktemp -d "$${TMPDIR:-/tmp}/records-test-bin.XXXXXX") || exit 1; \
 	trap 'rm -rf "$$bin"' EXIT; \
-	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl || exit 1; \
+	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl ./tools/webhookrecv || exit 1; \
 	export RECORDS_TEST_BIN="$$bin"; \
-	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(TEST_FLAGS) ./runtime/server/unscoped/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(UNSCOPED_FLAGS) ./runtime/server/unscoped/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
 	rc=0; $(GO) test -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... || rc=$$?; \
 	urc=0; wait $$unscoped || urc=$$?; \
 	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/unscoped/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \
 	if [ $$urc -ne 0 ]; then cat "$$bin/unscoped.log"; fi; \
 	if ! grep -q '^--- PASS: TestUnscoped' "$$bin/unscoped.log" || grep -q -- '--- SKIP' "$$bin/unscoped.log"; then \
 		echo "no TestUnscoped test ran to a pass (or one skipped): go test passes when -run matches nothing"; urc=1; fi; \
+	if [ -n "$(UNSCOPED_LOG)" ]; then cp "$$bin/unscoped.log" "$(UNSCOPED_LOG)"; fi; \
 	[ $$rc -eq 0 ] && [ $$urc -eq 0 ]
+
+# Where make test's time goes: make test with go test -json, its output kept in TEST_PROFILE and the
+# unscoped run's -v log beside it (TEST_PROFILE's name with .unscoped.log), then tools/testprofile
+# prints the 20 slowest top-level tests and subtests and the packages by elapsed time (and the
+# failures). Exits as make test did.
+TEST_PROFILE ?= $(BIN)/test-profile.json
+.PHONY: test-profile
+test-profile:
+	@mkdir -p $(dir $(TEST_PROFILE))
+	@log='$(basename $(TEST_PROFILE)).unscoped.log'; rm -f "$$log"; \
+	rc=0; $(MAKE) --no-print-directory test TEST_FLAGS='-json $(TEST_FLAGS)' UNSCOPED_FLAGS='$(TEST_FLAGS)' \
+		UNSCOPED_LOG="$$log" > '$(TEST_PROFILE)' || rc=$$?; \
+	text=; [ -f "$$log" ] && text="-text=github.com/workspace-records/records/runtime/server [recordstest_unscoped]=$$log"; \
+	$(GO) run ./tools/testprofile $${text:+"$$text"} '$(TEST_PROFILE)'; \
+	[ $$rc -eq 0 ] || echo "make test failed (exit $$rc): its output is in $(TEST_PROFILE)"; \
+	exit $$rc
 
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...

@@ -15,8 +15,8 @@ import (
 
 // Run where its SQLite file is not, recordsctl does not create a new, empty database and report
 // success: every command but migrate refuses, naming the absolute path and how to create it, and leaves
-// no file or directory behind. migrate creates it. recordsd serve creates it too (it migrates at every
-// start, and --dev relies on it) but logs a warning naming the file.
+// no file or directory behind. migrate creates it. recordsd serve creates it too (a start migrates a
+// database that is not current, and --dev relies on it) but logs a warning naming the file.
 func TestMissingSQLiteFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -86,6 +86,11 @@ func NewDispatcher(st store.Store, reg *Registry, svc *records.Service, seq *eve
 	return d
 }
 
+// SetOwner names the server this dispatcher delivers for in webhook_endpoints.lease_owner and
+// webhook_attempts.server (by default a random id of its own): recordsd gives its server_instances id,
+// whose row says which host and process hold an endpoint's lease and made an attempt. Call it before Run.
+func (d *Dispatcher) SetOwner(id string) { d.owner = id }
+
 // SetRecords makes deliveries shape events with svc from now on (the record service of a new
 // definitions version).
 func (d *Dispatcher) SetRecords(svc *records.Service) { d.svc.Store(svc) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -17,6 +18,11 @@ import (
 
 // fingerprintSetting names the settings row that holds the fingerprint of the last successful Run.
 const fingerprintSetting = "schema_fingerprint"
+
+// pendingSetting names the settings row that holds, as a JSON array, the changes the last successful
+// Run left pending for the schema: its Result.Pending but the leakproof check's line, which is about the
+// database and is checked anew (Unchanged).
+const pendingSetting = "schema_pending"
 
 // Fingerprint identifies the schema Run brings a database to for cat: a hash of every statement Run
 // may issue for it — the system tables and their additions, each resource's table, indexes, full-text
@@ -71,27 +77,81 @@ func write(h hash.Hash, parts ...string) {
 // database to be current may skip it and its database-wide lock. A database Run never completed on is
 // not current.
 func Current(ctx context.Context, st store.Store, cat *model.Catalog) (bool, error) {
-	d := st.Dialect()
-	exists, err := tableExists(ctx, st, d, "settings")
-	if err != nil || !exists {
+	rec, err := recorded(ctx, st)
+	if err != nil {
 		return false, err
 	}
-	var have string
-	found, err := store.QueryOne(ctx, st, d.Bind("SELECT value FROM settings WHERE name = ?", fingerprintSetting), func(row []any) error {
-		have = store.Text(row[0])
+	have, found := rec[fingerprintSetting]
+	return found && have == Fingerprint(st.Dialect(), cat), nil
+}
+
+// Unchanged returns what Run would return on st for cat, without running it, when st is current
+// (Current): nothing applied; pending, the changes the last Run left pending for this schema (recorded
+// with its fingerprint) and, on PostgreSQL, the numeric comparisons not leakproof now. It returns nil
+// when Run has to run: st is not current, or its last Run was by a version that did not record what it
+// left pending. A process that runs Run at every start (recordsd) calls it first, and skips Run and its
+// database-wide lock when it returns a result; with Options.AllowDestructive it must run Run, which
+// would apply the destructive changes pending. Like Current, it does not notice tables changed by hand
+// since the last Run: recordsctl migrate, which always runs Run, repairs them.
+//
+// The fingerprint and the pending changes are written by one transaction (Run's) and read by one
+// statement here, so a process starting while another migrates sees both of the same Run, or neither.
+func Unchanged(ctx context.Context, st store.Store, cat *model.Catalog) (*Result, error) {
+	rec, err := recorded(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	d := st.Dialect()
+	have, found := rec[fingerprintSetting]
+	text, known := rec[pendingSetting]
+	if !found || !known || have != Fingerprint(d, cat) {
+		return nil, nil
+	}
+	res := &Result{Applied: []string{}}
+	if err := json.Unmarshal([]byte(text), &res.Pending); err != nil {
+		return nil, nil // not as this version writes it: Run, which writes it again
+	}
+	if err := checkLeakproof(ctx, st, d, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// recorded reads what the last successful Run recorded in settings: the fingerprint and the pending
+// changes, by name (none when the settings table does not exist yet).
+func recorded(ctx context.Context, st store.Store) (map[string]string, error) {
+	d := st.Dialect()
+	out := map[string]string{}
+	exists, err := tableExists(ctx, st, d, "settings")
+	if err != nil || !exists {
+		return out, err
+	}
+	err = st.Query(ctx, d.Bind("SELECT name, value FROM settings WHERE name IN (?, ?)", fingerprintSetting, pendingSetting), func(row []any) error {
+		out[store.Text(row[0])] = store.Text(row[1])
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("read schema fingerprint: %w", err)
+		return nil, fmt.Errorf("read schema fingerprint: %w", err)
 	}
-	return found && have == Fingerprint(d, cat), nil
+	return out, nil
 }
 
-// recordFingerprint stores cat's fingerprint, at the end of a successful Run.
-func recordFingerprint(ctx context.Context, q store.Querier, d sqlgen.Dialect, cat *model.Catalog) error {
+// recordFingerprint stores cat's fingerprint and what the schema left pending, at the end of a
+// successful Run.
+func recordFingerprint(ctx context.Context, q store.Querier, d sqlgen.Dialect, cat *model.Catalog, pending []string) error {
+	if pending == nil {
+		pending = []string{}
+	}
+	text, err := json.Marshal(pending)
+	if err != nil {
+		return fmt.Errorf("record pending changes: %w", err)
+	}
 	upsert := "INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
 	if _, err := q.Exec(ctx, d.Bind(upsert, fingerprintSetting, Fingerprint(d, cat))); err != nil {
 		return fmt.Errorf("record schema fingerprint: %w", err)
+	}
+	if _, err := q.Exec(ctx, d.Bind(upsert, pendingSetting, string(text))); err != nil {
+		return fmt.Errorf("record pending changes: %w", err)
 	}
 	return nil
 }

@@ -2,8 +2,10 @@ package migrate_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
+	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/migrate"
 )
@@ -60,5 +62,58 @@ func TestCurrent(t *testing.T) {
 	}
 	if current() {
 		t.Error("still current for the old definitions")
+	}
+}
+
+// Unchanged gives Run's result on a current database without running it: nothing applied, and what the
+// last Run left pending for the schema. It gives nothing (Run must run) on a database that is not
+// current, or whose last Run did not record what it left pending.
+func TestUnchanged(t *testing.T) {
+	ctx := context.Background()
+	st := openSQLite(t)
+	unchanged := func(cat *model.Catalog) *migrate.Result {
+		t.Helper()
+		res, err := migrate.Unchanged(ctx, st, cat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	v1 := widgets(t, "  size: {type: integer}\n  color: {type: string}\n", "name")
+	if res := unchanged(v1); res != nil {
+		t.Fatalf("an empty database is unchanged: %+v", res)
+	}
+	run(t, st, v1, migrate.Options{})
+	if res := unchanged(v1); res == nil || len(res.Applied) != 0 || len(res.Pending) != 0 || res.Applied == nil {
+		t.Fatalf("after Run: %+v, want nothing applied (an empty list) and nothing pending", res)
+	}
+	v2 := widgets(t, "  size: {type: integer}\n", "name")
+	if res := unchanged(v2); res != nil {
+		t.Fatalf("other definitions: unchanged before Run: %+v", res)
+	}
+	ran := run(t, st, v2, migrate.Options{})
+	if len(ran.Pending) == 0 {
+		t.Fatal("removing a field left nothing pending")
+	}
+	if res := unchanged(v2); res == nil || len(res.Applied) != 0 || !slices.Equal(res.Pending, ran.Pending) {
+		t.Fatalf("after a Run that left %q pending: %+v", ran.Pending, res)
+	}
+	run(t, st, v2, migrate.Options{AllowDestructive: true})
+	if res := unchanged(v2); res == nil || len(res.Pending) != 0 {
+		t.Fatalf("after the destructive Run: %+v, want nothing pending", res)
+	}
+	// A database last migrated by a version that recorded only the fingerprint is migrated again.
+	if _, err := st.Exec(ctx, sqlgen.Stmt{SQL: "DELETE FROM settings WHERE name = 'schema_pending'"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := migrate.Current(ctx, st, v2); err != nil || !ok {
+		t.Fatalf("not current without the pending record (%v)", err)
+	}
+	if res := unchanged(v2); res != nil {
+		t.Fatalf("unchanged without the pending record: %+v", res)
+	}
+	run(t, st, v2, migrate.Options{})
+	if res := unchanged(v2); res == nil {
+		t.Fatal("Run did not record what it left pending")
 	}
 }

@@ -78,13 +78,16 @@ func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) 
 				return fmt.Errorf("migrate %s: %w", r.Name, err)
 			}
 		}
+		// What the schema leaves pending, recorded with the fingerprint (Unchanged reports it again);
+		// the leakproof check is about the database, not the schema, and is made anew each time.
+		schemaPending := slices.Clone(res.Pending)
 		if err := checkLeakproof(ctx, q, d, res); err != nil {
 			return err
 		}
 		if opts.DryRun {
 			return errDryRun
 		}
-		if err := recordFingerprint(ctx, q, d, cat); err != nil {
+		if err := recordFingerprint(ctx, q, d, cat, schemaPending); err != nil {
 			return err
 		}
 		if opts.Then != nil {

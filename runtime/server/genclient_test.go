@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,9 @@ import (
 // oapiRuntime is the version of oapi-codegen's runtime library the generated client is built with.
 const oapiRuntime = "github.com/oapi-codegen/runtime v1.8.0"
 
+// docServerURL stands for the server's address in the documents the client generators read.
+const docServerURL = "http://records.test"
+
 // A Go client generated from the served document by oapi-codegen (pinned as a tool in go.mod), compiled
 // untouched, creates companies, walks a filtered list with a cursor, updates one and archives one.
 func TestGeneratedClient(t *testing.T) {
@@ -24,13 +29,6 @@ func TestGeneratedClient(t *testing.T) {
 	if res.StatusCode != 200 {
 		t.Fatalf("document: %d", res.StatusCode)
 	}
-	dir := t.TempDir()
-	write := func(name string, data []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("openapi.json", doc)
 	run := func(dirOf string, env []string, name string, args ...string) []byte {
 		t.Helper()
 		cmd := exec.Command(name, args...)
@@ -46,16 +44,44 @@ func TestGeneratedClient(t *testing.T) {
 		}
 		return out
 	}
-	run(servertest.RepoDir(), nil, "go", "tool", "oapi-codegen", "-generate", "types,client", "-package", "main", "-include-tags", "companies",
-		"-o", filepath.Join(dir, "client.gen.go"), filepath.Join(dir, "openapi.json"))
+	// The generated and compiled client is kept in the test cache (testcache_test.go) under a hash of
+	// what makes it: the document served (the server's address, which changes from run to run, replaced
+	// by a fixed one: neither the types nor the client depend on it, the driver is given the address),
+	// go.mod and go.sum (oapi-codegen's pinned version and its dependencies'), the generator's flags, the
+	// driver and its module, and the toolchain.
+	doc = bytes.ReplaceAll(doc, []byte(e.URL), []byte(docServerURL))
 	driver, err := os.ReadFile(filepath.Join("testdata", "genclient", "main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	write("main.go", driver)
-	write("go.mod", []byte("module genclient\n\ngo 1.26\n\nrequire "+oapiRuntime+"\n"))
-	run(dir, []string{"GOFLAGS=-mod=mod"}, "go", "mod", "tidy")
-	run(dir, nil, "go", "build", "-o", "genclient", ".")
+	goMod, err := os.ReadFile(filepath.Join(servertest.RepoDir(), "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goSum, err := os.ReadFile(filepath.Join(servertest.RepoDir(), "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := []byte("module genclient\n\ngo 1.26\n\nrequire " + oapiRuntime + "\n")
+	codegen := []string{"tool", "oapi-codegen", "-generate", "types,client", "-package", "main", "-include-tags", "companies"}
+	key := cacheKey(doc, goMod, goSum, []byte(strings.Join(codegen, " ")), driver, module, []byte(runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH))
+	dir, hit := cached(t, "genclient-go", key, func(dir string) {
+		write := func(name string, data []byte) {
+			if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("openapi.json", doc)
+		run(servertest.RepoDir(), nil, "go", append(codegen, "-o", filepath.Join(dir, "client.gen.go"), filepath.Join(dir, "openapi.json"))...)
+		write("main.go", driver)
+		write("go.mod", module)
+		run(dir, []string{"GOFLAGS=-mod=mod"}, "go", "mod", "tidy")
+		run(dir, nil, "go", "build", "-o", "genclient", ".")
+		if err := os.Remove(filepath.Join(dir, "openapi.json")); err != nil { // the key has it
+			t.Fatal(err)
+		}
+	})
+	t.Logf("generated client: %s (cached: %t)", dir, hit)
 	out := run(dir, nil, filepath.Join(dir, "genclient"), e.URL, e.Key)
 
 	var got struct {

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -19,7 +20,8 @@ import (
 // document and from the document served for the test's key type-checks with tsc --noEmit (strict, and
 // the expected type errors of checks.ts do occur), then, compiled and run by node, does the companies
 // cycle, custom field writes and a link against this server. Without node and npm it skips, and fails
-// under CI=true.
+// under CI=true. node_modules and the compiled client are kept in the test cache, keyed by their
+// inputs (testcache_test.go); the client runs against this test's server every time.
 func TestGeneratedTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	for _, tool := range []string{"node", "npm"} {
@@ -30,22 +32,7 @@ func TestGeneratedTypeScriptClient(t *testing.T) {
 			t.Skipf("%s is missing", tool)
 		}
 	}
-	dir := t.TempDir()
-	src := filepath.Join("testdata", "genclient-ts")
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ent := range entries {
-		data, err := os.ReadFile(filepath.Join(src, ent.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, ent.Name()), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run := func(name string, args ...string) []byte {
+	run := func(dir, name string, args ...string) []byte {
 		t.Helper()
 		cmd := exec.Command(name, args...)
 		cmd.Dir = dir
@@ -59,13 +46,50 @@ func TestGeneratedTypeScriptClient(t *testing.T) {
 		}
 		return out
 	}
-	run("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	// The test's sources, by name.
+	src := filepath.Join("testdata", "genclient-ts")
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string][]byte{}
+	var names []string
+	for _, ent := range entries {
+		data, err := os.ReadFile(filepath.Join(src, ent.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources[ent.Name()] = data
+		names = append(names, ent.Name())
+	}
+	write := func(dir, name string, data []byte) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(dir, modules string) {
+		t.Helper()
+		if err := os.Symlink(filepath.Join(modules, "node_modules"), filepath.Join(dir, "node_modules")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// npm ci's node_modules is kept in the test cache (testcache_test.go) under a hash of package.json,
+	// package-lock.json and Node's version; each test links to it.
+	node := run(".", "node", "--version")
+	npmKey := cacheKey(sources["package.json"], sources["package-lock.json"], node)
+	modules, npmHit := cached(t, "genclient-ts-npm", npmKey, func(dir string) {
+		write(dir, "package.json", sources["package.json"])
+		write(dir, "package-lock.json", sources["package-lock.json"])
+		run(dir, "npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	})
 
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
 	if _, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace,
 		customfields.Def{Resource: "companies", Key: "tier", Type: "select", Options: []string{"gold", "silver"}}); err != nil {
 		t.Fatal(err)
 	}
+	docs := map[string][]byte{}
 	for _, doc := range []struct {
 		file   string
 		header []string
@@ -74,15 +98,43 @@ func TestGeneratedTypeScriptClient(t *testing.T) {
 		if res.StatusCode != 200 {
 			t.Fatalf("%s: %d", doc.file, res.StatusCode)
 		}
-		if err := os.WriteFile(filepath.Join(dir, doc.file), body, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// The server's address, which changes from run to run, replaced by a fixed one: the generated
+		// types do not depend on it, the client is given the address.
+		docs[doc.file] = bytes.ReplaceAll(body, []byte(e.URL), []byte(docServerURL))
 	}
-	bin := func(name string) string { return filepath.Join(dir, "node_modules", ".bin", name) }
-	run(bin("openapi-typescript"), "generic.json", "-o", "generic.d.ts")
-	run(bin("openapi-typescript"), "workspace.json", "-o", "schema.d.ts")
-	run(bin("tsc"), "-p", ".") // type-checks and emits in one pass; a type error fails it
-	out := run("node", filepath.Join("dist", "main.js"), e.URL, e.Key)
+	// The generated types and the compiled client are kept in the test cache under a hash of the
+	// documents, the test's sources (the lock file among them) and Node's version.
+	parts := [][]byte{docs["generic.json"], docs["workspace.json"], node}
+	for _, name := range names {
+		parts = append(parts, []byte(name), sources[name])
+	}
+	built, builtHit := cached(t, "genclient-ts-client", cacheKey(parts...), func(dir string) {
+		for _, name := range names {
+			write(dir, name, sources[name])
+		}
+		for name, data := range docs {
+			write(dir, name, data)
+		}
+		link(dir, modules)
+		bin := func(name string) string { return filepath.Join(dir, "node_modules", ".bin", name) }
+		run(dir, bin("openapi-typescript"), "generic.json", "-o", "generic.d.ts")
+		run(dir, bin("openapi-typescript"), "workspace.json", "-o", "schema.d.ts")
+		run(dir, bin("tsc"), "-p", ".") // type-checks and emits in one pass; a type error fails it
+		// The entry keeps the compiled client and the generated types.
+		for _, name := range append(names, "node_modules", "generic.json", "workspace.json") {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Logf("node_modules: %s (cached: %t); client: %s (cached: %t)", modules, npmHit, built, builtHit)
+	// The compiled client runs from the test's directory, beside the packages it imports.
+	dir := t.TempDir()
+	link(dir, modules)
+	if err := os.CopyFS(filepath.Join(dir, "dist"), os.DirFS(filepath.Join(built, "dist"))); err != nil {
+		t.Fatal(err)
+	}
+	out := run(dir, "node", filepath.Join("dist", "main.js"), e.URL, e.Key)
 
 	var got struct {
 		Created, CreatedTier, GotName string

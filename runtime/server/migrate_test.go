@@ -9,10 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/workspace-records/records/internal/proc"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // definitionsWith copies the shipped definitions to a temporary directory and adds extra resource files.
@@ -139,5 +142,65 @@ func TestConcurrentMigrations(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A start on a database already current skips the migration and its database-wide lock: on PostgreSQL
+// it does not wait for a migration holding the lock. What the last migration left pending is still its result, and
+// logged as a start that migrates logs it.
+func TestStartSkipsCurrentMigration(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			db := servertest.DatabaseURL(t, b)
+			v1 := definitionsWith(t, map[string]string{"widgets.yaml": widgetsYAML(t)})
+			openBackend(t, db, v1, false).Close()
+			v2 := definitionsWith(t, map[string]string{"widgets.yaml": strings.Replace(strings.Replace(widgetsYAML(t),
+				"  notes: {type: text, max_length: 5000}\n", "", 1), "search: [name, notes]", "search: [name]", 1)})
+			holder := openBackend(t, db, v2, false) // migrates: rec_widgets.notes left pending
+			defer holder.Close()
+			if !strings.Contains(strings.Join(holder.Migration.Pending, "\n"), "drop column rec_widgets.notes") {
+				t.Fatalf("pending: %v", holder.Migration.Pending)
+			}
+			// The lock is PostgreSQL's advisory lock; SQLite's is its write transaction, which the
+			// start's own first write waits for.
+			held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			if b == servertest.Postgres {
+				go func() {
+					done <- holder.Store.Lock(context.Background(), func(store.Querier) error {
+						close(held)
+						<-release
+						return nil
+					})
+				}()
+				<-held
+			} else {
+				done <- nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cfg := config.Default(func(string) string { return "" })
+			cfg.DB, cfg.DefinitionsDir, cfg.PluginsDir = db, v2, servertest.ShippedPlugins(t)
+			log := &proc.Buffer{}
+			began := time.Now()
+			s, err := server.New(ctx, cfg, slog.New(slog.NewJSONHandler(log, nil)))
+			took := time.Since(began)
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatalf("the lock holder: %v", err)
+			}
+			if err != nil {
+				t.Fatalf("start while a migration holds the lock (after %v): %v", took, err)
+			}
+			defer s.Close()
+			m := s.Backend().Migration
+			if len(m.Applied) != 0 || !strings.Contains(strings.Join(m.Pending, "\n"), "drop column rec_widgets.notes") {
+				t.Errorf("the start's migration result: applied %v, pending %v", m.Applied, m.Pending)
+			}
+			if n := log.Count(`"msg":"migration pending","change":"drop column rec_widgets.notes`); n != 1 {
+				t.Errorf("%d warnings of the pending drop, want 1; log:\n%s", n, log.Tail())
+			}
+		})
 	}
 }

@@ -112,6 +112,10 @@ type openOptions struct {
 	schemas bool // compile the JSON Schemas (validating record bodies needs them)
 	create  bool // a missing SQLite file may be created
 	migrate bool // run the migration even when the database is current (migrate.Current)
+	// unchanged (without migrate) skips the migration only when migrate.Unchanged gives its result: the
+	// database is current, and the result has what the last migration left pending, for the start to
+	// report as a migration's (recordsd's start).
+	unchanged bool
 	// record stores the definitions version opened as the one the database serves, when it is not
 	// (recordsd's start, recordsctl migrate: docs/issue-25.md); other commands only read it.
 	record bool
@@ -146,7 +150,7 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	if o.also != nil {
 		wg.Go(func() { alsoErr = o.also(cat) })
 	}
-	b, err := openStore(ctx, cfg, local, o.migrate, o.record)
+	b, err := openStore(ctx, cfg, local, o)
 	wg.Wait()
 	if err := errors.Join(err, alsoErr); err != nil {
 		if b != nil {
@@ -206,9 +210,9 @@ func (b *Backend) build(set *defset.Set, schemas *schema.Set, host *plugins.Host
 }
 
 // openStore opens the database, picks the definitions version to serve (chooseSet), migrates the
-// database to it (always, or only when it is not current), records it as the version served and reads
-// (or makes) the cursor secret.
-func openStore(ctx context.Context, cfg config.Config, local *defset.Set, always, record bool) (*Backend, error) {
+// database to it (always, or only when it is not current: o.migrate, o.unchanged), records it as the
+// version served (o.record) and reads (or makes) the cursor secret.
+func openStore(ctx context.Context, cfg config.Config, local *defset.Set, o openOptions) (*Backend, error) {
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, err
@@ -222,19 +226,28 @@ func openStore(ctx context.Context, cfg config.Config, local *defset.Set, always
 		return fail(err)
 	}
 	cat := set.Catalog
-	res := &migrate.Result{Applied: []string{}}
-	current := false
-	if !always {
-		if current, err = migrate.Current(ctx, st, cat); err != nil {
+	var res *migrate.Result // nil: migrate
+	switch {
+	case o.migrate:
+	case o.unchanged:
+		if res, err = migrate.Unchanged(ctx, st, cat); err != nil {
 			return fail(err)
 		}
+	default:
+		current, err := migrate.Current(ctx, st, cat)
+		if err != nil {
+			return fail(err)
+		}
+		if current {
+			res = &migrate.Result{Applied: []string{}}
+		}
 	}
-	if !current {
+	if res == nil {
 		if res, err = migrate.Run(ctx, st, cat, migrate.Options{AllowDestructive: cfg.AllowDestructive}); err != nil {
 			return fail(fmt.Errorf("migrate: %w", err))
 		}
 	}
-	if record && served != set.ID {
+	if o.record && served != set.ID {
 		if err := defset.Record(ctx, st, set, defset.ByStart, res.Applied); err != nil {
 			return fail(err)
 		}
@@ -346,10 +359,13 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	if cfg.MetricsAddr != "" {
 		m = metrics.New()
 	}
-	// The plugin programs start while the database opens and migrates.
+	// The plugin programs start while the database opens and migrates. A database already current skips
+	// the migration (whose run would find nothing to do) and its database-wide lock; its result, logged
+	// below, is what the last migration left pending (migrate.Unchanged). Told to drop columns, a start
+	// migrates.
 	var host *plugins.Host
 	created := sqliteExists(cfg.DB) != nil
-	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: true, record: true, also: func(cat *model.Catalog) (err error) {
+	b, err := open(ctx, cfg, openOptions{schemas: true, create: true, migrate: cfg.AllowDestructive, unchanged: true, record: true, also: func(cat *model.Catalog) (err error) {
 		host, err = startPlugins(ctx, pluginConfig(cfg, log, m), cat)
 		return err
 	}})
@@ -450,6 +466,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	}
 	idem := b.recordsConfig.Idempotency
 	idem.SetInstance(inst)
+	if b.Dispatcher != nil {
+		// Its leases and attempts name this process's server_instances row (host and pid).
+		b.Dispatcher.SetOwner(inst.ID)
+	}
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc, prepared: make(chan struct{})}
 	s.live.gen.Store(&generation{set: b.Set, schemas: b.Schemas, custom: b.Custom, records: b.Records, admin: b.Admin, plugins: b.Plugins})
 	now := time.Now()

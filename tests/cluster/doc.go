@@ -9,8 +9,11 @@
 // pointing at tools/webhookrecv, built and run as its own program (webhook_allow_private_addresses lets
 // the endpoint name loopback; webhook_lease is 3 s, so a killed replica's delivery goes to the other
 // within seconds rather than the default minute). Four clients send creates and updates with
-// Idempotency-Keys through both replicas while the test SIGKILLs a random replica at 12 random moments
-// (half of them while a delivery is in flight) and restarts it; a write left unanswered is retried
+// Idempotency-Keys through both replicas while the test SIGKILLs a replica at 12 random moments and
+// restarts it. Half of the kill points wait for a delivery in flight (a replica holding the endpoint's
+// lease with deliveries pending: the lease names the replica's server_instances row, hence its pid) and
+// kill that replica or, every other time, the other one; at least one kill must land on a replica
+// delivering. A replica that does not start again fails the test. A write left unanswered is retried
 // with its key or, at random, given up. Once every event is numbered and delivered (within 60 s), the
 // feed read through GET /v1/events holds exactly one event per acknowledged or committed write (the
 // database says which given-up writes committed) and none for a rolled-back one, and every event

@@ -43,12 +43,18 @@ const hookReceiverDelay = 20 * time.Millisecond
 // hookSettle bounds the wait, after the last kill, for every event to be numbered and delivered.
 const hookSettle = 60 * time.Second
 
+// hookAimWait bounds the wait, at a kill point aimed at a delivery, for a replica to be delivering:
+// generous, since the clients write a dozen events a second and each is delivered at once.
+const hookAimWait = 15 * time.Second
+
 // TestWebhooksSurviveKills is the kill test of issue 22 on PostgreSQL with two replicas: clients write
-// creates and updates with Idempotency-Keys through both replicas while the test SIGKILLs a random
-// replica at random moments (12 kill points; 100 with -cluster.long or CLUSTER_LONG=1) and restarts
-// it, and each replica's dispatcher delivers the workspace's events to tools/webhookrecv, run as its
-// own program. A write whose attempt went unanswered is retried with its key until a definitive answer,
-// or (at random) given up: it is then unacknowledged, and the database says whether it committed. Then,
+// creates and updates with Idempotency-Keys through both replicas while the test SIGKILLs a replica at
+// random moments (12 kill points; 100 with -cluster.long or CLUSTER_LONG=1) and restarts it (a replica
+// that does not start again fails the test); every other kill point waits for a replica delivering and
+// kills it or the other one, and at least one kill must land mid-delivery. Each replica's dispatcher
+// delivers the workspace's events to tools/webhookrecv, run as its own program. A write whose attempt
+// went unanswered is retried with its key until a definitive answer, or (at random) given up: it is
+// then unacknowledged, and the database says whether it committed. Then,
 // once every event is numbered and delivered: the feed (GET /v1/events) holds exactly one event per
 // acknowledged or committed write and none for a write that rolled back; every event reached the
 // receiver, verified, at least once, first in sequence order. Duplicates (at-least-once) and the
@@ -102,18 +108,22 @@ func TestWebhooksSurviveKills(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	killing := time.Now()
 	var restarts []time.Duration
-	leasedAtKill, killedMidDelivery := 0, 0
+	leasedAtKill, killedMidDelivery, aimed := 0, 0, 0
 	for k := range kills {
 		time.Sleep(time.Duration(200+mrand.IntN(900)) * time.Millisecond)
+		victim := c.replicas[mrand.IntN(len(c.replicas))]
 		if k%2 == 0 {
-			// Every other kill point waits (up to a second) for a delivery in flight, so that kills land
-			// mid-delivery too; the victim is either replica, the lease holder or not.
-			for wait := time.Now().Add(time.Second); h.leased() == 0 && time.Now().Before(wait); {
-				time.Sleep(5 * time.Millisecond)
+			// Every other kill point waits for a delivery in flight: a replica holding the endpoint's
+			// lease with deliveries pending, which it is sending. Half of them kill that replica, so
+			// that kills land mid-delivery, the other half the other one.
+			aimed++
+			if holder, found := h.waitDelivering(hookAimWait); !found {
+				t.Errorf("kill point %d: no replica was delivering within %v", k, hookAimWait)
+			} else if victim = holder; k%4 == 2 {
+				victim = c.replicas[(holder.index+1)%len(c.replicas)]
 			}
 		}
-		victim := c.replicas[mrand.IntN(len(c.replicas))]
-		if n := h.leased(); n > 0 {
+		if n := h.delivering(victim); n > 0 {
 			leasedAtKill += n
 			killedMidDelivery++
 		}
@@ -122,9 +132,9 @@ func TestWebhooksSurviveKills(t *testing.T) {
 		t0 := time.Now()
 		err := victim.Start(ctx)
 		for retry := 0; err != nil && retry < 3; retry++ {
-			// As a supervisor would (the database may not have answered its connect timeout on a
-			// loaded machine); three failures fail the test.
-			t.Logf("replica %d did not start: %v; starting it again", victim.index, err)
+			// A replica that does not start again fails the test; it is started again (three times at
+			// most) only so that the rest of the run still checks what it can.
+			t.Errorf("kill %d: replica %d did not start: %v; starting it again", k, victim.index, err)
 			time.Sleep(time.Second)
 			err = victim.Start(ctx)
 		}
@@ -142,9 +152,12 @@ func TestWebhooksSurviveKills(t *testing.T) {
 	wg.Wait()
 	writing := time.Since(killing)
 	slices.Sort(restarts)
-	t.Logf("setup %v; %d SIGKILLs in %v (restart p50 %v, max %v); %d kills landed while deliveries were leased (%d leases in all); %d requests sent",
+	t.Logf("setup %v; %d SIGKILLs in %v (restart p50 %v, max %v); %d kills landed on a replica delivering (%d of its pending deliveries leased in all; %d kill points aimed); %d requests sent",
 		setup.Round(time.Millisecond), kills, writing.Round(time.Millisecond), percentile(restarts, 50).Round(time.Millisecond),
-		restarts[len(restarts)-1].Round(time.Millisecond), killedMidDelivery, leasedAtKill, h.sent.Load())
+		restarts[len(restarts)-1].Round(time.Millisecond), killedMidDelivery, leasedAtKill, aimed, h.sent.Load())
+	if killedMidDelivery == 0 {
+		t.Errorf("no kill landed on a replica delivering: the test did not kill mid-delivery")
+	}
 
 	settled := time.Now()
 	if !h.settle() {
@@ -289,11 +302,37 @@ func (h *hookRun) count(query string, args ...any) int {
 	return n
 }
 
-// leased counts the pending deliveries of endpoints a replica holds the lease of now (a replica leases
-// an endpoint and sends its pending deliveries in order).
-func (h *hookRun) leased() int {
-	return h.count(`SELECT count(*) FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-WHERE d.workspace_id = ? AND d.state = 'pending' AND e.lease_until > ?`, h.tn.ws, time.Now().UTC())
+// leaseHolders maps the process id of each replica holding an endpoint's lease now to the number of
+// that endpoint's pending deliveries, which it is sending (a replica leases an endpoint and sends its
+// pending deliveries in order). The lease names the replica's server_instances row, which has its pid.
+func (h *hookRun) leaseHolders() map[int]int {
+	out := map[int]int{}
+	if err := h.st.Query(h.wctx, h.st.Dialect().Bind(`SELECT i.pid, count(*) FROM webhook_deliveries d
+JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN server_instances i ON i.id = e.lease_owner
+WHERE d.workspace_id = ? AND d.state = 'pending' AND e.lease_until > ? GROUP BY i.pid`, h.tn.ws, time.Now().UTC()), func(row []any) error {
+		out[int(store.Int(row[0]))] = int(store.Int(row[1]))
+		return nil
+	}); err != nil {
+		h.t.Errorf("read the webhook leases: %v", err)
+	}
+	return out
+}
+
+// delivering returns how many pending deliveries r holds the lease of now (0: it is not delivering).
+func (h *hookRun) delivering(r *replica) int { return h.leaseHolders()[r.Pid()] }
+
+// waitDelivering waits (at most wait) until a replica is delivering and returns it, or nil and false.
+// A lease a killed process left (until it passes) names no running replica and is not waited for.
+func (h *hookRun) waitDelivering(wait time.Duration) (*replica, bool) {
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		holders := h.leaseHolders()
+		for _, r := range h.c.replicas {
+			if holders[r.Pid()] > 0 {
+				return r, true
+			}
+		}
+	}
+	return nil, false
 }
 
 func (h *hookRun) eventIDs() map[string]bool {

@@ -187,8 +187,9 @@ func (c *crash) report(setup, killing, total time.Duration, restarts []time.Dura
 	slices.Sort(deadFor)
 	statuses := map[int]int64{}
 	c.statuses.Range(func(k, v any) bool { statuses[k.(int)] = v.(*atomic.Int64).Load(); return true })
-	c.t.Logf("%s: set up in %v; %d SIGKILLs in %v (%d landed with requests in flight, %d requests in flight in all); restart to serving p50 %v, max %v",
-		c.b, setup.Round(time.Millisecond), c.sc.kills, killing.Round(time.Millisecond), midRequest, inflightAtKill, pct(restarts, 50), pct(restarts, 100))
+	cutKills, cutRequests := c.cuts()
+	c.t.Logf("%s: set up in %v; %d SIGKILLs in %v (%d landed with requests in flight, %d in all; %d cut requests, which then got no answer, %d in all); restart to serving p50 %v, max %v",
+		c.b, setup.Round(time.Millisecond), c.sc.kills, killing.Round(time.Millisecond), midRequest, inflightAtKill, cutKills, cutRequests, pct(restarts, 50), pct(restarts, 100))
 	c.t.Logf("%s: %d chains, %d operations (%v) with %d requests from %d clients in %v; answers by status %v",
 		c.b, len(c.chains), ops, kinds, c.sent.Load(), c.sc.workers, total.Round(time.Millisecond), statuses)
 	c.t.Logf("%s: %d answered on the first attempt; %d lost an answer to a kill: %d had committed (the retry replayed them), %d had not (the retry ran them once); %d behind an abandoned claim (taken over after the first 409 in p50 %v, max %v; the last 409 came p50 %v, max %v after its holder was killed, bound %v); %d 503 answers",

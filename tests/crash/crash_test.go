@@ -11,6 +11,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"slices"
 	"sync"
@@ -119,6 +120,14 @@ type crash struct {
 	expect map[string]map[string]int // record id -> audit action -> rows, from check
 
 	inflight atomic.Int64
+	// atServer counts the requests written to the server whose answer has not begun to arrive.
+	atServer atomic.Int64
+	// gen is even while a process serves (the kth started: 2k) and odd from just before its kill until
+	// the next one serves. An attempt written to the server that got no answer was cut by a kill: cut
+	// counts them by the gen they failed at (2k+1: by the kth kill).
+	gen      atomic.Int64
+	cutMu    sync.Mutex
+	cut      map[int64]int
 	aborted  atomic.Bool // the test failed: workers give up at once
 	sent     atomic.Int64
 	statuses sync.Map // status -> *atomic.Int64
@@ -126,7 +135,7 @@ type crash struct {
 
 func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	start := time.Now()
-	c := &crash{t: t, b: b, sc: sc, db: servertest.DatabaseURL(t, b), runID: randomHex(3), stop: make(chan struct{}), killed: map[int]time.Time{}}
+	c := &crash{t: t, b: b, sc: sc, db: servertest.DatabaseURL(t, b), runID: randomHex(3), stop: make(chan struct{}), killed: map[int]time.Time{}, cut: map[int64]int{}}
 	c.proc = newProcess(t, func(addr string) []string {
 		c.url = "http://" + addr
 		return []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", servertest.ShippedPlugins(t), "--log-level", "warn"}
@@ -177,9 +186,13 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	leftUnnumbered := map[string]bool{} // events a killed process committed and did not number
 	for range sc.kills {
 		time.Sleep(sc.minDelay + time.Duration(mrand.Int64N(int64(sc.maxDelay-sc.minDelay))))
+		if !c.freezeMidRequest(10 * time.Second) {
+			t.Logf("%s: no request was waiting for its answer within 10 s; killing anyway", b)
+		}
 		plugins := c.proc.Children()
 		n := c.inflight.Load()
 		pid := c.proc.Pid()
+		c.gen.Add(1) // odd: the requests it cuts fail from now on
 		c.proc.Signal(syscall.SIGKILL)
 		c.killMu.Lock()
 		c.killed[pid] = time.Now()
@@ -215,6 +228,7 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 			wg.Wait()
 			t.Fatalf("restart: %v", err)
 		}
+		c.gen.Add(1) // even: the new process serves
 		restarts = append(restarts, time.Since(t0))
 		if k := len(restarts); k%50 == 0 && k < sc.kills {
 			t.Logf("%s: %d of %d kill points, %v", b, k, sc.kills, time.Since(start).Round(time.Second))
@@ -232,6 +246,9 @@ func crashRun(t *testing.T, b servertest.Backend, sc scale) {
 	}
 	c.checkFeed(leftUnnumbered)
 	c.report(setup, killing, time.Since(start), restarts, midRequest, inflightAtKill, records, dup)
+	if cutKills, _ := c.cuts(); cutKills == 0 {
+		t.Errorf("no kill cut a request in flight (%d kills): the test did not kill mid-request", sc.kills)
+	}
 	if code := c.proc.Signal(syscall.SIGTERM); code != 0 {
 		t.Errorf("recordsd exited %d after SIGTERM, want 0", code)
 	}
@@ -392,22 +409,93 @@ func (c *crash) send(method, path string, o *op) (int, http.Header, []byte, erro
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	req.Header.Set("Idempotency-Key", o.key)
+	// atServer: written to a server, its answer not begun; written: written at least once (the
+	// transport may send it again on a new connection).
+	var atServer, written atomic.Bool
+	left := func() {
+		if atServer.CompareAndSwap(true, false) {
+			c.atServer.Add(-1)
+		}
+	}
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			written.Store(true)
+			if atServer.CompareAndSwap(false, true) {
+				c.atServer.Add(1)
+			}
+		},
+		GotFirstResponseByte: left,
+	}))
+	defer left()
 	o.attempts++
 	c.sent.Add(1)
 	c.inflight.Add(1)
 	defer c.inflight.Add(-1)
 	res, err := c.client.Do(req)
 	if err != nil {
+		c.noteCut(written.Load())
 		return 0, nil, nil, err
 	}
 	body, err := io.ReadAll(res.Body)
 	res.Body.Close()
 	if err != nil {
+		c.noteCut(true)
 		return 0, nil, nil, err
 	}
 	c.count(res.StatusCode)
 	c.checkEnvelope(req, data, res, body)
 	return res.StatusCode, res.Header, body, nil
+}
+
+// freezeMidRequest arranges for the next kill to land mid-request: once a request has been written to
+// the server and its answer has not begun (the clients send one after another, so at once but for a
+// moment between two), it stops the process (SIGSTOP), waits for answers already on their way to
+// arrive, and returns true, the process still stopped, if a request is still waiting for its answer:
+// it will get none. Otherwise the process goes on (SIGCONT) and it tries again, until wait has passed.
+func (c *crash) freezeMidRequest(wait time.Duration) bool {
+	pid := c.proc.Pid()
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+		if c.atServer.Load() == 0 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			c.t.Errorf("SIGSTOP recordsd: %v", err)
+			return false
+		}
+		time.Sleep(100 * time.Millisecond) // a loaded machine's client reads what was sent before the stop
+		if c.atServer.Load() > 0 {
+			return true
+		}
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			c.t.Errorf("SIGCONT recordsd: %v", err)
+			return false
+		}
+	}
+	return false
+}
+
+// noteCut counts an attempt that got no answer as cut by the kill under way (or the last one), when it
+// was written to a server: an attempt that found no server listening was not cut.
+func (c *crash) noteCut(written bool) {
+	if !written {
+		return
+	}
+	gen := c.gen.Load()
+	c.cutMu.Lock()
+	c.cut[gen]++
+	c.cutMu.Unlock()
+}
+
+// cuts returns how many kills cut requests in flight, and how many requests they cut.
+func (c *crash) cuts() (kills, requests int) {
+	c.cutMu.Lock()
+	defer c.cutMu.Unlock()
+	for _, n := range c.cut {
+		kills++
+		requests += n
+	}
+	return kills, requests
 }
 
 func (c *crash) count(status int) {

@@ -1,10 +1,11 @@
 // Package crash holds the black-box crash test of recordsd's Idempotency-Key guarantees: one recordsd
 // process over a fresh PostgreSQL database (and, for a few kill points, a SQLite file) serves idempotent
 // creates, updates and archives from several clients while the test kills it with SIGKILL at random
-// moments, mid-request included, and restarts it. Every request that got no definitive answer is retried
-// with its Idempotency-Key until it gets one. At the end the database must hold every acknowledged write
-// exactly once and every retried request's effect exactly once: one record per create, the last update's
-// values, one audit row per operation, every key completed.
+// moments, each once a request is in flight, and restarts it: at least one kill must cut a request (sent
+// to the process killed, left without an answer), or the test fails. Every request that got no
+// definitive answer is retried with its Idempotency-Key until it gets one. At the end the database must
+// hold every acknowledged write exactly once and every retried request's effect exactly once: one
+// record per create, the last update's values, one audit row per operation, every key completed.
 //
 // The change feed keeps the same count. With the last recordsd serving, every event the killed
 // processes committed and left unnumbered is numbered within a few seconds (the sweep), and the whole

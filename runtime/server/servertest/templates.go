@@ -30,9 +30,9 @@ import (
 // on a loaded PostgreSQL, and most tests start a server on them. So each test process migrates them once
 // per backend, into a template, and copies it for each test that asks for the default definitions: a
 // file copy for SQLite, CREATE DATABASE … TEMPLATE for PostgreSQL. The copy is what migrate.Run makes of
-// an empty database and nothing more (no settings row: each copy makes its own cursor secret at its
-// first start, as a new database does); the server still runs migrate.Run at its start, which finds
-// nothing to do. Tests with their own definitions, and DatabaseURL's callers, get an empty database.
+// an empty database and nothing more (no cursor secret: each copy makes its own at its first start, as a
+// new database does); the server finds it current at its start (migrate.Unchanged) and skips the
+// migration. Tests with their own definitions, and DatabaseURL's callers, get an empty database.
 
 // templatePrefix names the PostgreSQL templates: records_tpl_<unix seconds>_<random>.
 const templatePrefix = "records_tpl_"
