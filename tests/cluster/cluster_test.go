@@ -22,6 +22,7 @@ const propagationBound = propagation + time.Second
 
 // Three replicas over one PostgreSQL and one Redis behave as one service.
 func TestCluster(t *testing.T) {
+	t.Parallel() // its replicas, database, Redis keys and ports are its own
 	if testing.Short() {
 		t.Skip("starts three recordsd processes; not in -short")
 	}

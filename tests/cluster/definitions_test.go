@@ -20,6 +20,7 @@ import (
 // broken set is refused by recordsctl with its file and line and both replicas serve on what they
 // served.
 func TestLiveDefinitions(t *testing.T) {
+	t.Parallel() // its replicas, database, Redis keys and ports are its own
 	if testing.Short() {
 		t.Skip("starts two recordsd processes; not in -short")
 	}

@@ -100,8 +100,14 @@ type cluster struct {
 // to each replica's environment (settings such as RECORDS_WEBHOOK_LEASE=3s).
 func startCluster(t *testing.T, n int, env ...string) *cluster {
 	t.Helper()
+	return startClusterOn(t, n, redisURL(t, os.Getenv("RECORDS_TEST_REDIS")), env...)
+}
+
+// startClusterOn is startCluster with the replicas' Redis at redisAt (redisURL's answer).
+func startClusterOn(t *testing.T, n int, redisAt string, env ...string) *cluster {
+	t.Helper()
 	c := &cluster{scale: currentScale(), runID: randomHex(4)}
-	c.redis = redisURL(t)
+	c.redis = redisAt
 	c.db = servertest.DatabaseURL(t, servertest.Postgres)
 	c.ctl = ctl{db: c.db}
 	t0 := time.Now()
@@ -433,13 +439,12 @@ func filterQuery(field, op string, value any) string {
 	return "filter=" + url.QueryEscape(string(f))
 }
 
-// redisURL is RECORDS_TEST_REDIS (default redis://127.0.0.1:6379/0) with a database number from 1 to 15
-// chosen for this run. The rate limiter's keys are named by key and workspace ids, which are new UUIDs
-// in every run, so runs never share a key even in one database; the database is not flushed, since
-// another test binary may be using it at the same time.
-func redisURL(t testing.TB) string {
+// redisURL is base (RECORDS_TEST_REDIS, or a test's own redis-server; default redis://127.0.0.1:6379/0)
+// with a database number from 1 to 15 chosen for this run. The rate limiter's keys are named by key and
+// workspace ids, which are new UUIDs in every run, so runs never share a key even in one database; the
+// database is not flushed, since another test binary may be using it at the same time.
+func redisURL(t testing.TB, base string) string {
 	t.Helper()
-	base := os.Getenv("RECORDS_TEST_REDIS")
 	if base == "" {
 		base = "redis://127.0.0.1:6379/0"
 	}

@@ -36,13 +36,13 @@ func currentLimitsScale() limitsScale {
 // R1–R10 of the reliability note (docs/reliability.md) over three recordsd processes sharing one
 // PostgreSQL database and one private redis-server, which the outage scenario pauses and kills.
 func TestClusterLimits(t *testing.T) {
+	t.Parallel() // its replicas, database, Redis keys and ports are its own
 	if testing.Short() {
 		t.Skip("starts three recordsd processes and a redis-server; not in -short")
 	}
 	start := time.Now()
 	rs := servertest.NewRedisServer(t)
-	t.Setenv("RECORDS_TEST_REDIS", rs.URL())
-	c := startCluster(t, 3)
+	c := startClusterOn(t, 3, redisURL(t, rs.URL()))
 	ls := currentLimitsScale()
 	t0 := time.Now()
 	tn := c.limitsTenants(t, ls)

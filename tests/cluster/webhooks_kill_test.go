@@ -60,6 +60,7 @@ const hookAimWait = 15 * time.Second
 // receiver, verified, at least once, first in sequence order. Duplicates (at-least-once) and the
 // delivery lag are reported.
 func TestWebhooksSurviveKills(t *testing.T) {
+	t.Parallel() // its replicas, database, Redis keys and ports are its own
 	if testing.Short() {
 		t.Skip("starts two recordsd processes and a receiver; not in -short")
 	}

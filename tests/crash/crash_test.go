@@ -61,7 +61,10 @@ func scaleFor(b servertest.Backend) scale {
 // exactly once, every retried request had exactly one effect, nothing is duplicated.
 func TestCrash(t *testing.T) {
 	for _, b := range []servertest.Backend{servertest.Postgres, servertest.SQLite} {
-		t.Run(string(b), func(t *testing.T) { crashRun(t, b, scaleFor(b)) })
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel() // each backend's recordsd, database and clients are its own
+			crashRun(t, b, scaleFor(b))
+		})
 	}
 }
 
