@@ -23,8 +23,7 @@ import (
 // Two recordsd processes on one PostgreSQL: a key revoked with recordsctl is refused by both within 2 s.
 func TestRevocationReachesEveryServer(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Two servers", "--plan", "growth")["id"].(string)
 	member := c.run("member", "create", "--workspace", ws, "--email", "ops@two.example", "--role", "admin")["id"].(string)
 	key := c.run("key", "create", "--member", member, "--access", "read")
@@ -70,8 +69,7 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 	} else {
 		client.Close()
 	}
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Shared limits", "--plan", "growth")["id"].(string)
 	const n = 30
 	c.run("workspace", "set-limits", ws, "--key-per-minute", "30", "--key-per-hour", "10000", "--workspace-per-minute", "10000")
@@ -127,8 +125,7 @@ func TestRateLimitAcrossServersWithRedis(t *testing.T) {
 // on both within 2 seconds, with no restart.
 func TestCustomFieldReachesEveryServer(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Live catalog", "--plan", "growth")["id"].(string)
 	member := c.run("member", "create", "--workspace", ws, "--email", "ops@live.example", "--role", "admin")["id"].(string)
 	secret := c.run("key", "create", "--member", member, "--access", "write")["secret"].(string)

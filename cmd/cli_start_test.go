@@ -66,8 +66,7 @@ func TestMissingSQLiteFile(t *testing.T) {
 // still migrates first.
 func TestAdminCommandsSkipCurrentMigration(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Locked", "--plan", "growth")["id"].(string)
 
 	ctx := context.Background()

@@ -25,13 +25,31 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	os.Exit(servertest.RunWithBinaries(m, procs.RunTests, &binDir, "recordsd", "recordsctl"))
+	os.Exit(servertest.RunWithBinaries(dropTemplates{m}, procs.RunTests, &binDir, "recordsd", "recordsctl"))
+}
+
+// dropTemplates runs the tests, then drops the migrated templates migrated's copies came from.
+type dropTemplates struct{ m *testing.M }
+
+func (d dropTemplates) Run() int {
+	code := d.m.Run()
+	servertest.DropTemplates()
+	return code
 }
 
 type ctl struct {
 	t   *testing.T
 	db  string
 	dir string
+}
+
+// migrated returns a ctl on a database of kind b already migrated for the repository's definitions: a
+// copy of the test process's template (servertest.MigratedDatabase), as `recordsctl migrate` would have
+// left it. A migration of an empty database takes seconds on a loaded PostgreSQL, a copy a fraction of
+// that; the tests whose point is the migrate command (TestCommandLine, TestMissingSQLiteFile) run it.
+func migrated(t *testing.T, b servertest.Backend) ctl {
+	t.Helper()
+	return ctl{t: t, db: servertest.MigratedDatabase(t, b), dir: t.TempDir()}
 }
 
 // run runs recordsctl with --json and decodes its one JSON object.

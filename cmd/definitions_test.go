@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,10 +56,8 @@ func definitionsOf(t *testing.T, base string) map[string]any {
 // served; the process serves on.
 func TestSIGHUPReloadsDefinitions(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	defs := servertest.CopyDefinitions(t)
-	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "records.db"), dir: dir}
-	c.run("migrate")
+	c := migrated(t, servertest.SQLite)
 	ws := c.run("workspace", "create", "--name", "Live", "--plan", "enterprise")["id"].(string)
 	admin := c.run("member", "create", "--workspace", ws, "--email", "admin@live.example", "--role", "admin")["id"].(string)
 	key := c.run("key", "create", "--member", admin, "--access", "write")["secret"].(string)

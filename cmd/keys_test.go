@@ -26,9 +26,8 @@ func TestKeyCreateCommand(t *testing.T) {
 	for _, b := range []servertest.Backend{servertest.SQLite} {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
-			c.run("migrate")
+			c := migrated(t, b)
+			c.run("migrate") // again: nothing to do, and no error
 			ws := c.run("workspace", "create", "--name", "Keys", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@keys.example", "--role", "admin")["id"].(string)
 			create := func(extra ...string) []string {
@@ -95,8 +94,7 @@ func TestKeyCreateWithoutAPIAccess(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "No API", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "app@noapi.example", "--role", "no_api")["id"].(string)
 			msg := c.fail("key", "create", "--member", member, "--access", "read")
@@ -117,8 +115,7 @@ func TestKeyLastUsedWritten(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Used", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@used.example", "--role", "admin")["id"].(string)
 			secret := c.run("key", "create", "--member", member, "--access", "read")["secret"].(string)
@@ -172,8 +169,7 @@ func TestExpiryNotificationOutbox(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Outbox", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@outbox.example", "--role", "admin")["id"].(string)
 			key := c.run("key", "create", "--member", member, "--access", "read", "--expires-in", "20d")
@@ -222,8 +218,7 @@ func TestExpiryNotificationOutbox(t *testing.T) {
 // before its change, so that the server remembers it.
 func TestRecordsctlChangesApplyOnNextRequest(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.SQLite)
 	ws := c.run("workspace", "create", "--name", "Cached", "--plan", "growth")["id"].(string)
 	type change struct {
 		name   string

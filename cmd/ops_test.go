@@ -126,11 +126,10 @@ func request(t *testing.T, base, key, method, path, body string) (int, string, s
 func TestLogsHoldNoSecrets(t *testing.T) {
 	t.Parallel()
 	const password, cursorSecret = "Db-Pa55word-Never-Logged", "cursor-signing-key-never-logged-0123456789"
-	plain := servertest.DatabaseURL(t, servertest.Postgres)
-	u, _ := url.Parse(plain)
+	c := migrated(t, servertest.Postgres)
+	u, _ := url.Parse(c.db)
 	u.User = url.UserPassword(u.User.Username(), password) // trust authentication: accepted, never needed
-	c := ctl{t: t, db: u.String(), dir: t.TempDir()}
-	c.run("migrate")
+	c.db = u.String()
 	ws := c.run("workspace", "create", "--name", "Logs", "--plan", "growth")["id"].(string)
 	admin := c.run("member", "create", "--workspace", ws, "--email", "admin@logs.example", "--role", "admin")["id"].(string)
 	viewer := c.run("member", "create", "--workspace", ws, "--email", "viewer@logs.example", "--role", "viewer")["id"].(string)
@@ -221,8 +220,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 // write is kept, the plugins stop, and the process exits 0 within the grace period.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Shutdown", "--plan", "growth")["id"].(string)
 	member := c.run("member", "create", "--workspace", ws, "--email", "ops@shutdown.example", "--role", "admin")["id"].(string)
 	secret := c.run("key", "create", "--member", member, "--access", "write")["secret"].(string)
@@ -366,8 +364,7 @@ func TestDrainDelay(t *testing.T) {
 // gone (plugins/sdk, Serve). A zombie that its new parent has not reaped yet counts as ended.
 func TestPluginsDieWithRecordsd(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "records.db"), dir: dir}
+	c := migrated(t, servertest.SQLite)
 	p := serve(t, c, nil)
 	var plugins []procs.Child
 	if _, ok := servertest.WaitFor(20*time.Second, func() bool {

@@ -100,8 +100,7 @@ func TestWebhookCommands(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Hooked", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@hooked.example", "--role", "admin")["id"].(string)
 			recv := &hookReceiver{t: t, secrets: map[string][]string{}, got: map[string][]string{}}
