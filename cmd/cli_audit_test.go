@@ -88,6 +88,7 @@ func TestAuditList(t *testing.T) {
 	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
 			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Audited", "--plan", "growth")["id"].(string)
 			admin := c.run("member", "create", "--workspace", ws, "--email", "ops@audited.example", "--role", "admin")["id"].(string)

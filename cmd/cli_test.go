@@ -95,6 +95,7 @@ func TestCommandLine(t *testing.T) {
 	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
 			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
 			if applied, ok := c.run("migrate")["applied"].([]any); !ok || len(applied) == 0 {
 				t.Fatalf("migrate applied nothing on an empty database")
@@ -259,6 +260,7 @@ func startServer(t *testing.T, c ctl, extra ...string) (string, string) {
 
 // `recordsd serve --dev` on an empty database prints a working key and writes it to ./data/dev-key.
 func TestServeDev(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "data", "records.db"), dir: dir}
 	base, printed := startServer(t, c, "--dev")
@@ -278,6 +280,7 @@ func TestServeDev(t *testing.T) {
 // recordsctl plugins list starts the plugins the definitions name, reports their health, and stops them;
 // a named plugin missing from the directory is an error naming it.
 func TestPluginsList(t *testing.T) {
+	t.Parallel()
 	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
 	msg := c.fail("plugins", "list", "--plugins", filepath.Join(c.dir, "empty"))
 	for _, want := range []string{`plugin "deal-rules" (hooks of deals) has no executable program`, `plugin "task-rules" (hooks of project_tasks)`, `plugin "signal-rules" (hooks of project_signals)`} {

@@ -23,6 +23,7 @@ import (
 // they call is checked on both by TestKeys (K4); each recordsctl run on PostgreSQL costs a connection
 // and a migration check, about a second here.
 func TestKeyCreateCommand(t *testing.T) {
+	t.Parallel()
 	for _, b := range []servertest.Backend{servertest.SQLite} {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -91,6 +92,7 @@ func TestKeyCreateCommand(t *testing.T) {
 // TestKeyCreateWithoutAPIAccess: `recordsctl key create` for a member whose role lacks api.access
 // exits non-zero with a message naming the missing permission, and creates no key.
 func TestKeyCreateWithoutAPIAccess(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -112,6 +114,7 @@ func TestKeyCreateWithoutAPIAccess(t *testing.T) {
 // --key-usage-interval and once more when it stops, so `recordsctl key list` shows them: with an interval
 // of an hour only the shutdown writes it, with 100 ms it appears while the server runs.
 func TestKeyLastUsedWritten(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -166,6 +169,7 @@ func later(a, b string) bool {
 // notification for the key's owner, which `recordsctl notification list` shows and `notification read`
 // marks read; an unknown id is refused with exit 1.
 func TestExpiryNotificationOutbox(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()

@@ -97,6 +97,7 @@ func (r *hookReceiver) count(path string) int {
 // attempt once recordsd delivered the imported records' events; replay --after 0 queues the events the
 // endpoint takes and --event one of them; delete removes the endpoint; an unknown endpoint exits 1.
 func TestWebhookCommands(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
