@@ -106,7 +106,16 @@ func TestAdminCommandsSkipCurrentMigration(t *testing.T) {
 	if err := stale.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Released once the command waits for the lock (PostgreSQL lists its advisory lock not granted).
+	waiting := func() bool {
+		var n int64
+		_, err := store.QueryOne(ctx, st, st.Dialect().Bind("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"),
+			func(row []any) error { n = store.Int(row[0]); return nil })
+		return err == nil && n > 0
+	}
+	if _, ok := servertest.WaitFor(30*time.Second, waiting); !ok {
+		t.Error("workspace list with new definitions did not wait for the migration lock within 30 s")
+	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
