@@ -56,8 +56,11 @@ func TestMissingSQLiteFile(t *testing.T) {
 
 	fresh := t.TempDir()
 	p := serve(t, ctl{t: t, db: "sqlite:./records.db", dir: fresh}, nil)
-	if logs := p.logs(); !strings.Contains(logs, `"level":"WARN","msg":"created a new, empty SQLite database: the file did not exist","path":"`+filepath.Join(fresh, "records.db")+`"`) {
-		t.Errorf("recordsd serve on a missing file did not warn:\n%s", logs)
+	// Logged before recordsd prints that it serves, but by a goroutine of its own (logwriter.go): it may
+	// reach stderr a moment after stdout's line.
+	warning := `"level":"WARN","msg":"created a new, empty SQLite database: the file did not exist","path":"` + filepath.Join(fresh, "records.db") + `"`
+	if _, ok := servertest.WaitFor(10*time.Second, func() bool { return strings.Contains(p.logs(), warning) }); !ok {
+		t.Errorf("recordsd serve on a missing file did not warn:\n%s", p.logs())
 	}
 }
 
