@@ -88,8 +88,8 @@ func TestAuditList(t *testing.T) {
 	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			t.Parallel()
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Audited", "--plan", "growth")["id"].(string)
 			admin := c.run("member", "create", "--workspace", ws, "--email", "ops@audited.example", "--role", "admin")["id"].(string)
 			viewer := c.run("member", "create", "--workspace", ws, "--email", "viewer@audited.example", "--role", "viewer")["id"].(string)

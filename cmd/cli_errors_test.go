@@ -16,8 +16,7 @@ func TestUnknownNamesListValid(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Acme", "--plan", "growth")["id"].(string)
 			rolesFile := filepath.Join(c.dir, "roles.yaml")
 			os.WriteFile(rolesFile, []byte("version: 1\nroles:\n  auditor:\n    label: Auditor\n    permissions: [api.access]\n    resources: {deals: read}\n"), 0o644)

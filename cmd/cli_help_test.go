@@ -166,10 +166,15 @@ func TestHelpAndVersion(t *testing.T) {
 
 // A version set with -ldflags -X …/runtime/version.Version=V (make build VERSION=V) is the one
 // --version prints.
+//
+// The build compiles nothing (the packages are in the build cache since RECORDS_TEST_BIN's build or this
+// test binary's own), but it links two programs, the one cost of this test: 5.6-6.4 s of processor
+// time on the 2-core machine (3 runs). With -s -w (no symbol table, no DWARF) 3.3-3.9 s, and smaller
+// files to write; neither touches the version variable or the build information --version reads.
 func TestVersionFromLinker(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", out+"/", "-ldflags", "-X github.com/workspace-records/records/runtime/version.Version=v9.8.7-linked", "./cmd/recordsctl", "./cmd/recordsd")
+	cmd := exec.Command("go", "build", "-o", out+"/", "-ldflags", "-s -w -X github.com/workspace-records/records/runtime/version.Version=v9.8.7-linked", "./cmd/recordsctl", "./cmd/recordsd")
 	cmd.Dir = servertest.RepoDir()
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, msg)

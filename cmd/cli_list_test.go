@@ -89,8 +89,7 @@ func TestListCommands(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Acme Corp", "--plan", "growth")["id"].(string)
 			c.run("workspace", "set-limits", ws, "--key-per-minute", "100")
 			other := c.run("workspace", "create", "--name", "Empty", "--plan", "pro")["id"].(string)

@@ -17,8 +17,7 @@ func TestSeed(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			seeded := func(batch string) (ws, key, filterKey string) {
 				ws = c.run("workspace", "create", "--name", "Bench", "--plan", "enterprise")["id"].(string)
 				member := c.run("member", "create", "--workspace", ws, "--email", "bench@example.com", "--role", "admin")["id"].(string)

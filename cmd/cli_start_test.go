@@ -56,8 +56,11 @@ func TestMissingSQLiteFile(t *testing.T) {
 
 	fresh := t.TempDir()
 	p := serve(t, ctl{t: t, db: "sqlite:./records.db", dir: fresh}, nil)
-	if logs := p.logs(); !strings.Contains(logs, `"level":"WARN","msg":"created a new, empty SQLite database: the file did not exist","path":"`+filepath.Join(fresh, "records.db")+`"`) {
-		t.Errorf("recordsd serve on a missing file did not warn:\n%s", logs)
+	// Logged before recordsd prints that it serves, but by a goroutine of its own (logwriter.go): it may
+	// reach stderr a moment after stdout's line.
+	warning := `"level":"WARN","msg":"created a new, empty SQLite database: the file did not exist","path":"` + filepath.Join(fresh, "records.db") + `"`
+	if _, ok := servertest.WaitFor(10*time.Second, func() bool { return strings.Contains(p.logs(), warning) }); !ok {
+		t.Errorf("recordsd serve on a missing file did not warn:\n%s", p.logs())
 	}
 }
 
@@ -66,8 +69,7 @@ func TestMissingSQLiteFile(t *testing.T) {
 // still migrates first.
 func TestAdminCommandsSkipCurrentMigration(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Locked", "--plan", "growth")["id"].(string)
 
 	ctx := context.Background()
@@ -107,7 +109,16 @@ func TestAdminCommandsSkipCurrentMigration(t *testing.T) {
 	if err := stale.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Released once the command waits for the lock (PostgreSQL lists its advisory lock not granted).
+	waiting := func() bool {
+		var n int64
+		_, err := store.QueryOne(ctx, st, st.Dialect().Bind("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"),
+			func(row []any) error { n = store.Int(row[0]); return nil })
+		return err == nil && n > 0
+	}
+	if _, ok := servertest.WaitFor(30*time.Second, waiting); !ok {
+		t.Error("workspace list with new definitions did not wait for the migration lock within 30 s")
+	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)

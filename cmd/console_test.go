@@ -15,8 +15,7 @@ import (
 // the CSRF token. Wrong members, lifetimes and addresses are refused with a message and exit status 1.
 func TestConsoleLinkCommand(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.SQLite)
 	ws := c.run("workspace", "create", "--name", "Console", "--plan", "free")["id"].(string)
 	member := c.run("member", "create", "--workspace", ws, "--email", "first@console.example", "--role", "admin")["id"].(string)
 	for _, bad := range [][]string{{"--member", "00000000-0000-0000-0000-000000000000"}, {"--member", member, "--expires-in", "25h"},

@@ -23,12 +23,12 @@ import (
 // they call is checked on both by TestKeys (K4); each recordsctl run on PostgreSQL costs a connection
 // and a migration check, about a second here.
 func TestKeyCreateCommand(t *testing.T) {
+	t.Parallel()
 	for _, b := range []servertest.Backend{servertest.SQLite} {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
-			c.run("migrate")
+			c := migrated(t, b)
+			c.run("migrate") // again: nothing to do, and no error
 			ws := c.run("workspace", "create", "--name", "Keys", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@keys.example", "--role", "admin")["id"].(string)
 			create := func(extra ...string) []string {
@@ -92,11 +92,11 @@ func TestKeyCreateCommand(t *testing.T) {
 // TestKeyCreateWithoutAPIAccess: `recordsctl key create` for a member whose role lacks api.access
 // exits non-zero with a message naming the missing permission, and creates no key.
 func TestKeyCreateWithoutAPIAccess(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "No API", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "app@noapi.example", "--role", "no_api")["id"].(string)
 			msg := c.fail("key", "create", "--member", member, "--access", "read")
@@ -114,11 +114,11 @@ func TestKeyCreateWithoutAPIAccess(t *testing.T) {
 // --key-usage-interval and once more when it stops, so `recordsctl key list` shows them: with an interval
 // of an hour only the shutdown writes it, with 100 ms it appears while the server runs.
 func TestKeyLastUsedWritten(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Used", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@used.example", "--role", "admin")["id"].(string)
 			secret := c.run("key", "create", "--member", member, "--access", "read")["secret"].(string)
@@ -169,11 +169,11 @@ func later(a, b string) bool {
 // notification for the key's owner, which `recordsctl notification list` shows and `notification read`
 // marks read; an unknown id is refused with exit 1.
 func TestExpiryNotificationOutbox(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Outbox", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@outbox.example", "--role", "admin")["id"].(string)
 			key := c.run("key", "create", "--member", member, "--access", "read", "--expires-in", "20d")
@@ -222,8 +222,7 @@ func TestExpiryNotificationOutbox(t *testing.T) {
 // before its change, so that the server remembers it.
 func TestRecordsctlChangesApplyOnNextRequest(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.SQLite), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.SQLite)
 	ws := c.run("workspace", "create", "--name", "Cached", "--plan", "growth")["id"].(string)
 	type change struct {
 		name   string

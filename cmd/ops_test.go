@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -126,11 +127,10 @@ func request(t *testing.T, base, key, method, path, body string) (int, string, s
 func TestLogsHoldNoSecrets(t *testing.T) {
 	t.Parallel()
 	const password, cursorSecret = "Db-Pa55word-Never-Logged", "cursor-signing-key-never-logged-0123456789"
-	plain := servertest.DatabaseURL(t, servertest.Postgres)
-	u, _ := url.Parse(plain)
+	c := migrated(t, servertest.Postgres)
+	u, _ := url.Parse(c.db)
 	u.User = url.UserPassword(u.User.Username(), password) // trust authentication: accepted, never needed
-	c := ctl{t: t, db: u.String(), dir: t.TempDir()}
-	c.run("migrate")
+	c.db = u.String()
 	ws := c.run("workspace", "create", "--name", "Logs", "--plan", "growth")["id"].(string)
 	admin := c.run("member", "create", "--workspace", ws, "--email", "admin@logs.example", "--role", "admin")["id"].(string)
 	viewer := c.run("member", "create", "--workspace", ws, "--email", "viewer@logs.example", "--role", "viewer")["id"].(string)
@@ -221,8 +221,7 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 // write is kept, the plugins stop, and the process exits 0 within the grace period.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	c := ctl{t: t, db: servertest.DatabaseURL(t, servertest.Postgres), dir: t.TempDir()}
-	c.run("migrate")
+	c := migrated(t, servertest.Postgres)
 	ws := c.run("workspace", "create", "--name", "Shutdown", "--plan", "growth")["id"].(string)
 	member := c.run("member", "create", "--workspace", ws, "--email", "ops@shutdown.example", "--role", "admin")["id"].(string)
 	secret := c.run("key", "create", "--member", member, "--access", "write")["secret"].(string)
@@ -240,20 +239,28 @@ func TestGracefulShutdown(t *testing.T) {
 	defer conn.Close()
 	body := `{"name":"Written while shutting down"}`
 	fmt.Fprintf(conn, "POST /v1/companies HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", host, secret, len(body), body[:10])
-	time.Sleep(200 * time.Millisecond) // the server has read the headers and waits for the body
+	// The server has accepted the connection and read the headers, and waits for the rest of the body:
+	// 398 ms after they were sent at a load average of 17 on 2 cores, where the fixed 200 ms this wait
+	// replaced sent SIGTERM while the connection still sat in the listener's queue.
+	read, ok := servertest.WaitFor(20*time.Second, func() bool { return serverHasRead(t, conn) })
+	if !ok {
+		t.Fatalf("recordsd did not read the request's headers within 20 s")
+	}
 
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := servertest.WaitFor(5*time.Second, func() bool {
+	closed, ok := servertest.WaitFor(5*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", host, 200*time.Millisecond)
 		if err == nil {
 			c.Close()
 		}
 		return err != nil
-	}); !ok {
+	})
+	if !ok {
 		t.Error("the listener still accepts connections 5 s after SIGTERM")
 	}
+	t.Logf("headers read in %v; listener closed %v after SIGTERM", read.Round(time.Millisecond), closed.Round(time.Millisecond))
 	fmt.Fprint(conn, body[10:])
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -290,6 +297,35 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 }
 
+// serverHasRead reports whether the server's end of conn, a TCP connection to 127.0.0.1, was accepted
+// and has read every byte sent on it so far: Linux lists that socket in /proc/net/tcp with an empty
+// receive queue (while in the listener's accept queue, it holds what was sent).
+func serverHasRead(t *testing.T, conn net.Conn) bool {
+	t.Helper()
+	hexAddr := func(a net.Addr) string {
+		ap, err := netip.ParseAddrPort(a.String())
+		if err != nil || !ap.Addr().Is4() {
+			t.Fatalf("not an IPv4 address: %v (%v)", a, err)
+		}
+		b := ap.Addr().As4()
+		return fmt.Sprintf("%02X%02X%02X%02X:%04X", b[3], b[2], b[1], b[0], ap.Port())
+	}
+	local, remote := hexAddr(conn.RemoteAddr()), hexAddr(conn.LocalAddr())
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// sl local_address rem_address st tx_queue:rx_queue …
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[1] == local && f[2] == remote {
+			_, rx, _ := strings.Cut(f[4], ":")
+			return strings.Trim(rx, "0") == ""
+		}
+	}
+	return false
+}
+
 // childPIDs lists the processes whose parent is pid (Linux /proc).
 func childPIDs(pid int) []int {
 	var out []int
@@ -315,9 +351,13 @@ func childPIDs(pid int) []int {
 // With --drain-delay, SIGTERM first turns /readyz to 503 while the API still answers, so that a load
 // balancer takes the server out before it stops accepting connections.
 func TestDrainDelay(t *testing.T) {
-	dir := t.TempDir()
-	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "records.db"), dir: dir}
-	p := serve(t, c, nil, "--drain-delay", "2s")
+	t.Parallel()
+	// The checks below must run inside the drain delay, once the signal is handled: /readyz turned 503
+	// 55 ms after SIGTERM at a load average of 17 on 2 cores, but a step may take a second or more on a
+	// machine more loaded still; 2 s, with a 1 s wait for the 503, left little room. 5 s leaves plenty.
+	const drain = 5 * time.Second
+	c := migrated(t, servertest.SQLite)
+	p := serve(t, c, nil, "--drain-delay", drain.String())
 	// Ready once the schemas compiled after the listener opened (a second or more on a loaded machine).
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		status, _, _ := request(t, p.url, "", "GET", "/readyz", "")
@@ -332,12 +372,12 @@ func TestDrainDelay(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	took, ok := servertest.WaitFor(time.Second, func() bool {
+	took, ok := servertest.WaitFor(3*time.Second, func() bool {
 		status, _, _ := request(t, p.url, "", "GET", "/readyz", "")
 		return status == 503
 	})
 	if !ok {
-		t.Fatal("/readyz did not turn 503 after SIGTERM")
+		t.Fatal("/readyz did not turn 503 within 3 s of SIGTERM")
 	}
 	status, _, body := request(t, p.url, "", "GET", "/readyz", "")
 	if status != 503 || !strings.Contains(body, "shutting down") {
@@ -352,10 +392,10 @@ func TestDrainDelay(t *testing.T) {
 		if err != nil {
 			t.Fatalf("recordsd exited with %v", err)
 		}
-		if since := time.Since(sent); since < 2*time.Second {
-			t.Errorf("recordsd exited %s after SIGTERM, before the 2 s drain delay", since)
+		if since := time.Since(sent); since < drain {
+			t.Errorf("recordsd exited %s after SIGTERM, before the %s drain delay", since, drain)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(drain + 15*time.Second):
 		t.Fatal("recordsd did not exit after the drain delay")
 	}
 	t.Logf("not ready %s after SIGTERM", took)
@@ -366,8 +406,7 @@ func TestDrainDelay(t *testing.T) {
 // gone (plugins/sdk, Serve). A zombie that its new parent has not reaped yet counts as ended.
 func TestPluginsDieWithRecordsd(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	c := ctl{t: t, db: "sqlite:" + filepath.Join(dir, "records.db"), dir: dir}
+	c := migrated(t, servertest.SQLite)
 	p := serve(t, c, nil)
 	var plugins []procs.Child
 	if _, ok := servertest.WaitFor(20*time.Second, func() bool {

@@ -97,11 +97,11 @@ func (r *hookReceiver) count(path string) int {
 // attempt once recordsd delivered the imported records' events; replay --after 0 queues the events the
 // endpoint takes and --event one of them; delete removes the endpoint; an unknown endpoint exits 1.
 func TestWebhookCommands(t *testing.T) {
+	t.Parallel()
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
-			c := ctl{t: t, db: servertest.DatabaseURL(t, b), dir: t.TempDir()}
-			c.run("migrate")
+			c := migrated(t, b)
 			ws := c.run("workspace", "create", "--name", "Hooked", "--plan", "growth")["id"].(string)
 			member := c.run("member", "create", "--workspace", ws, "--email", "ops@hooked.example", "--role", "admin")["id"].(string)
 			recv := &hookReceiver{t: t, secrets: map[string][]string{}, got: map[string][]string{}}

@@ -25,6 +25,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // Every line written from many goroutines arrives whole, once, and Close leaves nothing behind; lines
 // written after Close still arrive.
 func TestLogWriterKeepsEveryLine(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	l := newLogWriter(&out)
 	var wg sync.WaitGroup

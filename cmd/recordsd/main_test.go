@@ -42,6 +42,7 @@ func get(t *testing.T, url string) int {
 // addresses, its database), under the environment and the flags, and logs the configuration without a
 // password or the cursor secret, on SQLite and on PostgreSQL with a password in the URL.
 func TestServeFromConfigFile(t *testing.T) {
+	t.Parallel()
 	const (
 		pgPassword    = "pg-secret-Pa55"
 		redisPassword = "redis-secret-Pa55"
@@ -50,6 +51,9 @@ func TestServeFromConfigFile(t *testing.T) {
 	plugins := servertest.ShippedPlugins(t)
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			// An empty database, which recordsd migrates as it starts: the one migration of this test
+			// process (a migrated template would cost the same migration and a copy).
 			db := servertest.DatabaseURL(t, b)
 			if b == servertest.Postgres {
 				// The test server trusts local connections: the password is carried, not checked.
