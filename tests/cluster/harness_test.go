@@ -60,7 +60,7 @@ func currentScale() scale {
 type ctl struct{ db string }
 
 func (c ctl) run(args ...string) (map[string]any, error) {
-	return proc.JSON(context.Background(), filepath.Join(binDir, "recordsctl"), append([]string{"--db", c.db, "--definitions", servertest.DefinitionsDir(), "--json"}, args...)...)
+	return proc.JSON(context.Background(), filepath.Join(binDir, "recordsctl"), append([]string{"--db", c.db + "&pool_max_conns=4", "--definitions", servertest.DefinitionsDir(), "--json"}, args...)...)
 }
 
 // must runs recordsctl and fails the test on an error.
@@ -129,7 +129,9 @@ func startClusterOn(t *testing.T, n int, redisAt string, env ...string) *cluster
 	for i, addr := range addrs {
 		c.replicas = append(c.replicas, &replica{index: i, addr: addr, Process: &proc.Process{
 			Name: fmt.Sprintf("replica %d", i), Path: filepath.Join(binDir, "recordsd"), Probe: "http://" + addr + "/v1", Log: &proc.Buffer{}, Env: env,
-			Args: []string{"serve", "--addr", addr, "--db", c.db, "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--log-level", "warn"}}})
+			// Pools of 4 (8 by default on 2 processors): make test runs the cluster scenarios side by side
+			// with other packages, and ten replicas at 8 took most of PostgreSQL's default 100 connections.
+			Args: []string{"serve", "--addr", addr, "--db", c.db + "&pool_max_conns=4", "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--log-level", "warn"}}})
 	}
 	t.Cleanup(func() {
 		for _, r := range c.replicas {

@@ -19,7 +19,8 @@ import "strings"
 // edge between peers is a decision, written down. The sibling rule reads direct imports: a listed edge
 // A → B lets A reach whatever B may reach.
 var layers = []layer{
-	{"dev programs and black-box tests", pkgs("./tools/...", "./tests/...")},
+	{"dev programs and black-box tests", pkgs("./tools/...", "./tests/...",
+		"./runtime/server/solo", "./runtime/server/unscoped")}, // behaviour tests in processes of their own
 	{"process harness", pkgs("./internal/proc")},
 	{"commands and plugin programs", pkgs("./cmd/...", "./plugins/...-rules")},
 	{"server test helpers", pkgs("./runtime/server/servertest/...")},
@@ -52,6 +53,9 @@ var layers = []layer{
 // siblings lists the imports allowed between packages of one layer, as "importer → imported".
 var siblings = []edge{
 	{"./plugins/sdk", "./plugins/sdk/hookspb"}, // the contract's generated protobuf code
+	// The isolation matrix and the pool leak, shared by runtime/server and runtime/server/unscoped, drive
+	// servertest's servers.
+	{"./runtime/server/servertest/tenancy", "./runtime/server/servertest"},
 }
 
 // denials lists imports forbidden beyond the layer order: the importer's pattern, the denied patterns,
