@@ -69,6 +69,11 @@ type Contract struct {
 	// schema compiles, at its first use (lazySchema.get).
 	compileMu sync.Mutex
 	compiler  *jsonschema.Compiler
+	doc       any // the document parsed, which the compiler reads
+	// componentsChecked validates the document's components/schemas once, before the first compilation
+	// (lazySchema.get); componentsErr is its verdict.
+	componentsChecked sync.Once
+	componentsErr     error
 
 	docOnce     sync.Once
 	docProblems []string
@@ -125,7 +130,7 @@ func newContract(doc []byte) (*Contract, error) {
 	if !ok {
 		return nil, fmt.Errorf("parse OpenAPI document: not a JSON object")
 	}
-	c := &Contract{raw: doc}
+	c := &Contract{raw: doc, doc: root}
 	if c.compiler, err = newCompiler(root); err != nil {
 		return nil, err
 	}

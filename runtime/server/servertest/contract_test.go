@@ -451,6 +451,57 @@ func TestContractFeatures(t *testing.T) {
 	}
 }
 
+// A document whose schemas break JSON Schema has every answer refused, as the compiler refused them.
+func TestContractBrokenSchema(t *testing.T) {
+	t.Parallel()
+	c, err := newContract([]byte(`{"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+	"components": {"schemas": {"Bad": {"type": "object", "properties": {"n": {"minimum": "five"}}}}},
+	"paths": {"/things": {"get": {"responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", "http://server.test/things", nil)
+	res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}}
+	if _, problems := c.CheckResponse(req, res, []byte(`{}`)); !strings.Contains(fmt.Sprint(problems), "the schema at /components/schemas/Bad is not a JSON Schema") {
+		t.Errorf("problems %v", problems)
+	}
+}
+
+// BenchmarkCheckSchemas measures validating the golden's schemas against the meta-schema: its components
+// (once per contract) and all of them.
+func BenchmarkCheckSchemas(b *testing.B) {
+	g, err := shippedDocuments()
+	if err != nil {
+		b.Fatal(err)
+	}
+	doc, err := decodeJSON(g.golden)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, locations := range map[string][]string{"components": {"components/schemas/*"}, "all": schemaLocations} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				if err := checkSchemas(documentSchemas(doc, locations...)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkNewContract measures building the golden contract (parsing and indexing the document).
+func BenchmarkNewContract(b *testing.B) {
+	g, err := shippedDocuments()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := newContract(g.golden); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // Parallel checks of one contract, its schemas compiling meanwhile, are safe (run with -race) and agree.
 func TestContractConcurrent(t *testing.T) {
 	t.Parallel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/textproto"
@@ -218,11 +219,12 @@ func (s *textSchema) value(text string) (any, bool) {
 // lazySchema is a schema of the document, compiled at its first use and kept. It is shared by every
 // use of the same schema object (a response all operations $ref, as NotFound, compiles once).
 type lazySchema struct {
-	c    *Contract
-	ptr  string // its JSON pointer in the document
-	once sync.Once
-	sch  *jsonschema.Schema
-	err  error
+	c     *Contract
+	ptr   string // its JSON pointer in the document
+	value any    // the schema
+	once  sync.Once
+	sch   *jsonschema.Schema
+	err   error
 }
 
 // get returns the compiled schema. Only the first call of each schema compiles, holding the compiler's
@@ -232,6 +234,15 @@ func (l *lazySchema) get() (*jsonschema.Schema, error) {
 	l.once.Do(func() {
 		l.c.compileMu.Lock()
 		defer l.c.compileMu.Unlock()
+		// What the compiler does not validate (newCompiler): the schemas $refs lead to, once, and this one.
+		l.c.componentsChecked.Do(func() { l.c.componentsErr = checkSchemas(documentSchemas(l.c.doc, "components/schemas/*")) })
+		if l.c.componentsErr != nil {
+			l.err = l.c.componentsErr
+			return
+		}
+		if l.err = checkSchemas(map[string]any{l.ptr: l.value}); l.err != nil {
+			return
+		}
 		l.sch, l.err = l.c.compiler.Compile(contractURL + "#" + fragment(l.ptr))
 		if l.err != nil {
 			l.err = fmt.Errorf("the schema at %s does not compile: %w", l.ptr, l.err)
@@ -253,16 +264,120 @@ func fragment(ptr string) string {
 // OpenAPI 3.1 document with format assertions (vconfig.WithFormatAssertions): formats asserted, and its
 // OpenAPI vocabulary (nullable refused, discriminator properties required). It loads nothing: every
 // $ref must be within the document.
+//
+// It also knows where an OpenAPI document keeps its schemas (documentLayout), so that it reads them all
+// at once at the first compilation: otherwise it reads each schema it is asked for, or a $ref leads it
+// to, on its own, copying its whole index of the document's schemas each time (quadratic: a second of
+// processor time in TestIsolationMatrix). Reading them that way, it leaves out its validation of each
+// against the JSON Schema meta-schema, which the contract does itself (lazySchema.get).
 func newCompiler(doc any) (*jsonschema.Compiler, error) {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	c.RegisterVocabulary(openapi_vocabulary.NewOpenAPIVocabularyWithCoercion(openapi_vocabulary.Version31, false))
+	c.RegisterVocabulary(documentLayout)
 	c.AssertVocabs()
 	c.UseLoader(noLoader{})
 	if err := c.AddResource(contractURL, doc); err != nil {
 		return nil, fmt.Errorf("add the document to the schema compiler: %w", err)
 	}
 	return c, nil
+}
+
+// schemaLocations are where an OpenAPI 3.1 document keeps schemas (* any member, [] any item).
+var schemaLocations = []string{
+	"components/schemas/*",
+	"components/parameters/*/schema",
+	"components/headers/*/schema",
+	"components/requestBodies/*/content/*/schema",
+	"components/responses/*/content/*/schema",
+	"components/responses/*/headers/*/schema",
+	"paths/*/parameters/[]/schema",
+	"paths/*/*/parameters/[]/schema",
+	"paths/*/*/requestBody/content/*/schema",
+	"paths/*/*/responses/*/content/*/schema",
+	"paths/*/*/responses/*/headers/*/schema",
+}
+
+// documentLayout is a vocabulary with no keywords whose subschemas are the document's schemas
+// (schemaLocations): the compiler collects them when it reads the document, which is its root.
+var documentLayout = &jsonschema.Vocabulary{
+	URL: "https://contract.invalid/vocab/openapi-document-layout",
+	Subschemas: func() []jsonschema.SchemaPath {
+		var out []jsonschema.SchemaPath
+		for _, loc := range schemaLocations {
+			var sp jsonschema.SchemaPath
+			for tok := range strings.SplitSeq(loc, "/") {
+				switch tok {
+				case "*":
+					sp = append(sp, jsonschema.AllProp{})
+				case "[]":
+					sp = append(sp, jsonschema.AllItem{})
+				default:
+					sp = append(sp, jsonschema.Prop(tok))
+				}
+			}
+			out = append(out, sp)
+		}
+		return out
+	}(),
+	Compile: func(*jsonschema.CompilerContext, map[string]any) (jsonschema.SchemaExt, error) { return nil, nil },
+}
+
+// documentSchemas returns the schemas at locations (schemaLocations) in doc, by JSON pointer.
+func documentSchemas(doc any, locations ...string) map[string]any {
+	out := map[string]any{}
+	var walk func(v any, ptr string, toks []string)
+	walk = func(v any, ptr string, toks []string) {
+		if len(toks) == 0 {
+			out[ptr] = v
+			return
+		}
+		switch tok := toks[0]; tok {
+		case "*":
+			m, _ := v.(map[string]any)
+			for k, v := range m {
+				walk(v, ptr+"/"+escapeToken(k), toks[1:])
+			}
+		case "[]":
+			a, _ := v.([]any)
+			for i, v := range a {
+				walk(v, ptr+"/"+strconv.Itoa(i), toks[1:])
+			}
+		default:
+			if m, ok := v.(map[string]any); ok {
+				if v, ok := m[tok]; ok {
+					walk(v, ptr+"/"+escapeToken(tok), toks[1:])
+				}
+			}
+		}
+	}
+	for _, loc := range locations {
+		walk(doc, "", strings.Split(loc, "/"))
+	}
+	return out
+}
+
+var (
+	metaOnce   sync.Once
+	metaSchema *jsonschema.Schema
+	metaErr    error
+)
+
+// checkSchemas validates schemas (by JSON pointer) against the JSON Schema 2020-12 meta-schema, as the
+// compiler would have (newCompiler), and returns the first failure.
+func checkSchemas(schemas map[string]any) error {
+	metaOnce.Do(func() {
+		metaSchema, metaErr = jsonschema.NewCompiler().Compile("https://json-schema.org/draft/2020-12/schema")
+	})
+	if metaErr != nil {
+		return fmt.Errorf("compile the JSON Schema meta-schema: %w", metaErr)
+	}
+	for _, ptr := range slices.Sorted(maps.Keys(schemas)) {
+		if err := metaSchema.Validate(schemas[ptr]); err != nil {
+			return fmt.Errorf("the schema at %s is not a JSON Schema: %s", ptr, schemaErrors(err))
+		}
+	}
+	return nil
 }
 
 type noLoader struct{}
@@ -446,7 +561,7 @@ func (x *docIndexer) text(m map[string]any, ptr, style string) (*textSchema, err
 		t.unsupported = fmt.Sprintf("%s: a value of type %v is not checked by the contract (extend servertest/contractdoc.go)", what, t.types)
 		return t, nil
 	}
-	t.schema = x.schema(ptr + "/schema")
+	t.schema = x.schema(ptr+"/schema", raw)
 	return t, nil
 }
 
@@ -502,8 +617,8 @@ func (x *docIndexer) content(m map[string]any, ptr string) (map[string]*lazySche
 			return nil, fmt.Errorf("%s/content/%s: not an object", ptr, mt)
 		}
 		out[mt] = nil
-		if _, ok := media["schema"]; ok {
-			out[mt] = x.schema(ptr + "/content/" + escapeToken(mt) + "/schema")
+		if schema, ok := media["schema"]; ok {
+			out[mt] = x.schema(ptr+"/content/"+escapeToken(mt)+"/schema", schema)
 		}
 	}
 	return out, nil
@@ -531,12 +646,12 @@ func (x *docIndexer) security(raw any, ptr string) ([]requirement, error) {
 	return out, nil
 }
 
-// schema returns the lazySchema at ptr, one per pointer.
-func (x *docIndexer) schema(ptr string) *lazySchema {
+// schema returns the lazySchema of value, at ptr, one per pointer.
+func (x *docIndexer) schema(ptr string, value any) *lazySchema {
 	if s := x.schemas[ptr]; s != nil {
 		return s
 	}
-	s := &lazySchema{c: x.c, ptr: ptr}
+	s := &lazySchema{c: x.c, ptr: ptr, value: value}
 	x.schemas[ptr] = s
 	return s
 }
