@@ -99,6 +99,18 @@ func BenchmarkContract(b *testing.B) {
 			}
 		})
 	}
+	// As Env.Do checks an answer: the body it has decoded already.
+	list := xs[0]
+	decoded, err := decodeJSON(list.body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("response/list-decoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c.checkResponse(list.req, list.res, list.body, decoded)
+		}
+	})
 	create := xs[len(xs)-1]
 	b.Run("request/create", func(b *testing.B) {
 		b.ReportAllocs()
