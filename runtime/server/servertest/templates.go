@@ -66,9 +66,9 @@ func Main(m interface{ Run() int }) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(200)
 	}
-	// The golden contract takes a second or two to parse and index (its schemas compile at their
-	// first use); start it beside the first servers and databases instead of inside the first test
-	// that checks an answer. Env.Contract waits for it.
+	// The golden contract takes a few tenths of a second to parse and index (its schemas compile at
+	// their first use); start it beside the first servers and databases instead of inside the first
+	// test that checks an answer. Env.Contract waits for it.
 	go GoldenContract()
 	code := m.Run()
 	if err := closeShared(); err != nil {
