@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,7 +149,10 @@ func (p *Process) Start(ctx context.Context) error {
 		if res, err := client.Get(p.Probe); err == nil {
 			io.Copy(io.Discard, res.Body)
 			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
+			// The answer must come from this process: FreeAddrs's port may have been taken meanwhile by
+			// another process of the machine (a test server, a replica of another test), whose answer
+			// would pass for this one's while this one fails to listen (address already in use) and exits.
+			if res.StatusCode == http.StatusOK && listens(cmd.Process.Pid, p.Probe) {
 				p.Ready = time.Since(t0)
 				return nil
 			}
@@ -308,4 +312,50 @@ func RunTests(m interface{ Run() int }, repo string, bin *string, names ...strin
 	defer os.RemoveAll(dir)
 	*bin = dir
 	return m.Run()
+}
+
+// listens reports whether process pid holds the listening TCP socket of probe's port (Linux: the
+// sockets of /proc/net/tcp and tcp6 in state LISTEN, matched by inode to the process's descriptors).
+// Where /proc cannot tell (no such port listed), it answers true: the probe's answer is then all there is.
+func listens(pid int, probe string) bool {
+	u, err := url.Parse(probe)
+	if err != nil {
+		return true
+	}
+	port, err := strconv.ParseUint(u.Port(), 10, 16)
+	if err != nil {
+		return true
+	}
+	inodes := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			f := strings.Fields(line)
+			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+			if len(f) < 10 || f[3] != "0A" {
+				continue
+			}
+			if _, hexPort, ok := strings.Cut(f[1], ":"); ok {
+				if n, err := strconv.ParseUint(hexPort, 16, 16); err == nil && n == port {
+					inodes["socket:["+f[9]+"]"] = true
+				}
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return true
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return true
+	}
+	for _, fd := range fds {
+		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && inodes[link] {
+			return true
+		}
+	}
+	return false
 }

@@ -82,6 +82,28 @@ type replica struct {
 
 func (r *replica) url() string { return "http://" + r.addr }
 
+// startOnFreePort starts the replica, on another free port when its own was taken by another process
+// between FreeAddrs and the replica's listen (it then exits: address already in use): make test's other
+// packages open and close loopback ports all the time.
+func (r *replica) startOnFreePort() error {
+	for try := 1; ; try++ {
+		err := r.Start(context.Background())
+		if err == nil || try == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		addrs, ferr := proc.FreeAddrs(1)
+		if ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		for i, a := range r.Args {
+			if a == r.addr {
+				r.Args[i] = addrs[0]
+			}
+		}
+		r.addr, r.Probe = addrs[0], "http://"+addrs[0]+"/v1"
+	}
+}
+
 // cluster is the replicas, the database and Redis they share, and a client that spreads requests.
 type cluster struct {
 	db       string // the app role's URL of the shared database
@@ -151,7 +173,7 @@ func startClusterOn(t *testing.T, n int, redisAt string, env ...string) *cluster
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, r := range c.replicas {
-		wg.Go(func() { errs[i] = r.Start(context.Background()) })
+		wg.Go(func() { errs[i] = r.startOnFreePort() })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
