@@ -31,18 +31,7 @@ func TestGeneratedClient(t *testing.T) {
 	}
 	run := func(dirOf string, env []string, name string, args ...string) []byte {
 		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dirOf
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.Output()
-		if err != nil {
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr)
-		}
-		return out
+		return runTool(t, dirOf, env, name, args...)
 	}
 	// The generated and compiled client is kept in the test cache (testcache_test.go) under a hash of
 	// what makes it: the document served (the server's address, which changes from run to run, replaced
@@ -117,4 +106,22 @@ func TestGeneratedClient(t *testing.T) {
 	if d := e.Do("GET", "/v1/companies/"+got.Created[1], nil).Data(); d["archived"] != true {
 		t.Errorf("the archive did not land: %v", d["archived"])
 	}
+}
+
+// runTool runs name with args in dir (env added to the test's environment) and answers its standard
+// output; a failure fails the test with both outputs.
+func runTool(t *testing.T, dir string, env []string, name string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr)
+	}
+	return out
 }

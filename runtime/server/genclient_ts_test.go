@@ -34,17 +34,7 @@ func TestGeneratedTypeScriptClient(t *testing.T) {
 	}
 	run := func(dir, name string, args ...string) []byte {
 		t.Helper()
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			var stderr string
-			if ee, ok := err.(*exec.ExitError); ok {
-				stderr = string(ee.Stderr)
-			}
-			t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr)
-		}
-		return out
+		return runTool(t, dir, nil, name, args...)
 	}
 	// The test's sources, by name.
 	src := filepath.Join("testdata", "genclient-ts")
