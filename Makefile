@@ -204,7 +204,7 @@ bench-quick: build plugins
 # About 5 minutes. The short forms (about 30 s each) run in make test.
 .PHONY: cluster-test
 cluster-test:
-	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^(TestCluster|TestWebhooksSurviveKills)$$' ./tests/cluster/
+	RECORDS_TIMING=strict CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^(TestCluster|TestWebhooksSurviveKills)$$' ./tests/cluster/
 
 # The crash test (tests/crash), long form: one recordsd killed with SIGKILL at 200 random moments over
 # PostgreSQL (20 over SQLite) while six clients send idempotent creates, updates and archives; every
@@ -219,14 +219,25 @@ crash-test:
 # make test) under twice the clients. About 3 minutes.
 .PHONY: faults-test
 faults-test:
-	RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/solo/
+	RECORDS_TIMING=strict RECORDS_FAULTS_LONG=1 $(GO) test -count=1 -timeout 15m -v -run '^TestDatabaseFaults$$' ./runtime/server/solo/
 
 # R1–R10 of the reliability note over three recordsd replicas, one PostgreSQL and a private redis-server
 # (tests/cluster TestClusterLimits), long form: 200 requests/s through a 60 s pause and a 60 s kill of
 # Redis, 10 clients honouring Retry-After for 20 s. About 3 minutes. The short form runs in make test.
 .PHONY: limits-test
 limits-test:
-	CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestClusterLimits$$' ./tests/cluster/
+	RECORDS_TIMING=strict CLUSTER_LONG=1 $(GO) test -count=1 -timeout 20m -v -run '^TestClusterLimits$$' ./tests/cluster/
+
+# The documented timing figures, on a quiet machine (servertest/timing.go): with RECORDS_TIMING=strict the
+# tests that carry one hold it (a plugin relaunched within 2 s, a change on every replica within 2 s, an
+# answer within the request deadline and its margin, a SIGHUP switch within 2 s) instead of the budgets
+# make test holds, which do not bend when other suites share the machine. The long forms above hold them
+# too. About 3 minutes.
+.PHONY: timing-check
+timing-check:
+	RECORDS_TIMING=strict $(GO) test -count=1 -timeout 15m ./runtime/server/solo/ ./tests/cluster/
+	RECORDS_TIMING=strict $(GO) test -count=1 -timeout 10m -run '^(TestDealRulesPlugin|TestPluginSwapWatched)$$' ./runtime/server/
+	RECORDS_TIMING=strict $(GO) test -count=1 -timeout 10m -run '^TestSIGHUPReloadsDefinitions$$' ./cmd/
 
 # Plugin chaos, long form (runtime/server/solo/plugin_chaos_test.go, runtime/plugins/host_test.go): 1,000
 # calls of each plugin misbehaviour (panic, hang, stop, exit, SIGKILL, output floods of 1 MiB a call) on
@@ -234,7 +245,7 @@ limits-test:
 # a misbehaviour on SQLite, 10 on PostgreSQL) runs in make test.
 .PHONY: plugin-chaos
 plugin-chaos:
-	RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/solo/
+	RECORDS_TIMING=strict RECORDS_PLUGIN_CHAOS=long $(GO) test -count=1 -timeout 60m -v -run '^TestPluginChaos$$' ./runtime/server/solo/
 	$(GO) test -count=1 -v ./runtime/plugins/
 
 # Go benchmarks of single layers (raw SQL, service, auth, HTTP) and of custom-field filters.

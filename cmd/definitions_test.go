@@ -77,10 +77,13 @@ func TestSIGHUPReloadsDefinitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	// SIGHUP validates the directory, migrates the database (planned, then applied) and switches: the
-	// switch itself (the "in" of its log line) within 2 s, the whole within 5 s even on a loaded machine.
+	// switch itself (the "in" of its log line) within 2 s and the whole within 5 s under
+	// RECORDS_TIMING=strict; 15 s and 30 s in make test (servertest.Budget; measured: the whole 0.4–1.5 s
+	// alone, over 5 s with a second make test beside this one, load 52).
+	whole, switchBound := servertest.Budget(5*time.Second, 30*time.Second), servertest.Budget(2*time.Second, 15*time.Second)
 	for !servesField(t, p.url, key, servertest.LiveField) {
-		if time.Since(sent) > 5*time.Second {
-			t.Fatalf("the new field is not served 5 s after SIGHUP\n%s", p.logs())
+		if time.Since(sent) > whole {
+			t.Fatalf("the new field is not served %v after SIGHUP\n%s", whole, p.logs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -89,10 +92,10 @@ func TestSIGHUPReloadsDefinitions(t *testing.T) {
 	// stderr a moment after the new field is served (it had not, once, when the test read the log at once).
 	switched := regexp.MustCompile(`"msg":"serving definitions version"[^\n]*"by":"recordsd SIGHUP"[^\n]*"in":"([^"]+)"`)
 	var m []string
-	if _, ok := servertest.WaitFor(10*time.Second, func() bool { m = switched.FindStringSubmatch(p.logs()); return m != nil }); !ok {
-		t.Errorf("no switch logged within 10 s:\n%s", p.logs())
-	} else if d, err := time.ParseDuration(m[1]); err != nil || d > 2*time.Second {
-		t.Errorf("the switch took %s", m[1])
+	if _, ok := servertest.WaitFor(whole, func() bool { m = switched.FindStringSubmatch(p.logs()); return m != nil }); !ok {
+		t.Errorf("no switch logged within %v:\n%s", whole, p.logs())
+	} else if d, err := time.ParseDuration(m[1]); err != nil || d > switchBound {
+		t.Errorf("the switch took %s (bound %v)", m[1], switchBound)
 	}
 	time.Sleep(300 * time.Millisecond)
 	statuses, failures := load.Stop()

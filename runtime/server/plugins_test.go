@@ -86,9 +86,20 @@ func TestDealRulesPlugin(t *testing.T) {
 				t.Fatal(err)
 			}
 			servertest.WaitGone(t, st.PID)
+			// The next write starts it again. A start that takes longer than the hook's deadline (the
+			// process and its handshake, seconds on a loaded machine) answers 503 with Retry-After, which a
+			// client retries: the plugin must be back within 2 s (research P1) under RECORDS_TIMING=strict,
+			// and within 20 s in make test (servertest.Budget; measured: the first write passes alone, and
+			// a second make test beside this one made it 503).
+			killed := time.Now()
 			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
+			for res.Status == 503 && time.Since(killed) < servertest.Budget(2*time.Second, 20*time.Second) {
+				e.Expect(res, 503, "service_unavailable")
+				time.Sleep(50 * time.Millisecond)
+				res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
+			}
 			e.Expect(res, 422, "validation_failed")
-			if st := servertest.PluginStatus(t, host, "deal-rules"); st.Starts != 2 || !st.Running {
+			if st := servertest.PluginStatus(t, host, "deal-rules"); st.Starts < 2 || !st.Running {
 				t.Errorf("after a kill: %+v", st)
 			}
 			var pids []int
@@ -196,9 +207,12 @@ func TestPluginSwapWatched(t *testing.T) {
 		}
 		return counts
 	}
+	// The watch looks every second (plugin_watch), then starts the new program and swaps it in: within 3 s
+	// under RECORDS_TIMING=strict, within 30 s in make test (servertest.Budget; measured 0.3–0.5 s alone).
+	swapBudget := servertest.Budget(3*time.Second, 30*time.Second)
 	buildNameRules(t, dir, "blocked")
 	deployed := time.Now()
-	counts := writes(func() bool { return servertest.PluginStatus(t, host, "name-rules").Version == "test-blocked" }, 10*time.Second)
+	counts := writes(func() bool { return servertest.PluginStatus(t, host, "name-rules").Version == "test-blocked" }, swapBudget)
 	took := time.Since(deployed)
 	st := servertest.PluginStatus(t, host, "name-rules")
 	if st.PID == old.PID || st.Swaps != 1 || st.SHA256 == old.SHA256 {
@@ -216,7 +230,7 @@ func TestPluginSwapWatched(t *testing.T) {
 	if err := os.Rename(tmp, filepath.Join(dir, "name-rules")); err != nil {
 		t.Fatal(err)
 	}
-	writes(func() bool { return servertest.PluginStatus(t, host, "name-rules").SwapError != "" }, 10*time.Second)
+	writes(func() bool { return servertest.PluginStatus(t, host, "name-rules").SwapError != "" }, swapBudget)
 	if now := servertest.PluginStatus(t, host, "name-rules"); now.PID != st.PID || now.Version != "test-blocked" || !now.Running {
 		t.Errorf("after the broken program: %+v", now)
 	}

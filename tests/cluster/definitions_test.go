@@ -49,15 +49,15 @@ func TestLiveDefinitions(t *testing.T) {
 		t.Fatalf("definitions apply: %v %v", out, err)
 	}
 	t.Logf("recordsctl definitions apply took %v", time.Since(applied).Round(time.Millisecond))
-	applied = time.Now() // committed: the replicas have 2 s from here
+	applied = time.Now() // committed: the replicas have 2 s from here (propagationBound)
 	hasField := func(i int) bool {
 		var body map[string]any
 		c.getJSON(t, i, tn.key, "/v1/resources/tags", &body)
 		data, _ := json.Marshal(body["data"])
 		return strings.Contains(string(data), `"`+servertest.LiveField+`"`)
 	}
-	d := c.waitAll(applied, 2*time.Second, hasField)
-	t.Logf("the new field served after %s", checkDelays(t, "new field", d, 2*time.Second))
+	d := c.waitAll(applied, propagationBound, hasField)
+	t.Logf("the new field served after %s", checkDelays(t, "new field", d, propagationBound))
 	time.Sleep(300 * time.Millisecond)
 	statuses, failures := load.Stop()
 	t.Logf("load loop across the switch: %v", statuses)

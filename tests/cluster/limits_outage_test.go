@@ -164,7 +164,11 @@ func (c *cluster) testLimiterOutage(t *testing.T, rs *servertest.RedisServer, ls
 		d := byPhase[p]
 		slices.Sort(d)
 		t.Logf("R8: %-11s %4d requests, p50 %v, p99 %v, max %v", p, len(d), percentile(d, 50).Round(time.Millisecond), percentile(d, 99).Round(time.Millisecond), percentile(d, 100).Round(time.Millisecond))
-		if len(d) > 0 && d[len(d)-1] > time.Second {
+		// Each call to Redis gives up after 250 ms (limits.DefaultRedisTimeout): 1 s under
+		// RECORDS_TIMING=strict, 3 s in make test (servertest.Budget; measured 0.3–0.6 s alone, 1.7 s with
+		// the other cluster scenarios beside it) — still under the 4 s a request waiting out the pause takes.
+		requestBudget := servertest.Budget(time.Second, 3*time.Second)
+		if len(d) > 0 && d[len(d)-1] > requestBudget {
 			t.Errorf("%s: a request took %v: it waited for Redis beyond the limiter timeouts", p, d[len(d)-1])
 		}
 	}
@@ -174,8 +178,9 @@ func (c *cluster) testLimiterOutage(t *testing.T, rs *servertest.RedisServer, ls
 	}
 	for what, d := range map[string]time.Duration{"pause": pauseRecovery, "restart": restartRecovery} {
 		t.Logf("R8: Redis in use again %v after the %s ended", d.Round(time.Millisecond), what)
-		if d < 0 || d > 2*time.Second+1500*time.Millisecond { // 2 s, with a margin for a loaded machine
-			t.Errorf("Redis not in use again within 2 s of the %s ending (%v)", what, d)
+		// 2 s under RECORDS_TIMING=strict; 15 s in make test (servertest.Budget; measured 0.2–1.2 s alone).
+		if bound := servertest.Budget(2*time.Second, 15*time.Second); d < 0 || d > bound {
+			t.Errorf("Redis not in use again within %v of the %s ending (%v)", bound, what, d)
 		}
 	}
 	stored := c.storedUsage(t, load.ws, accepted)
@@ -202,12 +207,12 @@ func (c *cluster) testLimiterOutage(t *testing.T, rs *servertest.RedisServer, ls
 	}
 }
 
-// waitRedisUsed polls, every 20 ms for up to 5 s, until the load key's minute window is in Redis again
-// (a replica admitted a request through Redis) and returns the time since from (-1: not within 5 s).
+// waitRedisUsed polls, every 20 ms for up to 20 s, until the load key's minute window is in Redis again
+// (a replica admitted a request through Redis) and returns the time since from (-1: not within 20 s).
 func (c *cluster) waitRedisUsed(t *testing.T, rc *redis.Client, keyID string, from time.Time) time.Duration {
 	key := "records:rl:k:" + keyID + ":m"
 	before, _ := rc.Get(context.Background(), key).Result()
-	for time.Since(from) < 5*time.Second {
+	for time.Since(from) < 20*time.Second {
 		v, err := rc.Get(context.Background(), key).Result()
 		if err == nil && v != before {
 			return time.Since(from)

@@ -70,7 +70,7 @@ func testReadOnlyDatabase(t *testing.T, fe *faultEnv) {
 	}
 	t.Logf("read-only: %d write answers 503; reads answered %v; after RESET, %d writes failed before 20 in a row succeeded, %v in all",
 		writes503, reads, failed, took.Round(time.Millisecond))
-	l.finish(t, faultTimeout+faultMargin)
+	l.finish(t, faultTimeout+servertest.Budget(faultMargin, faultMarginLoaded))
 	fe.noStuckSessions(t)
 	fe.verify(t, l)
 }
@@ -150,7 +150,7 @@ func testStatementCancelled(t *testing.T, fe *faultEnv) {
 		t.Fatal(err)
 	}
 	fe.Expect(fe.Do("PATCH", "/v1/companies/"+id, map[string]any{"description": "v7", "cf__score": 7}), 200, "")
-	l.finish(t, faultTimeout+cancelMargin)
+	l.finish(t, faultTimeout+servertest.Budget(cancelMargin, cancelMarginLoaded))
 	if committed := fe.verify(t, l); committed != 0 {
 		t.Errorf("%d PATCHes answered 503 at their deadline were written all the same", committed)
 	}

@@ -46,8 +46,12 @@ const (
 	// would take the request's own deadline (10 s): 2.5 s does that under any load seen here.
 	chaosMargin = 2500 * time.Millisecond
 	// chaosRecovery bounds the time from a failed call until a good write succeeds again (research P1:
-	// the plugin relaunched within 2 s).
-	chaosRecovery = 2 * time.Second
+	// the plugin relaunched within 2 s), under RECORDS_TIMING=strict (make plugin-chaos, make
+	// timing-check); chaosRecoveryLoaded is the budget of make test (servertest.Budget). Measured: 0.2–0.6 s
+	// alone; with a second make test beside this one (load 52) a write still got 503s after 9 tries and
+	// over 2 s. A plugin that is never relaunched keeps refusing for good.
+	chaosRecovery       = 2 * time.Second
+	chaosRecoveryLoaded = 15 * time.Second
 )
 
 // chaosLong reports whether the long form runs.
@@ -214,12 +218,9 @@ func (r *chaosRig) refused(name string, res *servertest.Response) {
 }
 
 // mustWrite writes name until it is created, retrying 503s (a client honouring Retry-After, faster) for
-// at most chaosRecovery after since; it returns when the write succeeded.
+// at most chaosRecovery (or its loaded budget) after since; it returns when the write succeeded.
 func (r *chaosRig) mustWrite(key, name string, since time.Time) {
-	recovery := chaosRecovery
-	if servertest.Race {
-		recovery *= 3
-	}
+	recovery := servertest.Budget(chaosRecovery, chaosRecoveryLoaded)
 	for try := 1; ; try++ {
 		res := r.write(key, name)
 		switch {
