@@ -89,15 +89,9 @@ func TestDealRulesPlugin(t *testing.T) {
 			// The next write starts it again. A start that takes longer than the hook's deadline (the
 			// process and its handshake, seconds on a loaded machine) answers 503 with Retry-After, which a
 			// client retries: the plugin must be back within 2 s (research P1) under RECORDS_TIMING=strict,
-			// and within 20 s in make test (servertest.Budget; measured: the first write passes alone, and
-			// a second make test beside this one made it 503).
-			killed := time.Now()
-			res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
-			for res.Status == 503 && time.Since(killed) < servertest.Budget(2*time.Second, 20*time.Second) {
-				e.Expect(res, 503, "service_unavailable")
-				time.Sleep(50 * time.Millisecond)
-				res = e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
-			}
+			// and within 20 s in make test (servertest.Budget; measured: the first write passes alone; a
+			// second make test beside this one, or a cold compile beside it, made it 503).
+			res = e.DoServed(servertest.Budget(2*time.Second, 20*time.Second), "PATCH", "/v1/deals/"+id, map[string]any{"stage_id": won, "close_date": nil})
 			e.Expect(res, 422, "validation_failed")
 			if st := servertest.PluginStatus(t, host, "deal-rules"); st.Starts < 2 || !st.Running {
 				t.Errorf("after a kill: %+v", st)
@@ -169,9 +163,12 @@ func TestPluginSwap(t *testing.T) {
 	if err := host.Restart("name-rules"); err != nil {
 		t.Fatal(err)
 	}
-	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 201, "")
+	// The restarted program may still be starting when the first write calls it: 503 with Retry-After
+	// until it serves (research P1: 2 s; 20 s in make test, servertest.Budget — a start took over 2 s at
+	// load 95 % during a cold compile).
+	e.Expect(e.DoServed(servertest.Budget(2*time.Second, 20*time.Second), "POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 201, "")
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A blocked name"}), 422, "validation_failed")
-	if st := servertest.PluginStatus(t, host, "name-rules"); st.Version != "test-blocked" || st.Starts != 2 {
+	if st := servertest.PluginStatus(t, host, "name-rules"); st.Version != "test-blocked" || st.Starts < 2 {
 		t.Errorf("after the swap: %+v", st)
 	}
 }

@@ -458,6 +458,20 @@ func (e *Env) Do(method, path string, body any, header ...string) *Response {
 	return e.DoKey(e.Key, method, path, body, header...)
 }
 
+// DoServed is Do repeated while the answer is 503 service_unavailable with Retry-After (a rule's plugin
+// still starting, which takes longer than a hook's deadline on a loaded machine), as a client honouring
+// Retry-After would (sooner: every 50 ms), for at most budget (servertest.Budget); every answer is
+// checked as Do's are. It answers the last one.
+func (e *Env) DoServed(budget time.Duration, method, path string, body any, header ...string) *Response {
+	e.T.Helper()
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		res := e.Do(method, path, body, header...)
+		if res.Status != http.StatusServiceUnavailable || res.Code() != "service_unavailable" || res.Header.Get("Retry-After") == "" || time.Since(start) > budget {
+			return res
+		}
+	}
+}
+
 // DoKey is Do with another key ("" sends no Authorization header).
 func (e *Env) DoKey(key, method, path string, body any, header ...string) *Response {
 	e.T.Helper()
