@@ -31,7 +31,7 @@ const (
 	faultMarginLoaded  = 8 * time.Second
 	cancelMargin       = 300 * time.Millisecond
 	cancelMarginLoaded = 3 * time.Second
-	faultApp     = "records-under-fault" // application_name of the servers' connections
+	faultApp           = "records-under-fault" // application_name of the servers' connections
 )
 
 // faultsLong is the long form (make faults-test): outages of 30 s and twice the clients.
