@@ -146,7 +146,7 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 			wg.Wait()
 			elapsed := time.Since(start)
 			var fresh *servertest.Response
-			replays, inUse := 0, 0
+			replays, inUse, lost := 0, 0, 0
 			ids := map[string]bool{}
 			for _, r := range out {
 				ids[r.Header.Get("X-Request-Id")] = true
@@ -160,6 +160,9 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 					replays++
 				case r.Status == 409 && r.Code() == "idempotency_key_in_use":
 					inUse++
+					if strings.Contains(r.Message(), "took over") {
+						lost++
+					}
 				default:
 					t.Errorf("unexpected answer %d: %s", r.Status, r.Raw)
 				}
@@ -186,12 +189,16 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 			if got := idemAudit(t, e, "deals", id, "create"); got != 1 {
 				t.Errorf("%d audit rows for the create, want 1", got)
 			}
+			// The hook runs once per claim holder: once, unless a holder's claim was taken over — its
+			// server's heartbeat more than idempotency.DeadAfter late, which SQLite's one writer under the
+			// race detector on a loaded machine once made — and that holder's write rolled back and
+			// answered 409 "took over".
 			calls := idemBeforeCalls(t, "deal-rules", envs...) - before
-			if calls != 1 {
-				t.Errorf("deal-rules Before hook called %d times, want 1", calls)
+			if calls < 1 || calls > 1+lost {
+				t.Errorf("deal-rules Before hook called %d times, want 1 (plus one per claim taken over: %d)", calls, lost)
 			}
-			t.Logf("%s: %d concurrent identical POST /v1/deals over 3 servers in %v: 1 × 201, %d × 201 replayed, %d × 409 idempotency_key_in_use, 0 other; 1 row, 1 audit row, %d Before hook call",
-				b, n, elapsed.Round(time.Millisecond), replays, inUse, calls)
+			t.Logf("%s: %d concurrent identical POST /v1/deals over 3 servers in %v: 1 × 201, %d × 201 replayed, %d × 409 idempotency_key_in_use (%d taken over), 0 other; 1 row, 1 audit row, %d Before hook call",
+				b, n, elapsed.Round(time.Millisecond), replays, inUse, lost, calls)
 		})
 	}
 }

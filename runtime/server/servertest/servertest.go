@@ -393,6 +393,13 @@ func (r *Response) Code() string {
 	return c
 }
 
+// Message is the error envelope's message ("" for an answer without one).
+func (r *Response) Message() string {
+	e, _ := r.Body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
 // Results returns a batch answer's results, from data (200) or error.details.results (422
 // batch_failed).
 func (r *Response) Results() []map[string]any {
