@@ -124,17 +124,33 @@ func (k *Keys) Start(ctx context.Context, q store.Querier, c *Claim) error {
 		return nil
 	}
 	c.started = true
-	check := k.st.Dialect().Bind(`SELECT 1 WHERE pg_try_advisory_xact_lock(hashtextextended(?, 0))
-  AND NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ?)`, lockName(c.APIKey, c.Key), c.APIKey, c.Key)
-	return store.Check(ctx, q, check, func(err error) error {
+	// Two statements, sent together: the lock, then the check that no row stores the key. In one
+	// statement the check would read the snapshot taken when that statement began, before the lock was
+	// granted: a write that completed the key and let go of the lock in between would go unseen, and
+	// this one would run its Before hooks for a request that is a replay (found by 100 identical creates
+	// over three servers). In READ COMMITTED each statement takes its own snapshot, so the second sees
+	// every write that held the lock before this one.
+	d := k.st.Dialect()
+	verdict := func(err error) error {
 		switch {
 		case err == nil:
-			c.held = true
 			return nil
 		case errors.Is(err, store.ErrNoRowsAffected):
 			return ErrTaken
 		}
 		return fmt.Errorf("claim idempotency key: %w", err)
+	}
+	lock := d.Bind(`SELECT 1 WHERE pg_try_advisory_xact_lock(hashtextextended(?, 0))`, lockName(c.APIKey, c.Key))
+	if err := store.Check(ctx, q, lock, verdict); err != nil {
+		return err
+	}
+	free := d.Bind(`SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE api_key_id = ? AND idem_key = ?)`, c.APIKey, c.Key)
+	return store.Check(ctx, q, free, func(err error) error {
+		if err := verdict(err); err != nil {
+			return err
+		}
+		c.held = true
+		return nil
 	})
 }
 

@@ -70,8 +70,16 @@ func idemNamed(t testing.TB, e *servertest.Env, resource, name string) int {
 // Prometheus registries: each is one gRPC call into the plugin's process.
 func idemBeforeCalls(t testing.TB, plugin string, envs ...*servertest.Env) int {
 	t.Helper()
+	total, _ := idemBeforeCallsBy(t, plugin, envs...)
+	return total
+}
+
+// idemBeforeCallsBy is idemBeforeCalls with the count of each server and outcome ("server 1 ok=2").
+func idemBeforeCallsBy(t testing.TB, plugin string, envs ...*servertest.Env) (int, []string) {
+	t.Helper()
 	total := 0.0
-	for _, e := range envs {
+	var by []string
+	for i, e := range envs {
 		fams, err := e.Server.Metrics().Registry().Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -87,11 +95,12 @@ func idemBeforeCalls(t testing.TB, plugin string, envs ...*servertest.Env) int {
 				}
 				if labels["plugin"] == plugin && labels["hook"] == "before" {
 					total += m.GetCounter().GetValue()
+					by = append(by, fmt.Sprintf("server %d %s=%v", i, labels["outcome"], m.GetCounter().GetValue()))
 				}
 			}
 		}
 	}
-	return int(total)
+	return int(total), by
 }
 
 // idemDealSetup creates a pipeline with a won stage (probability 100) and returns the body of a deal in
@@ -193,9 +202,11 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 			// server's heartbeat more than idempotency.DeadAfter late, which SQLite's one writer under the
 			// race detector on a loaded machine once made — and that holder's write rolled back and
 			// answered 409 "took over".
-			calls := idemBeforeCalls(t, "deal-rules", envs...) - before
+			all, by := idemBeforeCallsBy(t, "deal-rules", envs...)
+			calls := all - before
 			if calls < 1 || calls > 1+lost {
-				t.Errorf("deal-rules Before hook called %d times, want 1 (plus one per claim taken over: %d)", calls, lost)
+				t.Errorf("deal-rules Before hook called %d times, want 1 (plus one per claim taken over: %d); by server and outcome, with the %d before: %v",
+					calls, lost, before, by)
 			}
 			t.Logf("%s: %d concurrent identical POST /v1/deals over 3 servers in %v: 1 × 201, %d × 201 replayed, %d × 409 idempotency_key_in_use (%d taken over), 0 other; 1 row, 1 audit row, %d Before hook call",
 				b, n, elapsed.Round(time.Millisecond), replays, inUse, lost, calls)
