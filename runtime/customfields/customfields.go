@@ -13,9 +13,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
@@ -27,6 +29,11 @@ import (
 
 // MaxAge is how long a server uses a workspace's snapshot before reading the definitions again.
 const MaxAge = time.Second
+
+// IdleAfter is how long a workspace's snapshot (or a data model's fields) stays cached without a request
+// using it: a server that has served many workspaces keeps only those in use, and one idle again reads
+// its definitions afresh, as after MaxAge.
+const IdleAfter = 10 * time.Minute
 
 // Errors of the admin operations.
 var (
@@ -101,6 +108,7 @@ func (f *Fields) Field(d *Def) *model.Field { fld, _ := f.Set.Field(d.Key); retu
 type Snapshot struct {
 	byResource map[string]*Fields
 	loaded     time.Time
+	used       atomic.Int64 // when a request last took it (Unix nanoseconds): see IdleAfter
 }
 
 var empty = &Fields{Set: model.NewFieldSet("none", nil), byKey: map[string]*Def{}, byID: map[string]*Def{}}
@@ -126,6 +134,14 @@ type Registry struct {
 	refreshing map[string]bool
 	models     map[string]*modelEntry
 	now        func() time.Time
+	// loads reads and compiles a workspace's definitions once for all the requests that need them at
+	// the same moment: the first requests of a workspace not cached (a start, a burst) wait for one load
+	// instead of each reading and compiling them.
+	loads singleflight.Group
+	// swept is when the cache was last swept of idle entries (under mu).
+	swept time.Time
+	// Loads counts the definitions reads (snapshots and data models), for tests.
+	Loads atomic.Int64
 }
 
 // New returns a registry over st for the resources of cat.
@@ -136,16 +152,19 @@ func New(st store.Store, cat *model.Catalog) *Registry {
 // For returns workspace's snapshot, reading the definitions again when the cached one is older than
 // MaxAge.
 func (r *Registry) For(ctx context.Context, workspace string) (*Snapshot, error) {
+	now := r.now()
 	r.mu.Lock()
 	s := r.cache[workspace]
 	switch {
-	case s != nil && r.now().Sub(s.loaded) < MaxAge:
+	case s != nil && now.Sub(s.loaded) < MaxAge:
 		r.mu.Unlock()
+		s.used.Store(now.UnixNano())
 		return s, nil
 	case s != nil && r.refreshing[workspace]:
 		// Another request is reading the definitions again: use the snapshot it replaces meanwhile,
 		// rather than every concurrent request of the workspace reading and compiling them at once.
 		r.mu.Unlock()
+		s.used.Store(now.UnixNano())
 		return s, nil
 	case s != nil:
 		r.refreshing[workspace] = true
@@ -156,11 +175,29 @@ func (r *Registry) For(ctx context.Context, workspace string) (*Snapshot, error)
 		}()
 	}
 	r.mu.Unlock()
+	// No snapshot yet: every request of the workspace arriving now waits for one load (the first
+	// request's, which goes on for the others if that request gives up).
+	load := r.loads.DoChan(workspace, func() (any, error) { return r.load(context.WithoutCancel(ctx), workspace) })
+	select {
+	case res := <-load:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*Snapshot), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// load reads and compiles workspace's definitions into a new snapshot and caches it.
+func (r *Registry) load(ctx context.Context, workspace string) (*Snapshot, error) {
+	r.Loads.Add(1)
 	defs, err := r.List(ctx, workspace)
 	if err != nil {
 		return nil, err
 	}
-	s = &Snapshot{byResource: map[string]*Fields{}, loaded: r.now()}
+	s := &Snapshot{byResource: map[string]*Fields{}, loaded: r.now()}
+	s.used.Store(s.loaded.UnixNano())
 	byRes := map[string][]*Def{}
 	for _, d := range defs {
 		if !d.Archived {
@@ -182,8 +219,29 @@ func (r *Registry) For(ctx context.Context, workspace string) (*Snapshot, error)
 	}
 	r.mu.Lock()
 	r.cache[workspace] = s
+	r.sweepLocked(s.loaded)
 	r.mu.Unlock()
 	return s, nil
+}
+
+// sweepLocked drops the snapshots and data models no request used for IdleAfter, at most once every
+// IdleAfter/10 (as entries are added, so an idle server does no work). The caller holds r.mu.
+func (r *Registry) sweepLocked(now time.Time) {
+	if now.Sub(r.swept) < IdleAfter/10 {
+		return
+	}
+	r.swept = now
+	idle := now.Add(-IdleAfter).UnixNano()
+	for ws, s := range r.cache {
+		if s.used.Load() < idle && !r.refreshing[ws] {
+			delete(r.cache, ws)
+		}
+	}
+	for key, e := range r.models {
+		if e.used.Load() < idle {
+			delete(r.models, key)
+		}
+	}
 }
 
 func toField(d *Def) *model.Field {

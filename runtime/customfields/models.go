@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -29,6 +31,7 @@ type modelField struct {
 type modelEntry struct {
 	fields *Fields
 	loaded int64
+	used   atomic.Int64 // when a request last took it (Unix nanoseconds): see IdleAfter
 }
 
 // ErrModelNotFound is a data model that is not in the workspace.
@@ -48,8 +51,10 @@ func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fi
 	e := r.models[key]
 	r.mu.Unlock()
 	if e != nil && now-e.loaded < int64(MaxAge) {
+		e.used.Store(now)
 		return e.fields, nil
 	}
+	r.Loads.Add(1)
 	var raw any
 	found, err := store.QueryOne(ctx, r.st, r.st.Dialect().Bind("SELECT fields FROM data_models WHERE workspace_id = ? AND id = ?", strings.ToLower(workspace), strings.ToLower(modelID)), func(row []any) error {
 		raw = row[0]
@@ -102,8 +107,11 @@ func (r *Registry) ForModel(ctx context.Context, workspace, modelID string) (*Fi
 			return nil, fmt.Errorf("data model fields: %w", err)
 		}
 	}
+	e = &modelEntry{fields: f, loaded: now}
+	e.used.Store(now)
 	r.mu.Lock()
-	r.models[key] = &modelEntry{fields: f, loaded: now}
+	r.models[key] = e
+	r.sweepLocked(time.Unix(0, now))
 	r.mu.Unlock()
 	return f, nil
 }
