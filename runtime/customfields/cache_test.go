@@ -84,7 +84,7 @@ func TestSnapshotCache(t *testing.T) {
 			if _, err := reg.For(ctx, busy); err != nil { // older than MaxAge: read again, used now
 				t.Fatal(err)
 			}
-			advance(5 * time.Minute) // idle unused for 11 minutes, busy for 5
+			advance(5 * time.Minute)                      // idle unused for 11 minutes, busy for 5
 			if _, err := reg.For(ctx, late); err != nil { // a new entry sweeps
 				t.Fatal(err)
 			}
