@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,12 +143,23 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 			body := idemDealSetup(t, e, "Concurrent hooked deal")
 			before := idemBeforeCalls(t, "deal-rules", envs...)
 			out := make([]*servertest.Response, n)
+			var unavailable atomic.Int32 // 503s retried
 			release := make(chan struct{})
 			var wg sync.WaitGroup
 			for i := range n {
 				wg.Go(func() {
 					<-release
-					out[i] = envs[i%len(envs)].Do("POST", "/v1/deals", body, "Idempotency-Key", "i1-burst")
+					// A 503 (SQLite's one writer busy past its timeout with three servers on one file, which a
+					// loaded machine reaches; nothing written, the claim released) is retried with the same
+					// key, as a client would: never under RECORDS_TIMING=strict, for up to a minute in make test.
+					e := envs[i%len(envs)]
+					for first := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+						out[i] = e.Do("POST", "/v1/deals", body, "Idempotency-Key", "i1-burst")
+						if out[i].Status != 503 || time.Since(first) > servertest.Budget(0, time.Minute) {
+							break
+						}
+						unavailable.Add(1)
+					}
 				})
 			}
 			start := time.Now()
@@ -204,12 +216,14 @@ func TestIdempotencyConcurrentHookedCreates(t *testing.T) {
 			// answered 409 "took over".
 			all, by := idemBeforeCallsBy(t, "deal-rules", envs...)
 			calls := all - before
-			if calls < 1 || calls > 1+lost {
-				t.Errorf("deal-rules Before hook called %d times, want 1 (plus one per claim taken over: %d); by server and outcome, with the %d before: %v",
-					calls, lost, before, by)
+			// A write refused with 503 may have called the hook before the database refused it; it wrote
+			// nothing and released its claim, and the next holder calls the hook again.
+			if extra := lost + int(unavailable.Load()); calls < 1 || calls > 1+extra {
+				t.Errorf("deal-rules Before hook called %d times, want 1 (plus one per claim taken over, %d, or refused with 503, %d); by server and outcome, with the %d before: %v",
+					calls, lost, unavailable.Load(), before, by)
 			}
-			t.Logf("%s: %d concurrent identical POST /v1/deals over 3 servers in %v: 1 × 201, %d × 201 replayed, %d × 409 idempotency_key_in_use (%d taken over), 0 other; 1 row, 1 audit row, %d Before hook call",
-				b, n, elapsed.Round(time.Millisecond), replays, inUse, lost, calls)
+			t.Logf("%s: %d concurrent identical POST /v1/deals over 3 servers in %v: 1 × 201, %d × 201 replayed, %d × 409 idempotency_key_in_use (%d taken over), 0 other (%d 503s retried); 1 row, 1 audit row, %d Before hook call",
+				b, n, elapsed.Round(time.Millisecond), replays, inUse, lost, unavailable.Load(), calls)
 		})
 	}
 }
