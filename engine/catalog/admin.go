@@ -1,10 +1,13 @@
 package catalog
 
-// adminOperations describes the admin routes (route.Admin) by label: the admin API and one's own keys
-// (docs/issue-24.md). Each area adds its operations in its own file.
-func (d *doc) adminOperations() map[string]map[string]any {
-	ops := map[string]map[string]any{}
-	for _, area := range []func(map[string]map[string]any){d.workspaceAdminOperations, d.keyAdminOperations, d.ownKeyOperations} {
+import "github.com/workspace-records/records/engine/route"
+
+// adminOperations describes the admin routes (route.Admin) by their route.AdminOp: the admin API and one's
+// own keys (docs/issue-24.md). Each area adds its operations in its own file. The document's build panics
+// for an admin route without an operation here; TestAdminOperations fails for an operation without a route.
+func (d *doc) adminOperations() map[route.AdminOp]map[string]any {
+	ops := map[route.AdminOp]map[string]any{}
+	for _, area := range []func(map[route.AdminOp]map[string]any){d.workspaceAdminOperations, d.keyAdminOperations, d.ownKeyOperations} {
 		area(ops)
 	}
 	for _, op := range ops {

@@ -3,11 +3,13 @@ package catalog
 import (
 	"slices"
 	"sort"
+
+	"github.com/workspace-records/records/engine/route"
 )
 
-// keyAdminOperations adds the operations of its admin routes to ops, by route label (docs/issue-24.md),
+// keyAdminOperations adds the operations of its admin routes to ops, by admin operation (docs/issue-24.md),
 // and the schemas they answer with to the document's components.
-func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
+func (d *doc) keyAdminOperations(ops map[route.AdminOp]map[string]any) {
 	schemas := d.comps["schemas"].(map[string]any)
 	for name, s := range keyAdminSchemas() {
 		schemas[name] = s
@@ -36,22 +38,22 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 		return " Writes an audit entry (resource `admin.webhook_endpoints`, action `" + action + "`, record id the endpoint's) in the change's transaction; never the secret."
 	}
 
-	ops["admin.keys.list"] = withResponses(keyAdminMerge(op("adminListKeys", keysTag, "Members' keys",
+	ops[route.AdminKeysList] = withResponses(keyAdminMerge(op("adminListKeys", keysTag, "Members' keys",
 		"Every member's API keys of the workspace, newest first, never a secret nor its hash: owner, hint, access, restrictions, creation, expiry, revocation, last use (this server's not yet written use included) and state."),
 		map[string]any{"parameters": []any{
 			query("member", "Only this member's keys (a member id).", map[string]any{"type": "string", "format": "uuid"}),
 			query("state", "Only keys in this state.", map[string]any{"type": "string", "enum": []string{"active", "revoked", "expired"}}),
 		}}),
 		"200", keyAdminList("The keys (the whole list: `meta.next_cursor` is null).", schemaRef("ApiKey")), "400", "401", "403", "429", "500", "503")
-	ops["admin.keys.get"] = withResponses(keyAdminMerge(op("adminGetKey", keysTag, "A member's key", "One key of the workspace, never its secret."),
+	ops[route.AdminKeysGet] = withResponses(keyAdminMerge(op("adminGetKey", keysTag, "A member's key", "One key of the workspace, never its secret."),
 		map[string]any{"parameters": []any{id("key")}}),
 		"200", ok("The key.", schemaRef("ApiKey")), "400", "401", "403", "404", "429", "500", "503")
-	ops["admin.keys.revoke"] = withResponses(keyAdminMerge(op("adminRevokeKey", keysTag, "Revoke a member's key",
+	ops[route.AdminKeysRevoke] = withResponses(keyAdminMerge(op("adminRevokeKey", keysTag, "Revoke a member's key",
 		"Revokes the key: every server refuses it (401 `invalid_api_key`) from its next request. Revoking a revoked key keeps its first revocation time. No body (or `{}`). "+
 			"Writes an audit entry (resource `admin.api_keys`, action `revoke`, record id the key's) in the revoking transaction."),
 		map[string]any{"parameters": []any{id("key")}, "requestBody": body("Nothing: an empty body or `{}`.", false, map[string]any{"type": "object", "additionalProperties": false})}),
 		"200", ok("The key as revoked.", schemaRef("ApiKey")), "400", "401", "403", "404", "413", "422", "429", "500", "503")
-	ops["admin.usage"] = withResponses(keyAdminMerge(op("adminGetUsage", keysTag, "Usage per key and day",
+	ops[route.AdminUsage] = withResponses(keyAdminMerge(op("adminGetUsage", keysTag, "Usage per key and day",
 		"Requests and refusals (answers 403 and 429) of each key of the workspace per UTC day, the workspace's totals per day (every day of the range), and its monthly quota. "+
 			"Each server counts in memory and adds its counts to the stored ones every `key_usage_interval` (10 s by default): a request shows here once its server has flushed. "+
 			"Dates are UTC days, `YYYY-MM-DD`, both included; without them the last 30 days. A malformed date, `from` after `to`, or a range of more than 366 days is 400 `invalid_request`."),
@@ -62,36 +64,36 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 		}}),
 		"200", ok("The usage report.", schemaRef("AdminUsage")), "400", "401", "403", "404", "429", "500", "503")
 
-	ops["admin.webhooks.list"] = withResponses(op("adminListWebhooks", hooksTag, "Webhook endpoints",
+	ops[route.AdminWebhooksList] = withResponses(op("adminListWebhooks", hooksTag, "Webhook endpoints",
 		"The workspace's webhook endpoints, every member's, oldest first, never with their secrets."+anyManager),
 		"200", keyAdminList("The endpoints (the whole list: `meta.next_cursor` is null).", schemaRef("AdminWebhook")), "400", "401", "403", "429", "500", "503")
-	ops["admin.webhooks.create"] = withResponses(keyAdminMerge(op("adminCreateWebhook", hooksTag, "Create a webhook endpoint",
+	ops[route.AdminWebhooksCreate] = withResponses(keyAdminMerge(op("adminCreateWebhook", hooksTag, "Create a webhook endpoint",
 		"Adds an endpoint, as `recordsctl webhook create`: events are POSTed to `url`, signed the Standard Webhooks way with the endpoint's secret (`whsec_…`), shown in this answer only. "+
 			"Only http and https URLs in their encoded form (no character RFC 3986 does not allow, such as `\"`, `<`, `>` or a space: percent-encode them), and no address in loopback, private, link-local or other internal ranges unless the server's `webhook_allow_private_addresses` is on (422 naming `url`). "+
 			"Payloads are the events as the owner (`member_id`, by default the caller's member) may read them in the feed."+auditNote("create")+
 			"\n\nA manager creates only endpoints they own: a `member_id` other than the caller's member is 403 `permission_denied`, whatever their role."),
 		map[string]any{"requestBody": body("The endpoint.", true, schemaRef("AdminWebhookCreate"))}),
 		"201", ok("The endpoint with its secret, shown this once.", schemaRef("AdminWebhookSecret")), "400", "401", "403", "413", "422", "429", "500", "503")
-	ops["admin.webhooks.get"] = withResponses(keyAdminMerge(op("adminGetWebhook", hooksTag, "A webhook endpoint", "One endpoint of the workspace, never its secret."+anyManager),
+	ops[route.AdminWebhooksGet] = withResponses(keyAdminMerge(op("adminGetWebhook", hooksTag, "A webhook endpoint", "One endpoint of the workspace, never its secret."+anyManager),
 		map[string]any{"parameters": []any{id("endpoint")}}),
 		"200", ok("The endpoint.", schemaRef("AdminWebhook")), "400", "401", "403", "404", "429", "500", "503")
-	ops["admin.webhooks.update"] = withResponses(keyAdminMerge(op("adminUpdateWebhook", hooksTag, "Change a webhook endpoint",
+	ops[route.AdminWebhooksUpdate] = withResponses(keyAdminMerge(op("adminUpdateWebhook", hooksTag, "Change a webhook endpoint",
 		"Changes the members sent, as `recordsctl webhook update`; `null` lists mean every event type or resource. Enabling an endpoint clears why it was disabled; its failed deliveries stay failed (replay sends them again)."+auditNote("update")+
 			"\n\nAny manager may change `description`, `event_types`, `resources` and `enabled` of any endpoint of the workspace. Only the endpoint's owner (`member_id`) may send a body naming `url`: any other manager, whatever their role, is 403 `permission_denied` (docs/issue-24.md, \"Webhooks deliver their owner's view\")."),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("The changes: at least one member.", true, schemaRef("AdminWebhookUpdate"))}),
 		"200", ok("The endpoint as changed.", schemaRef("AdminWebhook")), "400", "401", "403", "404", "413", "422", "429", "500", "503")
-	ops["admin.webhooks.delete"] = withResponses(keyAdminMerge(op("adminDeleteWebhook", hooksTag, "Delete a webhook endpoint",
+	ops[route.AdminWebhooksDelete] = withResponses(keyAdminMerge(op("adminDeleteWebhook", hooksTag, "Delete a webhook endpoint",
 		"Removes the endpoint, its pending deliveries and its delivery log. No body (or `{}`)."+auditNote("delete")+anyManager),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("Nothing: an empty body or `{}`.", false, map[string]any{"type": "object", "additionalProperties": false})}),
 		"200", ok("The deleted endpoint's id.", map[string]any{"type": "object", "additionalProperties": false, "required": []string{"id", "deleted"},
 			"properties": map[string]any{"id": map[string]any{"type": "string", "format": "uuid"}, "deleted": map[string]any{"type": "boolean", "enum": []bool{true}}}}),
 		"400", "401", "403", "404", "413", "422", "429", "500", "503")
-	ops["admin.webhooks.rotate_secret"] = withResponses(keyAdminMerge(op("adminRotateWebhookSecret", hooksTag, "Rotate a webhook endpoint's secret",
+	ops[route.AdminWebhooksRotateSecret] = withResponses(keyAdminMerge(op("adminRotateWebhookSecret", hooksTag, "Rotate a webhook endpoint's secret",
 		"Gives the endpoint a new secret, shown in this answer only, as `recordsctl webhook rotate-secret`: for `overlap` (default 24h, at most 168h; `0s` stops the old one now) every delivery carries both signatures, so a receiver can switch without missing one."+auditNote("rotate_secret")+ownerOnly("rotate its secret")),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("How long the old secret keeps signing (optional).", false, map[string]any{"type": "object", "additionalProperties": false,
 			"properties": map[string]any{"overlap": map[string]any{"type": "string", "description": "A duration such as `24h`, `90m` or `0s`, at most `168h`.", "default": "24h"}}})}),
 		"200", ok("The endpoint with its new secret, shown this once.", schemaRef("AdminWebhookSecret")), "400", "401", "403", "404", "413", "422", "429", "500", "503")
-	ops["admin.webhooks.deliveries"] = withResponses(keyAdminMerge(op("adminListWebhookDeliveries", hooksTag, "A webhook endpoint's deliveries",
+	ops[route.AdminWebhooksDeliveries] = withResponses(keyAdminMerge(op("adminListWebhookDeliveries", hooksTag, "A webhook endpoint's deliveries",
 		"The endpoint's deliveries, newest first (by the event's sequence), each with its attempts, as `recordsctl webhook deliveries`. Paged: send `meta.next_cursor` as `cursor` until it is null."+ownerOnly("read its deliveries")),
 		map[string]any{"parameters": []any{id("endpoint"),
 			query("state", "Only deliveries in this state.", map[string]any{"type": "string", "enum": []string{"pending", "delivered", "failed", "skipped"}}),
@@ -99,7 +101,7 @@ func (d *doc) keyAdminOperations(ops map[string]map[string]any) {
 			query("cursor", "The previous page's `meta.next_cursor`, verbatim (a cursor of another list is 400).", map[string]any{"type": "string", "maxLength": 200}),
 		}}),
 		"200", keyAdminList("A page of deliveries.", schemaRef("AdminWebhookDelivery")), "400", "401", "403", "404", "429", "500", "503")
-	ops["admin.webhooks.replay"] = withResponses(keyAdminMerge(op("adminReplayWebhook", hooksTag, "Replay events to a webhook endpoint",
+	ops[route.AdminWebhooksReplay] = withResponses(keyAdminMerge(op("adminReplayWebhook", hooksTag, "Replay events to a webhook endpoint",
 		"Queues events again as new deliveries due now, as `recordsctl webhook replay`: one event of the feed (`event_id`; one no longer in the feed is 422) or every event after a sequence (`after`; 0 for every event the feed holds, at most 10,000) that the endpoint takes. Receivers get the same `webhook-id` as the first time."+auditNote("replay")+ownerOnly("replay events to it")),
 		map[string]any{"parameters": []any{id("endpoint")}, "requestBody": body("Exactly one of `event_id` and `after`.", true, map[string]any{"type": "object", "additionalProperties": false,
 			"properties": map[string]any{"event_id": map[string]any{"type": "string", "format": "uuid", "description": "The event's id in the feed."},

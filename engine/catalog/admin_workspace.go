@@ -3,13 +3,15 @@ package catalog
 import (
 	"fmt"
 	"sort"
+
+	"github.com/workspace-records/records/engine/route"
 )
 
 // customFieldTypes are the types of custom fields (runtime/customfields.Types), for the documents.
 var customFieldTypes = []string{"text", "long_text", "integer", "decimal", "boolean", "date", "datetime", "select", "multi_select", "email", "url", "phone", "reference"}
 
-// workspaceAdminOperations adds the operations of its admin routes to ops, by route label (docs/issue-24.md).
-func (d *doc) workspaceAdminOperations(ops map[string]map[string]any) {
+// workspaceAdminOperations adds the operations of its admin routes to ops, by admin operation (docs/issue-24.md).
+func (d *doc) workspaceAdminOperations(ops map[route.AdminOp]map[string]any) {
 	schemas := d.comps["schemas"].(map[string]any)
 	for name, s := range workspaceAdminSchemas() {
 		schemas[name] = s
@@ -36,77 +38,77 @@ func (d *doc) workspaceAdminOperations(ops map[string]map[string]any) {
 	memberID := []any{wsPathParam("id", "The member's id.", map[string]any{"type": "string", "format": "uuid"})}
 	roleName := []any{wsPathParam("name", "The role's name.", map[string]any{"type": "string"})}
 
-	ops["admin.custom_fields.list"] = op("adminListCustomFields", cfTag, "Custom fields",
+	ops[route.AdminCustomFieldsList] = op("adminListCustomFields", cfTag, "Custom fields",
 		"The workspace's custom fields, every resource's (or `resource`'s), active ones unless `archived=true`. Never paged.",
 		[]any{wsQueryParam("resource", "Only the custom fields of this resource.", schemaRef("ResourceName")),
 			wsQueryParam("archived", "`true`: the archived custom fields instead of the active ones.", map[string]any{"type": "string", "enum": []string{"true", "false"}})},
 		nil, "200", wsList("The custom fields.", schemaRef("AdminCustomField")), readOne)
-	ops["admin.custom_fields.create"] = op("adminCreateCustomField", cfTag, "Create a custom field",
+	ops[route.AdminCustomFieldsCreate] = op("adminCreateCustomField", cfTag, "Create a custom field",
 		"Adds a custom field to a resource, with the checks of `recordsctl field create`: every problem is in `details.errors` by member (422); a key the resource already has is 409. "+
 			"The field is in the resource's catalog and writable as `cf__<key>` at once on this server and within about a second on every other. Audited as `admin.custom_fields` `create`.",
 		nil, wsBody("The custom field.", schemaRef("AdminCustomFieldCreate")), "201", wsOne("The custom field created.", schemaRef("AdminCustomField")), create)
-	ops["admin.custom_fields.get"] = op("adminGetCustomField", cfTag, "A custom field", "One custom field, archived or not.",
+	ops[route.AdminCustomFieldsGet] = op("adminGetCustomField", cfTag, "A custom field", "One custom field, archived or not.",
 		cfID, nil, "200", wsOne("The custom field.", schemaRef("AdminCustomField")), readOne)
-	ops["admin.custom_fields.update"] = op("adminUpdateCustomField", cfTag, "Change a custom field",
+	ops[route.AdminCustomFieldsUpdate] = op("adminUpdateCustomField", cfTag, "Change a custom field",
 		"Changes the label, description, required flag or options (select and multi-select only) of a custom field; absent members are kept. Audited as `update` with the values replaced.",
 		cfID, wsBody("The members to change.", schemaRef("AdminCustomFieldUpdate")), "200", wsOne("The custom field as changed.", schemaRef("AdminCustomField")), change)
-	ops["admin.custom_fields.archive"] = op("adminArchiveCustomField", cfTag, "Archive a custom field",
+	ops[route.AdminCustomFieldsArchive] = op("adminArchiveCustomField", cfTag, "Archive a custom field",
 		"Hides a custom field from records, catalogs and lists; its values are kept and come back on restore. No body (or `{}`). Audited as `archive`.",
 		cfID, nil, "200", wsOne("The custom field, archived.", schemaRef("AdminCustomField")), change)
-	ops["admin.custom_fields.restore"] = op("adminRestoreCustomField", cfTag, "Restore a custom field",
+	ops[route.AdminCustomFieldsRestore] = op("adminRestoreCustomField", cfTag, "Restore a custom field",
 		"Brings an archived custom field back with its values. No body (or `{}`). Audited as `restore`.",
 		cfID, nil, "200", wsOne("The custom field, restored.", schemaRef("AdminCustomField")), change)
 
-	ops["admin.data_models.list"] = op("adminListDataModels", modelTag, "Data models", "The workspace's data models, by name. Never paged.",
+	ops[route.AdminDataModelsList] = op("adminListDataModels", modelTag, "Data models", "The workspace's data models, by name. Never paged.",
 		nil, nil, "200", wsList("The data models.", schemaRef("AdminDataModel")), read)
-	ops["admin.data_models.create"] = op("adminCreateDataModel", modelTag, "Create a data model",
+	ops[route.AdminDataModelsCreate] = op("adminCreateDataModel", modelTag, "Create a data model",
 		"Creates a data model with the checks of `recordsctl model create` (422 by member); a name the workspace uses is 409. Audited as `admin.data_models` `create`.",
 		nil, wsBody("The data model.", schemaRef("AdminDataModelCreate")), "201", wsOne("The data model created.", schemaRef("AdminDataModel")), create)
-	ops["admin.data_models.get"] = op("adminGetDataModel", modelTag, "A data model", "One data model with its fields.",
+	ops[route.AdminDataModelsGet] = op("adminGetDataModel", modelTag, "A data model", "One data model with its fields.",
 		modelID, nil, "200", wsOne("The data model.", schemaRef("AdminDataModel")), readOne)
-	ops["admin.data_models.update"] = op("adminUpdateDataModel", modelTag, "Change a data model",
+	ops[route.AdminDataModelsUpdate] = op("adminUpdateDataModel", modelTag, "Change a data model",
 		"Renames a data model and/or replaces its fields (absent members are kept). Values of removed fields stay stored and come back with a field of the same key. Audited as `update`.",
 		modelID, wsBody("The members to change.", schemaRef("AdminDataModelUpdate")), "200", wsOne("The data model as changed.", schemaRef("AdminDataModel")), change)
 
-	ops["admin.resources.list"] = op("adminListResources", catTag, "The workspace's resources",
+	ops[route.AdminResourcesList] = op("adminListResources", catTag, "The workspace's resources",
 		"Every resource with its label and operations, and how many custom fields the workspace gave it. Never paged.",
 		nil, nil, "200", wsList("The resources.", schemaRef("AdminResource")), read)
-	ops["admin.resources.get"] = op("adminGetResourceCatalog", catTag, "A resource's field catalog as defined",
+	ops[route.AdminResourcesGet] = op("adminGetResourceCatalog", catTag, "A resource's field catalog as defined",
 		"The field catalog of a resource as `GET /v1/resources/{resource}` gives it — built-in and custom fields, each custom field with its write key `cf__<key>` and filter key `cfv:<id>` — "+
 			"as the workspace defines it: no role's access or field masks apply.",
 		[]any{wsPathParam("resource", "The resource.", schemaRef("ResourceName")),
 			wsQueryParam("model_id", "The data model, for `data_model_records`.", map[string]any{"type": "string", "format": "uuid"})},
 		nil, "200", wsOne("The field catalog.", schemaRef("FieldCatalog")), readOne)
 
-	ops["admin.members.list"] = op("adminListMembers", memberTag, "Members", "The workspace's members, by email. Never paged.",
+	ops[route.AdminMembersList] = op("adminListMembers", memberTag, "Members", "The workspace's members, by email. Never paged.",
 		nil, nil, "200", wsList("The members.", schemaRef("AdminMember")), read)
-	ops["admin.members.get"] = op("adminGetMember", memberTag, "A member", "One member.",
+	ops[route.AdminMembersGet] = op("adminGetMember", memberTag, "A member", "One member.",
 		memberID, nil, "200", wsOne("The member.", schemaRef("AdminMember")), readOne)
-	ops["admin.members.update"] = op("adminUpdateMember", memberTag, "Change a member's role",
+	ops[route.AdminMembersUpdate] = op("adminUpdateMember", memberTag, "Change a member's role",
 		"Gives the member a built-in or workspace role. A role granting anything your own role lacks (a permission, more access to a resource, a broader record rule, a field your role masks or hides) is 403 `permission_denied`; "+
 			"taking `api.manage` from the last active member holding it is 409. Audited as `admin.members` `update`.",
 		memberID, wsBody("The new role.", schemaRef("AdminMemberUpdate")), "200", wsOne("The member as changed.", schemaRef("AdminMember")), change)
-	ops["admin.members.deactivate"] = op("adminDeactivateMember", memberTag, "Deactivate a member",
+	ops[route.AdminMembersDeactivate] = op("adminDeactivateMember", memberTag, "Deactivate a member",
 		"Deactivates the member, revokes every key they own and ends their console sessions, for good. The last active member holding `api.manage` cannot be deactivated (409). No body (or `{}`). Audited as `deactivate`.",
 		memberID, nil, "200", wsOne("The member, inactive.", schemaRef("AdminMember")), change)
-	ops["admin.members.activate"] = op("adminActivateMember", memberTag, "Activate a member",
+	ops[route.AdminMembersActivate] = op("adminActivateMember", memberTag, "Activate a member",
 		"Activates the member again; their revoked keys stay revoked and their console sessions ended (they sign in again). No body (or `{}`). Audited as `activate`.",
 		memberID, nil, "200", wsOne("The member, active.", schemaRef("AdminMember")), change)
 
-	ops["admin.roles.list"] = op("adminListRoles", roleTag, "Roles", "The built-in roles (definitions/roles.yaml), then the workspace's, by name. Never paged.",
+	ops[route.AdminRolesList] = op("adminListRoles", roleTag, "Roles", "The built-in roles (definitions/roles.yaml), then the workspace's, by name. Never paged.",
 		nil, nil, "200", wsList("The roles.", schemaRef("AdminRole")), read)
-	ops["admin.roles.create"] = op("adminCreateRole", roleTag, "Create a role",
+	ops[route.AdminRolesCreate] = op("adminCreateRole", roleTag, "Create a role",
 		"Creates a workspace role: `name` and the members of a roles.yaml entry, checked as `recordsctl role create` checks them (422 by member). "+
 			"A role granting anything your own role lacks is 403 `permission_denied`; a name taken (built-in or the workspace's) is 422 or 409. Audited as `admin.roles` `create`, record id a UUID derived from the workspace and the name.",
 		nil, wsBody("The role.", schemaRef("AdminRoleCreate")), "201", wsOne("The role created.", schemaRef("AdminRole")), create)
-	ops["admin.roles.get"] = op("adminGetRole", roleTag, "A role", "One role, built-in or the workspace's.",
+	ops[route.AdminRolesGet] = op("adminGetRole", roleTag, "A role", "One role, built-in or the workspace's.",
 		roleName, nil, "200", wsOne("The role.", schemaRef("AdminRole")), readOne)
-	ops["admin.roles.update"] = op("adminUpdateRole", roleTag, "Change a role",
+	ops[route.AdminRolesUpdate] = op("adminUpdateRole", roleTag, "Change a role",
 		"Replaces the members given of a workspace role (absent ones are kept), checked as on create. Built-in roles do not change (409); "+
 			"a change granting anything your own role lacks is 403; taking `api.manage` from the last active members holding it is 409. Audited as `update`. Members' keys see the change on their next request.",
 		roleName, wsBody("The members to change.", schemaRef("AdminRoleUpdate")), "200", wsOne("The role as changed.", schemaRef("AdminRole")), change)
 
-	ops["admin.audit.list"] = op("adminListAudit", auditTag, "Audit trail",
+	ops[route.AdminAuditList] = op("adminListAudit", auditTag, "Audit trail",
 		"The workspace's audit trail, newest first, with the filters of `recordsctl audit list`, as your role sees it: entries of resources and records your role cannot read are left out, "+
 			"masked fields are masked and hidden ones left out and named in `withheld`, as is a link's association when your role does not see the other record (its resource unreadable, or the record outside your record rule); the admin API's own entries (`admin.custom_fields`, `admin.data_models`, `admin.members`, `admin.roles`, `admin.api_keys`, `admin.webhook_endpoints`) are shown to roles holding `api.manage`.",
 		[]any{wsQueryParam("resource", "Only entries of this resource (a resource name or an `admin.*` name).", map[string]any{"type": "string"}),

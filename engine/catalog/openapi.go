@@ -251,14 +251,15 @@ func (d *doc) discovery() {
 			"content": jsonContent(map[string]any{"type": "object", "required": []string{"data", "meta"}, "additionalProperties": false,
 				"properties": map[string]any{"data": map[string]any{"type": "array", "items": schemaRef("Event")}, "meta": schemaRef("EventsMeta")}})},
 		"400", "401", "403", "404", "422", "429", "500", "503")
+	d.consoleSessionOperations(ops)
 	admin := d.adminOperations()
 	for _, rt := range d.table {
 		if rt.Resource != nil || !rt.Documented {
 			continue
 		}
 		op, ok := ops[rt.Endpoint]
-		if byLabel, found := admin[rt.Label]; found && (rt.Endpoint == route.Admin || !ok) {
-			op, ok = byLabel, true // an admin route, or the console's session
+		if rt.Endpoint == route.Admin {
+			op, ok = admin[rt.AdminOp]
 		}
 		if !ok {
 			panic("catalog: the route table documents " + rt.Method + " " + rt.Path + ", which has no operation here")

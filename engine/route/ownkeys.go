@@ -4,8 +4,8 @@ package route
 // or a console session; creating and rolling need a console session signed in recently, which the
 // handler checks.
 var ownKeyRoutes = []Route{
-	{Method: "GET", Path: "/v1/me/keys", Endpoint: Admin, Label: "own_keys_list", Key: true, Scope: ScopeAny, Documented: true},
-	{Method: "POST", Path: "/v1/me/keys", Endpoint: Admin, Label: "own_keys_create", Key: true, Scope: ScopeAny, Documented: true},
-	{Method: "POST", Path: "/v1/me/keys/:id/roll", Endpoint: Admin, Label: "own_keys_roll", Key: true, Scope: ScopeAny, Documented: true},
-	{Method: "POST", Path: "/v1/me/keys/:id/revoke", Endpoint: Admin, Label: "own_keys_revoke", Key: true, Scope: ScopeAny, Documented: true},
+	{Method: "GET", Path: "/v1/me/keys", Endpoint: Admin, AdminOp: OwnKeysList, Label: "own_keys_list", Key: true, Scope: ScopeAny, Documented: true},
+	{Method: "POST", Path: "/v1/me/keys", Endpoint: Admin, AdminOp: OwnKeysCreate, Label: "own_keys_create", Key: true, Scope: ScopeAny, Documented: true},
+	{Method: "POST", Path: "/v1/me/keys/:id/roll", Endpoint: Admin, AdminOp: OwnKeysRoll, Label: "own_keys_roll", Key: true, Scope: ScopeAny, Documented: true},
+	{Method: "POST", Path: "/v1/me/keys/:id/revoke", Endpoint: Admin, AdminOp: OwnKeysRevoke, Label: "own_keys_revoke", Key: true, Scope: ScopeAny, Documented: true},
 }

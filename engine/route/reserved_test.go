@@ -22,17 +22,37 @@ func TestFixedRoutesAreReserved(t *testing.T) {
 	}
 }
 
-// Every admin route has a label of its own (it names the handler and the operation), the Admin endpoint,
-// and a scope other than the data keys'.
+// Every admin route has the Admin endpoint, a scope other than the data keys', an AdminOp of its own (it
+// picks the handler and the OpenAPI operation) and a label of its own (the access log's and the
+// metrics'); every AdminOp serves a route, and no other route has one.
 func TestAdminRoutes(t *testing.T) {
 	labels := map[string]string{}
+	ops := map[AdminOp]string{}
 	for _, rt := range adminRoutes {
+		where := rt.Method + " " + rt.Path
 		if rt.Endpoint != Admin || !rt.Key || rt.Scope == ScopeData || rt.Label == "" {
-			t.Errorf("%s %s: endpoint %d, key %v, scope %d, label %q", rt.Method, rt.Path, rt.Endpoint, rt.Key, rt.Scope, rt.Label)
+			t.Errorf("%s: endpoint %d, key %v, scope %d, label %q", where, rt.Endpoint, rt.Key, rt.Scope, rt.Label)
+		}
+		if rt.AdminOp == 0 || rt.AdminOp >= adminOpEnd {
+			t.Errorf("%s: admin operation %d is not one of the AdminOp constants", where, rt.AdminOp)
 		}
 		if prev, ok := labels[rt.Label]; ok {
-			t.Errorf("%s %s: label %q is also %s's", rt.Method, rt.Path, rt.Label, prev)
+			t.Errorf("%s: label %q is also %s's", where, rt.Label, prev)
 		}
-		labels[rt.Label] = rt.Method + " " + rt.Path
+		labels[rt.Label] = where
+		if prev, ok := ops[rt.AdminOp]; ok {
+			t.Errorf("%s: admin operation %d is also %s's", where, rt.AdminOp, prev)
+		}
+		ops[rt.AdminOp] = where
+	}
+	for _, op := range AdminOps() {
+		if _, ok := ops[op]; !ok {
+			t.Errorf("admin operation %d serves no route", op)
+		}
+	}
+	for _, rt := range fixed {
+		if rt.Endpoint != Admin && rt.AdminOp != 0 {
+			t.Errorf("%s %s: endpoint %d is not Admin but has admin operation %d", rt.Method, rt.Path, rt.Endpoint, rt.AdminOp)
+		}
 	}
 }

@@ -54,7 +54,7 @@ const (
 	ConsoleSignIn                       // POST /console/session: redeem a sign-in link, start a session
 	ConsoleSession                      // GET /console/session: the signed-in member and the CSRF token
 	ConsoleSignOut                      // DELETE /console/session
-	// Admin is a route of the admin API (/v1/admin/…) or of one's own keys (/v1/me/keys…): its Label
+	// Admin is a route of the admin API (/v1/admin/…) or of one's own keys (/v1/me/keys…): its AdminOp
 	// names the operation, which picks both its handler (httpapi) and its OpenAPI operation (catalog).
 	Admin
 )
@@ -70,6 +70,8 @@ type Route struct {
 	Endpoint Endpoint
 	// Label names the operation in the access log and the metrics.
 	Label string
+	// AdminOp is the operation of an admin route (Endpoint Admin; zero otherwise): admin.go.
+	AdminOp AdminOp
 	// Key is true for routes that need an API key.
 	Key bool
 	// Documented routes are part of the contract and described in the OpenAPI document (the /v1 routes

@@ -11,19 +11,58 @@ import (
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/admin"
 )
 
-// adminHandlers are the handlers of the admin routes (route.Admin) by label; each area's file adds its
-// own in an init function (handle). A route without one makes New panic.
-var adminHandlers = map[string]func(*Handler) bunrouter.HandlerFunc{}
-
-// handle registers the handler of the admin route labelled label.
-func handle(label string, f func(*Handler) bunrouter.HandlerFunc) {
-	if _, dup := adminHandlers[label]; dup {
-		panic("httpapi: two handlers for admin route " + label)
+// adminHandlers binds every admin route's operation (route.AdminOp, Endpoint Admin) to its handler: the
+// one place the two meet, keyed by the route table's constants, so that a misspelt or removed operation
+// fails to compile and a key given twice too. TestAdminHandlers fails for a route without a handler here,
+// or a handler without a route; a route without one makes routes panic.
+func (h *Handler) adminHandlers() map[route.AdminOp]bunrouter.HandlerFunc {
+	return map[route.AdminOp]bunrouter.HandlerFunc{
+		// The workspace (admin_workspace.go).
+		route.AdminCustomFieldsList:    h.listCustomFields,
+		route.AdminCustomFieldsCreate:  h.createCustomField,
+		route.AdminCustomFieldsGet:     h.getCustomField,
+		route.AdminCustomFieldsUpdate:  h.updateCustomField,
+		route.AdminCustomFieldsArchive: h.archiveCustomField(true),
+		route.AdminCustomFieldsRestore: h.archiveCustomField(false),
+		route.AdminDataModelsList:      h.listDataModels,
+		route.AdminDataModelsCreate:    h.createDataModel,
+		route.AdminDataModelsGet:       h.getDataModel,
+		route.AdminDataModelsUpdate:    h.updateDataModel,
+		route.AdminResourcesList:       h.listAdminResources,
+		route.AdminResourcesGet:        h.getAdminResource,
+		route.AdminMembersList:         h.listMembers,
+		route.AdminMembersGet:          h.getMember,
+		route.AdminMembersUpdate:       h.updateMember,
+		route.AdminMembersDeactivate:   h.setMemberActive(false),
+		route.AdminMembersActivate:     h.setMemberActive(true),
+		route.AdminRolesList:           h.listRoles,
+		route.AdminRolesCreate:         h.createRole,
+		route.AdminRolesGet:            h.getRole,
+		route.AdminRolesUpdate:         h.updateRole,
+		route.AdminAuditList:           h.adminAudit,
+		// Keys, usage and webhooks (admin_keys.go).
+		route.AdminKeysList:             h.listKeys,
+		route.AdminKeysGet:              h.getKey,
+		route.AdminKeysRevoke:           h.revokeKey,
+		route.AdminUsage:                h.adminUsage,
+		route.AdminWebhooksList:         h.listWebhooks,
+		route.AdminWebhooksCreate:       h.createWebhook,
+		route.AdminWebhooksGet:          h.getWebhook,
+		route.AdminWebhooksUpdate:       h.updateWebhook,
+		route.AdminWebhooksDelete:       h.deleteWebhook,
+		route.AdminWebhooksRotateSecret: h.rotateWebhookSecret,
+		route.AdminWebhooksDeliveries:   h.webhookDeliveries,
+		route.AdminWebhooksReplay:       h.replayWebhook,
+		// One's own keys (ownkeys.go).
+		route.OwnKeysList:   h.ownKeys,
+		route.OwnKeysCreate: h.createOwnKey,
+		route.OwnKeysRoll:   h.rollOwnKey,
+		route.OwnKeysRevoke: h.revokeOwnKey,
 	}
-	adminHandlers[label] = f
 }
 
 // The request and answer helpers of the admin routes and one's own keys.

@@ -16,32 +16,8 @@ import (
 
 // The handlers of the workspace half of the admin API (docs/issue-24.md): custom fields, data models, the
 // workspace's catalog, members, roles and the audit trail. Each reads its typed input here and runs one
-// operation of runtime/admin, which acts inside the caller's workspace only.
-
-func init() {
-	handle("admin.custom_fields.list", func(h *Handler) bunrouter.HandlerFunc { return h.listCustomFields })
-	handle("admin.custom_fields.create", func(h *Handler) bunrouter.HandlerFunc { return h.createCustomField })
-	handle("admin.custom_fields.get", func(h *Handler) bunrouter.HandlerFunc { return h.getCustomField })
-	handle("admin.custom_fields.update", func(h *Handler) bunrouter.HandlerFunc { return h.updateCustomField })
-	handle("admin.custom_fields.archive", func(h *Handler) bunrouter.HandlerFunc { return h.archiveCustomField(true) })
-	handle("admin.custom_fields.restore", func(h *Handler) bunrouter.HandlerFunc { return h.archiveCustomField(false) })
-	handle("admin.data_models.list", func(h *Handler) bunrouter.HandlerFunc { return h.listDataModels })
-	handle("admin.data_models.create", func(h *Handler) bunrouter.HandlerFunc { return h.createDataModel })
-	handle("admin.data_models.get", func(h *Handler) bunrouter.HandlerFunc { return h.getDataModel })
-	handle("admin.data_models.update", func(h *Handler) bunrouter.HandlerFunc { return h.updateDataModel })
-	handle("admin.resources.list", func(h *Handler) bunrouter.HandlerFunc { return h.listAdminResources })
-	handle("admin.resources.get", func(h *Handler) bunrouter.HandlerFunc { return h.getAdminResource })
-	handle("admin.members.list", func(h *Handler) bunrouter.HandlerFunc { return h.listMembers })
-	handle("admin.members.get", func(h *Handler) bunrouter.HandlerFunc { return h.getMember })
-	handle("admin.members.update", func(h *Handler) bunrouter.HandlerFunc { return h.updateMember })
-	handle("admin.members.deactivate", func(h *Handler) bunrouter.HandlerFunc { return h.setMemberActive(false) })
-	handle("admin.members.activate", func(h *Handler) bunrouter.HandlerFunc { return h.setMemberActive(true) })
-	handle("admin.roles.list", func(h *Handler) bunrouter.HandlerFunc { return h.listRoles })
-	handle("admin.roles.create", func(h *Handler) bunrouter.HandlerFunc { return h.createRole })
-	handle("admin.roles.get", func(h *Handler) bunrouter.HandlerFunc { return h.getRole })
-	handle("admin.roles.update", func(h *Handler) bunrouter.HandlerFunc { return h.updateRole })
-	handle("admin.audit.list", func(h *Handler) bunrouter.HandlerFunc { return h.adminAudit })
-}
+// operation of runtime/admin, which acts inside the caller's workspace only. Handler.adminHandlers binds them
+// to their routes.
 
 func (h *Handler) listCustomFields(w http.ResponseWriter, req bunrouter.Request) error {
 	q, err := adminQuery(req, "resource", "archived")

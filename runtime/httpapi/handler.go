@@ -137,12 +137,13 @@ func (h *Handler) routes() *bunrouter.Router {
 		bunrouter.WithNotFoundHandler(h.unmatched),
 		bunrouter.WithMethodNotAllowedHandler(h.unmatched),
 	)
+	adminHandlers := h.adminHandlers()
 	for _, rt := range route.Table(h.cat) {
 		resource := "-"
 		if rt.Resource != nil {
 			resource = rt.Resource.Name
 		}
-		next := h.endpoint(rt)
+		next := h.endpoint(rt, adminHandlers)
 		if rt.Key {
 			next = h.authed(rt.Scope, next)
 		}
@@ -168,8 +169,8 @@ func (h *Handler) routes() *bunrouter.Router {
 	return r
 }
 
-// endpoint returns the handler of rt.
-func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
+// endpoint returns the handler of rt; handlers holds the admin routes' (adminHandlers).
+func (h *Handler) endpoint(rt route.Route, handlers map[route.AdminOp]bunrouter.HandlerFunc) bunrouter.HandlerFunc {
 	switch rt.Endpoint {
 	case route.Healthz:
 		return h.healthz
@@ -216,8 +217,8 @@ func (h *Handler) endpoint(rt route.Route) bunrouter.HandlerFunc {
 	case route.ConsoleSignOut:
 		return h.signOut
 	case route.Admin:
-		if f, ok := adminHandlers[rt.Label]; ok {
-			return f(h)
+		if f, ok := handlers[rt.AdminOp]; ok {
+			return f
 		}
 	}
 	panic(fmt.Sprintf("httpapi: no handler for endpoint %d of %s %s", rt.Endpoint, rt.Method, rt.Path))

@@ -10,13 +10,8 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 )
 
-// One's own keys, /v1/me/keys… (docs/issue-24.md).
-func init() {
-	handle("own_keys_list", func(h *Handler) bunrouter.HandlerFunc { return h.ownKeys })
-	handle("own_keys_create", func(h *Handler) bunrouter.HandlerFunc { return h.createOwnKey })
-	handle("own_keys_roll", func(h *Handler) bunrouter.HandlerFunc { return h.rollOwnKey })
-	handle("own_keys_revoke", func(h *Handler) bunrouter.HandlerFunc { return h.revokeOwnKey })
-}
+// The handlers of one's own keys, /v1/me/keys… (docs/issue-24.md); Handler.adminHandlers binds them to
+// their routes.
 
 func (h *Handler) ownKeys(w http.ResponseWriter, req bunrouter.Request) error {
 	if _, err := adminQuery(req); err != nil {

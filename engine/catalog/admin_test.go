@@ -1,0 +1,30 @@
+package catalog
+
+import (
+	"testing"
+
+	"github.com/workspace-records/records/engine/route"
+)
+
+// Every admin route has an OpenAPI operation, and every admin operation described here serves an admin
+// route of the table (the compiler checks the keys are route.AdminOp constants; this checks none is
+// missing or left over).
+func TestAdminOperations(t *testing.T) {
+	d := &doc{comps: map[string]any{"schemas": map[string]any{}}}
+	ops := d.adminOperations()
+	routed := map[route.AdminOp]bool{}
+	for _, rt := range route.Fixed() {
+		if rt.Endpoint != route.Admin {
+			continue
+		}
+		routed[rt.AdminOp] = true
+		if ops[rt.AdminOp] == nil {
+			t.Errorf("%s %s (%s): no OpenAPI operation", rt.Method, rt.Path, rt.Label)
+		}
+	}
+	for op := range ops {
+		if !routed[op] {
+			t.Errorf("the OpenAPI operation %v of admin operation %d serves no route", ops[op]["operationId"], op)
+		}
+	}
+}
