@@ -22,7 +22,6 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/customfields"
@@ -110,7 +109,7 @@ func Rows(d sqlgen.Dialect, who Author, at time.Time, entries []Entry) (sqlgen.R
 			previous = string(data)
 		}
 		v := flat[i*len(cols) : (i+1)*len(cols) : (i+1)*len(cols)]
-		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10] = ws, uuid.Must(uuid.NewV7()).String(), e.Resource, e.RecordID, e.Action, member, key, request, string(changes), previous, when
+		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10] = ws, store.NewID(), e.Resource, e.RecordID, e.Action, member, key, request, string(changes), previous, when
 		rows.Values[i] = v
 	}
 	return rows, nil

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -254,7 +252,7 @@ func (r *Registry) CreateThen(ctx context.Context, workspace string, d Def, then
 	if d.Label == "" {
 		d.Label = strings.ReplaceAll(d.Key, "_", " ")
 	}
-	d.ID = uuid.Must(uuid.NewV7()).String()
+	d.ID = store.NewID()
 	now := r.now().UTC()
 	var opts any
 	if len(d.Options) > 0 {

@@ -22,8 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -144,7 +142,7 @@ func (g *Registry) CreateThen(ctx context.Context, workspace, member string, in 
 		return Endpoint{}, err
 	}
 	now := g.now().UTC()
-	e := Endpoint{ID: uuid.Must(uuid.NewV7()).String(), Workspace: workspace, Member: member, URL: *in.URL, Enabled: true, CreatedAt: now, UpdatedAt: now, Secret: secret}
+	e := Endpoint{ID: store.NewID(), Workspace: workspace, Member: member, URL: *in.URL, Enabled: true, CreatedAt: now, UpdatedAt: now, Secret: secret}
 	if in.Description != nil {
 		e.Description = *in.Description
 	}
@@ -401,7 +399,7 @@ func (g *Registry) Numbered(ctx context.Context, q store.Querier, workspace stri
 	for _, ev := range evs {
 		for _, ep := range eps {
 			if ep.matches(ev.Type, ev.Resource) {
-				rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
+				rows.Values = append(rows.Values, []any{store.NewID(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
 				touched[ep.ID] = true
 			}
 		}

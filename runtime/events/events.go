@@ -24,8 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/store"
@@ -115,7 +113,7 @@ func Rows(d sqlgen.Dialect, who Actor, at time.Time, evs []Event) (sqlgen.Rows, 
 			previous = string(p)
 		}
 		v := flat[i*len(columns) : (i+1)*len(columns) : (i+1)*len(columns)]
-		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11] = ws, uuid.Must(uuid.NewV7()).String(), e.Type,
+		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11] = ws, store.NewID(), e.Type,
 			e.Resource, nullable(e.RecordID), nullable(e.ModelID), member, key, request, string(data), previous, when
 		rows.Values[i] = v
 	}

@@ -339,7 +339,7 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		if err := s.checkCustomReferences(ctx, q, a, c, it.create.ci); err != nil {
 			return nil, err
 		}
-		ids[i], rows[i], values[i], customs[i] = NewID(), row, v, custom
+		ids[i], rows[i], values[i], customs[i] = store.NewID(), row, v, custom
 		if cvs, err = s.customRows(cvs, ids[i], c.Fields, custom, keysOf(custom)); err != nil {
 			return nil, err
 		}

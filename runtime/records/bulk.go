@@ -88,7 +88,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 		if err := setComputed(r, nil, b.Values, row); err != nil {
 			return nil, err
 		}
-		rows[i], l.values[i], l.ids[i], l.customs[i] = row, b.Values, NewID(), custom
+		rows[i], l.values[i], l.ids[i], l.customs[i] = row, b.Values, store.NewID(), custom
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -7,8 +7,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -136,9 +134,6 @@ func jsonText(v map[string]any) string {
 	data, _ := jsonenc.Marshal(v)
 	return string(data)
 }
-
-// NewID returns a new record id: a time-ordered UUID (version 7), which keeps primary key inserts local.
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // StatementCounter counts the database statements run with a context that carries it.
 type StatementCounter = store.Counter
