@@ -292,7 +292,7 @@ func (g *Registry) update(ctx context.Context, q store.Querier, workspace, id st
 	e.UpdatedAt = g.now().UTC()
 	// An endpoint enabled again is due at once: its dispatcher finds what is pending (or nothing).
 	_, err = q.Exec(ctx, g.st.Dialect().Bind(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, resources = ?, enabled = ?, disabled_reason = ?, updated_at = ?,
-due_at = CASE WHEN ? THEN ? ELSE due_at END WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, nullable(e.DisabledReason), e.UpdatedAt,
+due_at = CASE WHEN ? THEN ? ELSE due_at END WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, store.Nullable(e.DisabledReason), e.UpdatedAt,
 		in.Enabled != nil && *in.Enabled, e.UpdatedAt, workspace, e.ID))
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
@@ -461,11 +461,4 @@ func listOf(v any) ([]string, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

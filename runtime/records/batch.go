@@ -328,7 +328,7 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		}
 		maps.Copy(v, set)
 		custom := c.stored(it.create.ci, nil)
-		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
+		row := map[string]any{"owner_id": store.Nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 		for k, x := range v {
 			f, _ := r.Field(k)
 			row[f.Column] = x

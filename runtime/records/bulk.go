@@ -80,7 +80,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 		// The columns of a create (Service.insert).
 		custom := c.stored(ci, nil)
 		row := make(map[string]any, len(b.Values)+4)
-		row["owner_id"], row["created_at"], row["updated_at"], row["custom_fields"] = nullable(a.Member), l.now, l.now, jsonText(custom)
+		row["owner_id"], row["created_at"], row["updated_at"], row["custom_fields"] = store.Nullable(a.Member), l.now, l.now, jsonText(custom)
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
 			row[f.Column] = v

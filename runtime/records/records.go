@@ -123,13 +123,6 @@ func (s *Service) Catalog() *model.Catalog { return s.cat }
 
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func jsonText(v map[string]any) string {
 	data, _ := jsonenc.Marshal(v)
 	return string(data)

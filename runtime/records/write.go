@@ -114,7 +114,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		maps.Copy(values, set)
 		id, now := store.NewID(), s.timestamp()
 		custom := c.stored(ci, nil)
-		cols := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
+		cols := map[string]any{"owner_id": store.Nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 		for k, v := range values {
 			f, _ := r.Field(k)
 			cols[f.Column] = v

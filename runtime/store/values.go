@@ -14,6 +14,14 @@ import (
 // from here.
 func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
+// Nullable makes an optional text argument of a statement: "" is SQL NULL.
+func Nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
 // Row values differ by driver: pgx returns uuid as [16]byte, timestamptz as time.Time, booleans as
 // bool; SQLite returns TEXT and INTEGER. These helpers read either.
 
