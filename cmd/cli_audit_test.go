@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // auditCall sends one API request and returns its status, decoded body and X-Request-Id.
@@ -229,14 +229,14 @@ func TestAuditList(t *testing.T) {
 
 			for _, bad := range [][]string{
 				{"audit", "list"},
-				{"audit", "list", "--workspace", records.NewID()},
+				{"audit", "list", "--workspace", store.NewID()},
 				{"audit", "list", "--workspace", "not-a-uuid"},
 				{"audit", "list", "--workspace", ws, "--resource", "gizmos"},
 				{"audit", "list", "--workspace", ws, "--since", "yesterday"},
 				{"audit", "list", "--workspace", ws, "--since", "-5h"},
 				{"audit", "list", "--workspace", ws, "--record", "42"},
 				{"audit", "list", "--workspace", ws, "--as-member", "someone"},
-				{"audit", "list", "--workspace", ws, "--as-member", records.NewID()},
+				{"audit", "list", "--workspace", ws, "--as-member", store.NewID()},
 				{"audit", "list", "--workspace", ws, "--limit", "0"},
 				{"audit", "list", "--workspace", ws, "--cursor", "forged"},
 				{"audit", "nonsense", "--workspace", ws},

@@ -48,8 +48,8 @@ func (c *Catalog) CompileRoles(file string, roles []*spec.Role) ([]*Role, field.
 	var errs field.ErrorList
 	var out []*Role
 	for _, sr := range roles {
-		role := &Role{Name: sr.Name, Label: sr.Label, Description: sr.Description, Permissions: sr.Permissions,
-			Resources: sr.Resources, RecordRules: sr.RecordRules, FieldRules: sr.FieldRules}
+		role := new(Role)
+		*role = *sr // the catalog's own copy; its slices and maps are the definition's
 		p := field.NewPath("roles").Child(sr.Name)
 		for name := range sr.Resources {
 			if _, ok := c.byName[name]; !ok && name != "*" {

@@ -265,16 +265,8 @@ func (r *Resource) ReadOnly() bool {
 	return !r.Ops.Has(OpCreate) && !r.Ops.Has(OpUpdate) && !r.Ops.Has(OpArchive) && !r.Ops.Has(OpRestore)
 }
 
-// Role is a resolved role.
-type Role struct {
-	Name        string
-	Label       string
-	Description string
-	Permissions []string
-	Resources   map[string]string
-	RecordRules map[string]string
-	FieldRules  map[string]map[string]string
-}
+// Role is a role of roles.yaml, checked against the catalog's resources and fields (CompileRoles).
+type Role = spec.Role
 
 // Plan is a plan from plans.yaml.
 type Plan = spec.Plan

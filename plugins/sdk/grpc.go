@@ -120,7 +120,7 @@ func (c *Client) After(ctx context.Context, call *Call, record map[string]any) e
 }
 
 func encodeCall(c *Call) (*hookspb.Call, error) {
-	out := &hookspb.Call{WorkspaceId: c.Workspace, MemberId: c.Member, Resource: c.Resource, Operation: c.Operation, RequestId: c.RequestID}
+	out := &hookspb.Call{WorkspaceId: c.Workspace, MemberId: c.Member, Resource: c.Resource, Operation: string(c.Operation), RequestId: c.RequestID}
 	var err error
 	if c.Stored != nil {
 		if out.StoredJson, err = json.Marshal(c.Stored); err != nil {
@@ -134,7 +134,7 @@ func encodeCall(c *Call) (*hookspb.Call, error) {
 }
 
 func decodeCall(pc *hookspb.Call) (*Call, error) {
-	c := &Call{Workspace: pc.WorkspaceId, Member: pc.MemberId, Resource: pc.Resource, Operation: pc.Operation, RequestID: pc.RequestId, Changes: map[string]any{}}
+	c := &Call{Workspace: pc.WorkspaceId, Member: pc.MemberId, Resource: pc.Resource, Operation: Operation(pc.Operation), RequestID: pc.RequestId, Changes: map[string]any{}}
 	var err error
 	if len(pc.StoredJson) > 0 {
 		if c.Stored, err = decodeObject(pc.StoredJson); err != nil {

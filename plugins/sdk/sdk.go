@@ -39,12 +39,26 @@ var Handshake = plugin.HandshakeConfig{
 // PluginName is the name under which the hooks are dispensed.
 const PluginName = "hooks"
 
-// Operations a Before hook is called for.
+// Operation is the write a hook is called for; its value is the one the wire (hookspb.Call.operation)
+// and the host's logs carry.
+type Operation string
+
+// Operations a hook is called for.
 const (
-	OpCreate  = "create"
-	OpUpdate  = "update"
-	OpArchive = "archive"
-	OpRestore = "restore"
+	OpCreate  Operation = "create"
+	OpUpdate  Operation = "update"
+	OpArchive Operation = "archive"
+	OpRestore Operation = "restore"
+)
+
+// HookPhase names a hook: Before, inside the write's transaction, or After, once it is committed. Its
+// value is the host's metrics label (hook="before").
+type HookPhase string
+
+// The two hooks.
+const (
+	HookBefore HookPhase = "before"
+	HookAfter  HookPhase = "after"
 )
 
 // Call is one write a hook is told about. Records and changes are JSON-shaped: strings, json.Number for
@@ -53,7 +67,7 @@ type Call struct {
 	Workspace string
 	Member    string
 	Resource  string
-	Operation string
+	Operation Operation
 	RequestID string
 	Stored    map[string]any // the stored record; nil on create
 	Changes   map[string]any // field key -> new value

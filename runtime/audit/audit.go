@@ -22,7 +22,6 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/customfields"
@@ -92,7 +91,7 @@ func Rows(d sqlgen.Dialect, who Author, at time.Time, entries []Entry) (sqlgen.R
 	cols := []string{"workspace_id", "id", "resource", "record_id", "action", "member_id", "key_id", "request_id", "changes", "previous", "created_at"}
 	rows := sqlgen.Rows{Table: "audit_log", Columns: cols, Values: make([][]any, len(entries))}
 	flat := make([]any, len(entries)*len(cols))
-	ws, member, key, request, when := d.Arg(who.Workspace), d.Arg(nullable(who.Member)), d.Arg(nullable(who.Key)), d.Arg(nullable(who.RequestID)), d.Arg(at)
+	ws, member, key, request, when := d.Arg(who.Workspace), d.Arg(store.Nullable(who.Member)), d.Arg(store.Nullable(who.Key)), d.Arg(store.Nullable(who.RequestID)), d.Arg(at)
 	for i, e := range entries {
 		if e.Changes == nil {
 			e.Changes = map[string]any{}
@@ -110,7 +109,7 @@ func Rows(d sqlgen.Dialect, who Author, at time.Time, entries []Entry) (sqlgen.R
 			previous = string(data)
 		}
 		v := flat[i*len(cols) : (i+1)*len(cols) : (i+1)*len(cols)]
-		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10] = ws, uuid.Must(uuid.NewV7()).String(), e.Resource, e.RecordID, e.Action, member, key, request, string(changes), previous, when
+		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10] = ws, store.NewID(), e.Resource, e.RecordID, e.Action, member, key, request, string(changes), previous, when
 		rows.Values[i] = v
 	}
 	return rows, nil
@@ -165,11 +164,4 @@ func number(v any) (*big.Rat, bool) {
 		return new(big.Rat).SetString(fmt.Sprint(v))
 	}
 	return nil, false
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

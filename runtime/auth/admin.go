@@ -243,7 +243,7 @@ func (d *Directory) CreateModelThen(ctx context.Context, workspace, name string,
 	}
 	data, _ := json.Marshal(fields)
 	now := d.ts()
-	m := ModelEntry{ID: newID(), Workspace: workspace, Name: name, Fields: fields, CreatedAt: now, UpdatedAt: now}
+	m := ModelEntry{ID: store.NewID(), Workspace: workspace, Name: name, Fields: fields, CreatedAt: now, UpdatedAt: now}
 	err := d.st.Tx(ctx, func(q store.Querier) error {
 		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })
 		if err != nil {

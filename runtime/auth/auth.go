@@ -17,8 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/spec"
@@ -237,8 +235,6 @@ func (d *Directory) SetCatalog(cat *model.Catalog) {
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
 
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
 // CreateWorkspace creates a workspace on plan.
 func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Workspace, error) {
 	name = strings.TrimSpace(name)
@@ -248,7 +244,7 @@ func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Wo
 	if _, ok := d.catalog().Plan(plan); !ok {
 		return nil, fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.catalog().PlanNames()))
 	}
-	w := &Workspace{ID: newID(), Name: name, Plan: plan}
+	w := &Workspace{ID: store.NewID(), Name: name, Plan: plan}
 	now := d.ts()
 	_, err := d.st.Exec(ctx, d.d.Bind("INSERT INTO workspaces (id, name, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", w.ID, w.Name, w.Plan, now, now))
 	if err != nil {
@@ -295,7 +291,7 @@ func (d *Directory) CreateMember(ctx context.Context, workspace string, p Member
 		return nil, fmt.Errorf("%w: department must be a UUID", ErrInvalid)
 	}
 	workspace = strings.ToLower(workspace)
-	m := &Member{ID: newID(), Email: p.Email, Role: p.Role, Active: true}
+	m := &Member{ID: store.NewID(), Email: p.Email, Role: p.Role, Active: true}
 	ctx = store.WithWorkspace(ctx, workspace)
 	now := d.ts()
 	err := d.st.Tx(ctx, func(q store.Querier) error {
@@ -419,7 +415,7 @@ LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m
 	body := hex.EncodeToString(raw)
 	secret := KeyPrefix + "_" + body
 	now := d.ts()
-	k := &Key{ID: newID(), Workspace: workspace, Member: member, Hint: KeyPrefix + "_…" + body[60:], Access: o.Access,
+	k := &Key{ID: store.NewID(), Workspace: workspace, Member: member, Hint: KeyPrefix + "_…" + body[60:], Access: o.Access,
 		CreatedAt: now, ExpiresAt: now.Add(o.ExpiresIn).Truncate(time.Microsecond)}
 	if len(o.Resources) > 0 {
 		k.Resources = o.Resources

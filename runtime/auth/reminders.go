@@ -43,7 +43,7 @@ func (d *Directory) scheduleReminders(ctx context.Context, q store.Querier, k *K
 			status, detail, processed = ReminderSkipped, "falls before the key was created", k.CreatedAt
 		}
 		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO key_reminders (workspace_id, id, key_id, member_id, days_before, due_at, status, detail, processed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-			k.Workspace, newID(), k.ID, k.Member, int64(days), due, status, detail, processed)); err != nil {
+			k.Workspace, store.NewID(), k.ID, k.Member, int64(days), due, status, detail, processed)); err != nil {
 			return fmt.Errorf("schedule reminder: %w", err)
 		}
 	}
@@ -152,7 +152,7 @@ WHERE r.status = ? AND r.due_at <= ? ORDER BY r.due_at LIMIT 500`, ReminderSched
 				return nil // another server claimed it, or nothing to deliver
 			}
 			wrote = true
-			return d.writeNotification(ctx, q, Notification{ID: newID(), Workspace: x.ws, Member: x.r.MemberID, Kind: NotificationKeyExpiring,
+			return d.writeNotification(ctx, q, Notification{ID: store.NewID(), Workspace: x.ws, Member: x.r.MemberID, Kind: NotificationKeyExpiring,
 				KeyID: x.r.KeyID, KeyHint: x.hint, ExpiresAt: x.expires, DaysBefore: x.r.DaysBefore, CreatedAt: at})
 		})
 		if err != nil {

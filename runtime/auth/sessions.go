@@ -111,7 +111,7 @@ func (d *Directory) CreateSignInLink(ctx context.Context, member string, ttl tim
 	now := d.ts()
 	expires = now.Add(ttl)
 	if _, err := d.st.Exec(ctx, d.d.Bind("INSERT INTO console_links (workspace_id, id, member_id, token_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-		workspace, newID(), member, hashSecret(token), now, expires)); err != nil {
+		workspace, store.NewID(), member, hashSecret(token), now, expires)); err != nil {
 		return "", time.Time{}, fmt.Errorf("sign-in link: %w", err)
 	}
 	return token, expires, nil
@@ -157,7 +157,7 @@ RETURNING workspace_id, member_id`, now, hashSecret(token), now), func(row []any
 		if !store.Bool(active) {
 			return errSignIn
 		}
-		s = &Session{ID: newID(), Workspace: workspace, Member: member, SignedInAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionLifetime)}
+		s = &Session{ID: store.NewID(), Workspace: workspace, Member: member, SignedInAt: now, LastSeenAt: now, ExpiresAt: now.Add(SessionLifetime)}
 		_, err = q.Exec(ctx, d.d.Bind(`INSERT INTO console_sessions (workspace_id, id, member_id, token_hash, signed_in_at, last_seen_at, expires_at)
 VALUES (?, ?, ?, ?, ?, ?, ?)`, s.Workspace, s.ID, s.Member, hashSecret(secret), now, now, s.ExpiresAt))
 		return err

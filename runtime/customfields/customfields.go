@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/workspace-records/records/engine/field"
@@ -312,7 +311,7 @@ func (r *Registry) CreateThen(ctx context.Context, workspace string, d Def, then
 	if d.Label == "" {
 		d.Label = strings.ReplaceAll(d.Key, "_", " ")
 	}
-	d.ID = uuid.Must(uuid.NewV7()).String()
+	d.ID = store.NewID()
 	now := r.now().UTC()
 	var opts any
 	if len(d.Options) > 0 {

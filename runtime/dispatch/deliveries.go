@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/store"
@@ -172,7 +170,7 @@ func (g *Registry) ReplayThen(ctx context.Context, workspace, id, eventID string
 	now := g.now().UTC()
 	rows := sqlgen.Rows{Table: "webhook_deliveries", Columns: deliveryColumns}
 	for _, e := range evs {
-		rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, e.ID, e.Seq, StatePending, 0, d.Arg(now), d.Arg(now)})
+		rows.Values = append(rows.Values, []any{store.NewID(), workspace, ep.ID, e.ID, e.Seq, StatePending, 0, d.Arg(now), d.Arg(now)})
 	}
 	err = g.st.Tx(ctx, func(q store.Querier) error {
 		if _, err := q.Exec(ctx, d.Bind("SELECT 1 FROM webhook_endpoints WHERE id = ?"+forUpdate(d), ep.ID)); err != nil {

@@ -343,7 +343,7 @@ func (d *Dispatcher) record(ctx context.Context, c claimed, ep Endpoint, a webho
 			return err
 		}
 		if err := store.Later(ctx, q, dl.Bind(`INSERT INTO webhook_attempts (delivery_id, n, workspace_id, endpoint_id, at, status, outcome, latency_ms, error, response, server)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.id, n, c.workspace, c.endpoint, at.UTC(), status, a.Outcome.String(), a.Latency.Milliseconds(), nullable(a.Err), nullable(a.ResponseExcerpt), d.owner), false,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.id, n, c.workspace, c.endpoint, at.UTC(), status, a.Outcome.String(), a.Latency.Milliseconds(), store.Nullable(a.Err), store.Nullable(a.ResponseExcerpt), d.owner), false,
 			func(err error) error { return fmt.Errorf("log webhook attempt: %w", err) }); err != nil {
 			return err
 		}
@@ -360,7 +360,7 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.id, n, c.workspace, c.endpoint, at.
 			state, done, disabled = StateFailed, now, true
 		}
 		if err := store.Later(ctx, q, dl.Bind(`UPDATE webhook_deliveries SET state = ?, attempts = ?, next_at = ?, done_at = ?, last_status = ?, last_outcome = ?, last_error = ?
-WHERE id = ?`, state, n, next, done, status, a.Outcome.String(), nullable(a.Err), c.id), false,
+WHERE id = ?`, state, n, next, done, status, a.Outcome.String(), store.Nullable(a.Err), c.id), false,
 			func(err error) error { return fmt.Errorf("schedule webhook delivery: %w", err) }); err != nil {
 			return err
 		}

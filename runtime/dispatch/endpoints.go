@@ -22,8 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -144,7 +142,7 @@ func (g *Registry) CreateThen(ctx context.Context, workspace, member string, in 
 		return Endpoint{}, err
 	}
 	now := g.now().UTC()
-	e := Endpoint{ID: uuid.Must(uuid.NewV7()).String(), Workspace: workspace, Member: member, URL: *in.URL, Enabled: true, CreatedAt: now, UpdatedAt: now, Secret: secret}
+	e := Endpoint{ID: store.NewID(), Workspace: workspace, Member: member, URL: *in.URL, Enabled: true, CreatedAt: now, UpdatedAt: now, Secret: secret}
 	if in.Description != nil {
 		e.Description = *in.Description
 	}
@@ -294,7 +292,7 @@ func (g *Registry) update(ctx context.Context, q store.Querier, workspace, id st
 	e.UpdatedAt = g.now().UTC()
 	// An endpoint enabled again is due at once: its dispatcher finds what is pending (or nothing).
 	_, err = q.Exec(ctx, g.st.Dialect().Bind(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types = ?, resources = ?, enabled = ?, disabled_reason = ?, updated_at = ?,
-due_at = CASE WHEN ? THEN ? ELSE due_at END WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, nullable(e.DisabledReason), e.UpdatedAt,
+due_at = CASE WHEN ? THEN ? ELSE due_at END WHERE workspace_id = ? AND id = ?`, e.URL, e.Description, jsonList(e.EventTypes), jsonList(e.Resources), e.Enabled, store.Nullable(e.DisabledReason), e.UpdatedAt,
 		in.Enabled != nil && *in.Enabled, e.UpdatedAt, workspace, e.ID))
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("update webhook endpoint: %w", err)
@@ -401,7 +399,7 @@ func (g *Registry) Numbered(ctx context.Context, q store.Querier, workspace stri
 	for _, ev := range evs {
 		for _, ep := range eps {
 			if ep.matches(ev.Type, ev.Resource) {
-				rows.Values = append(rows.Values, []any{uuid.Must(uuid.NewV7()).String(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
+				rows.Values = append(rows.Values, []any{store.NewID(), workspace, ep.ID, ev.ID, ev.Seq, StatePending, 0, dl.Arg(now), dl.Arg(now)})
 				touched[ep.ID] = true
 			}
 		}
@@ -463,11 +461,4 @@ func listOf(v any) ([]string, error) {
 		return nil, err
 	}
 	return out, nil
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

@@ -24,8 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/store"
@@ -100,7 +98,7 @@ var columns = []string{"workspace_id", "id", "type", "resource", "record_id", "m
 func Rows(d sqlgen.Dialect, who Actor, at time.Time, evs []Event) (sqlgen.Rows, error) {
 	rows := sqlgen.Rows{Table: "events", Columns: columns, Values: make([][]any, len(evs))}
 	flat := make([]any, len(evs)*len(columns))
-	ws, member, key, request, when := d.Arg(who.Workspace), d.Arg(nullable(who.Member)), d.Arg(nullable(who.Key)), d.Arg(nullable(who.RequestID)), d.Arg(at)
+	ws, member, key, request, when := d.Arg(who.Workspace), d.Arg(store.Nullable(who.Member)), d.Arg(store.Nullable(who.Key)), d.Arg(store.Nullable(who.RequestID)), d.Arg(at)
 	for i, e := range evs {
 		data, err := jsonenc.Marshal(e.Data)
 		if err != nil {
@@ -115,8 +113,8 @@ func Rows(d sqlgen.Dialect, who Actor, at time.Time, evs []Event) (sqlgen.Rows, 
 			previous = string(p)
 		}
 		v := flat[i*len(columns) : (i+1)*len(columns) : (i+1)*len(columns)]
-		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11] = ws, uuid.Must(uuid.NewV7()).String(), e.Type,
-			e.Resource, nullable(e.RecordID), nullable(e.ModelID), member, key, request, string(data), previous, when
+		v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11] = ws, store.NewID(), e.Type,
+			e.Resource, store.Nullable(e.RecordID), store.Nullable(e.ModelID), member, key, request, string(data), previous, when
 		rows.Values[i] = v
 	}
 	return rows, nil
@@ -163,11 +161,4 @@ func queueRows(events sqlgen.Rows) sqlgen.Rows {
 		out.Values[i] = v[:2:2]
 	}
 	return out
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }

@@ -195,6 +195,8 @@ func optionalObject(r *http.Request) (map[string]any, error) {
 	return obj, nil
 }
 
+// nullable makes an optional text of an answer: "" is JSON null. (store.Nullable does the same for a
+// statement's arguments; httpapi does not import runtime/store: tests/layers.)
 func nullable(s string) any {
 	if s == "" {
 		return nil

@@ -39,7 +39,7 @@ func (h *Host) Before(ctx context.Context, name string, call *sdk.Call, reader R
 		if err != nil {
 			outcome = metrics.OutcomeUnavailable
 		}
-		h.cfg.Metrics.PluginCall(name, "before", outcome, time.Since(start))
+		h.cfg.Metrics.PluginCall(name, string(sdk.HookBefore), outcome, time.Since(start))
 	}()
 	// The deadline covers the whole call, a (re)start of the program included.
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
@@ -117,7 +117,7 @@ func (h *Host) After(name string, call *sdk.Call, record map[string]any) {
 				}
 			}
 		}
-		h.cfg.Metrics.PluginCall(name, "after", outcome, time.Since(start))
+		h.cfg.Metrics.PluginCall(name, string(sdk.HookAfter), outcome, time.Since(start))
 		if err != nil {
 			h.cfg.Log.Warn("after hook failed; the write stands", "plugin", name, "resource", call.Resource, "operation", call.Operation, "request_id", call.RequestID, "err", err)
 		}

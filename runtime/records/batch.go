@@ -31,6 +31,7 @@ import (
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/plugins/sdk"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/idempotency"
@@ -322,13 +323,13 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 	var cvs []sqlgen.CustomRow
 	for i, it := range run {
 		v := maps.Clone(it.create.values)
-		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionCreate, nil, v)
+		set, err := s.beforeHooks(ctx, q, a, r, sdk.OpCreate, nil, v)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(v, set)
 		custom := c.stored(it.create.ci, nil)
-		row := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
+		row := map[string]any{"owner_id": store.Nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 		for k, x := range v {
 			f, _ := r.Field(k)
 			row[f.Column] = x
@@ -339,7 +340,7 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		if err := s.checkCustomReferences(ctx, q, a, c, it.create.ci); err != nil {
 			return nil, err
 		}
-		ids[i], rows[i], values[i], customs[i] = NewID(), row, v, custom
+		ids[i], rows[i], values[i], customs[i] = store.NewID(), row, v, custom
 		if cvs, err = s.customRows(cvs, ids[i], c.Fields, custom, keysOf(custom)); err != nil {
 			return nil, err
 		}
@@ -391,7 +392,7 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 			evs = append(evs, recordEvent(c, id, audit.ActionCreate, full, nil))
 		}
 		if s.hooks != nil && len(r.Hooks) > 0 {
-			out.after = &afterCall{r: r, op: audit.ActionCreate, changes: values[i], full: full}
+			out.after = &afterCall{r: r, op: sdk.OpCreate, changes: values[i], full: full}
 		}
 		out.rec = c.view(rec)
 		outs[i] = out

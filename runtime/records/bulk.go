@@ -80,7 +80,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 		// The columns of a create (Service.insert).
 		custom := c.stored(ci, nil)
 		row := make(map[string]any, len(b.Values)+4)
-		row["owner_id"], row["created_at"], row["updated_at"], row["custom_fields"] = nullable(a.Member), l.now, l.now, jsonText(custom)
+		row["owner_id"], row["created_at"], row["updated_at"], row["custom_fields"] = store.Nullable(a.Member), l.now, l.now, jsonText(custom)
 		for k, v := range b.Values {
 			f, _ := r.Field(k)
 			row[f.Column] = v
@@ -88,7 +88,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 		if err := setComputed(r, nil, b.Values, row); err != nil {
 			return nil, err
 		}
-		rows[i], l.values[i], l.ids[i], l.customs[i] = row, b.Values, NewID(), custom
+		rows[i], l.values[i], l.ids[i], l.customs[i] = row, b.Values, store.NewID(), custom
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -19,7 +19,7 @@ import (
 // the values they set (canonical, by field key), checked like any written value. changes are the
 // write's canonical values by key. A refusal is a field.ErrorList (422) or a *ConflictError (409); a
 // plugin that cannot answer is plugins.ErrUnavailable (503).
-func (s *Service) beforeHooks(ctx context.Context, q store.Querier, a Actor, r *model.Resource, op string, stored Record, changes map[string]any) (map[string]any, error) {
+func (s *Service) beforeHooks(ctx context.Context, q store.Querier, a Actor, r *model.Resource, op sdk.Operation, stored Record, changes map[string]any) (map[string]any, error) {
 	if s.hooks == nil || len(r.Hooks) == 0 {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
+	"github.com/workspace-records/records/plugins/sdk"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -52,7 +53,7 @@ func (s *Service) updateEdit(a Actor, c *Collection, b *schema.Body, ci *customI
 			return nil, errs
 		}
 		values := maps.Clone(b.Values) // a step may run again (an upsert retried): b stays as validated
-		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionUpdate, cur, values)
+		set, err := s.beforeHooks(ctx, q, a, r, sdk.OpUpdate, cur, values)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +110,7 @@ func (s *Service) archiveEdit(a Actor, c *Collection, reason *string) func(ctx c
 		if reason != nil {
 			changes["archive_reason"] = *reason
 		}
-		if _, err := s.beforeHooks(ctx, q, a, c.Resource, audit.ActionArchive, cur, changes); err != nil {
+		if _, err := s.beforeHooks(ctx, q, a, c.Resource, sdk.OpArchive, cur, changes); err != nil {
 			return nil, err
 		}
 		now := s.timestamp()
@@ -163,7 +164,7 @@ func (s *Service) restoreEdit(a Actor, c *Collection) func(ctx context.Context, 
 		if cur["archived"] != true {
 			return nil, &ConflictError{Message: "the record is not archived"}
 		}
-		if _, err := s.beforeHooks(ctx, q, a, c.Resource, audit.ActionRestore, cur, map[string]any{}); err != nil {
+		if _, err := s.beforeHooks(ctx, q, a, c.Resource, sdk.OpRestore, cur, map[string]any{}); err != nil {
 			return nil, err
 		}
 		// A restored record takes its unique custom values back: refused when another holds one now.

@@ -7,8 +7,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/workspace-records/records/engine/access"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -125,20 +123,10 @@ func (s *Service) Catalog() *model.Catalog { return s.cat }
 
 func (s *Service) timestamp() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func jsonText(v map[string]any) string {
 	data, _ := jsonenc.Marshal(v)
 	return string(data)
 }
-
-// NewID returns a new record id: a time-ordered UUID (version 7), which keeps primary key inserts local.
-func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // StatementCounter counts the database statements run with a context that carries it.
 type StatementCounter = store.Counter

@@ -27,6 +27,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/plugins/sdk"
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/store"
@@ -50,7 +51,7 @@ type outcome struct {
 // afterCall is a committed write as the After hooks are told of it.
 type afterCall struct {
 	r       *model.Resource
-	op      string
+	op      sdk.Operation
 	changes map[string]any // canonical, by field key
 	full    Record         // the record as stored, unrestricted by the caller's role
 }
@@ -107,14 +108,14 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 	return func(ctx context.Context, q store.Querier) (*outcome, error) {
 		r := c.Resource
 		values := maps.Clone(values) // a step may run again (an upsert retried): the caller's map stays
-		set, err := s.beforeHooks(ctx, q, a, r, audit.ActionCreate, nil, values)
+		set, err := s.beforeHooks(ctx, q, a, r, sdk.OpCreate, nil, values)
 		if err != nil {
 			return nil, err
 		}
 		maps.Copy(values, set)
-		id, now := NewID(), s.timestamp()
+		id, now := store.NewID(), s.timestamp()
 		custom := c.stored(ci, nil)
-		cols := map[string]any{"owner_id": nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
+		cols := map[string]any{"owner_id": store.Nullable(a.Member), "created_at": now, "updated_at": now, "custom_fields": jsonText(custom)}
 		for k, v := range values {
 			f, _ := r.Field(k)
 			cols[f.Column] = v
@@ -250,7 +251,8 @@ func (s *Service) settleWritten(ctx context.Context, q store.Querier, a Actor, c
 	}
 	out := &outcome{}
 	if s.hooks != nil && len(r.Hooks) > 0 {
-		out.after = &afterCall{r: r, op: action, changes: hookChanges, full: full}
+		// A record write's audit action (create, update, archive, restore) is its hook operation.
+		out.after = &afterCall{r: r, op: sdk.Operation(action), changes: hookChanges, full: full}
 	}
 	out.rec = c.view(rec)
 	return out, nil

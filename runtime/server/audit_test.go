@@ -189,11 +189,11 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			e.Expect(e.Do("PATCH", "/v1/deals/"+deal, map[string]any{"stage_id": won}), 422, "validation_failed") // deal-rules: won needs close_date
 			e.Expect(e.Do("PATCH", "/v1/contacts/"+contact, map[string]any{"first_name": "Archived"}), 409, "conflict")
 			e.Expect(e.Do("DELETE", "/v1/contacts/"+contact, nil), 409, "conflict")
-			e.Expect(e.Do("PUT", "/v1/deals/"+deal+"/contacts/"+records.NewID(), nil), 404, "")
+			e.Expect(e.Do("PUT", "/v1/deals/"+deal+"/contacts/"+store.NewID(), nil), 404, "")
 
 			// A receipt whose claim another request took over fails after the audit row is written,
 			// inside the write's transaction: the write and its audit row roll back together.
-			lost := &records.Receipt{Claim: &idempotency.Claim{APIKey: records.NewID(), Key: "taken-over"},
+			lost := &records.Receipt{Claim: &idempotency.Claim{APIKey: store.NewID(), Key: "taken-over"},
 				Respond: func(records.Record, bool) idempotency.Response { return idempotency.Response{Status: 200} }}
 			a := records.Actor{Workspace: e.Workspace, Member: e.Member, RequestID: "req-rolled-back"}
 			deals, _ := be.Catalog.Resource("deals")
@@ -219,7 +219,7 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			if _, err := be.Records.PutLink(ctx, a, dc, assoc, deal, contact, map[string]any{}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("link: %v", err)
 			}
-			_, err = be.Records.Import(ctx, records.Actor{Workspace: e.Workspace}, contacts, "", []map[string]any{{"last_name": "Fine"}, {"last_name": "Bad ref", "company_id": records.NewID()}})
+			_, err = be.Records.Import(ctx, records.Actor{Workspace: e.Workspace}, contacts, "", []map[string]any{{"last_name": "Fine"}, {"last_name": "Bad ref", "company_id": store.NewID()}})
 			var fl field.ErrorList
 			if !errors.As(err, &fl) {
 				t.Errorf("import with a missing reference: %v", err)
@@ -483,7 +483,7 @@ func TestAuditLogAsMember(t *testing.T) {
 				t.Errorf("auditor --resource tags: %s", auditJSON(got))
 			}
 
-			if _, err := be.Records.MemberActor(ctx, e.Workspace, records.NewID()); !errors.Is(err, records.ErrMemberNotFound) {
+			if _, err := be.Records.MemberActor(ctx, e.Workspace, store.NewID()); !errors.Is(err, records.ErrMemberNotFound) {
 				t.Errorf("unknown member: %v", err)
 			}
 			ws2, m2, _ := e.NewWorkspace("growth", "viewer", "read")
@@ -520,7 +520,7 @@ func TestAuditLogMigration(t *testing.T) {
 			if b == servertest.SQLite {
 				uuid, ts, js, strict = "TEXT", "TEXT", "TEXT", " STRICT"
 			}
-			ws, rec := records.NewID(), records.NewID()
+			ws, rec := store.NewID(), store.NewID()
 			for _, s := range []string{
 				`CREATE TABLE audit_log (workspace_id ` + uuid + ` NOT NULL, id ` + uuid + ` NOT NULL, resource TEXT NOT NULL, record_id ` + uuid + ` NOT NULL,
   action TEXT NOT NULL, member_id ` + uuid + `, key_id ` + uuid + `, request_id TEXT, changes ` + js + `, created_at ` + ts + ` NOT NULL, PRIMARY KEY (workspace_id, id))` + strict,
@@ -531,7 +531,7 @@ func TestAuditLogMigration(t *testing.T) {
 				}
 			}
 			legacy := st.Dialect().Bind("INSERT INTO audit_log (workspace_id, id, resource, record_id, action, changes, created_at) VALUES (?, ?, 'companies', ?, 'update', ?, ?)",
-				ws, records.NewID(), rec, `{"name":"Old"}`, time.Now().UTC().Truncate(time.Microsecond))
+				ws, store.NewID(), rec, `{"name":"Old"}`, time.Now().UTC().Truncate(time.Microsecond))
 			if _, err := st.Exec(store.WithWorkspace(ctx, ws), legacy); err != nil {
 				t.Fatal(err)
 			}

@@ -5,7 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 )
+
+// NewID returns a new row id: a time-ordered UUID (version 7), which keeps primary key inserts local.
+// Every row id the server generates (records, workspaces, keys, audit entries, events, deliveries) comes
+// from here.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Nullable makes an optional text argument of a statement: "" is SQL NULL.
+func Nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
 
 // Row values differ by driver: pgx returns uuid as [16]byte, timestamptz as time.Time, booleans as
 // bool; SQLite returns TEXT and INTEGER. These helpers read either.

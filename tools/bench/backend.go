@@ -26,6 +26,7 @@ import (
 
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // report is what one backend's run measured.
@@ -800,7 +801,7 @@ func (b *bench) apiReq(method, path string, body []byte, idempotent bool) (*http
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if idempotent {
-		req.Header.Set("Idempotency-Key", newID())
+		req.Header.Set("Idempotency-Key", store.NewID())
 	}
 	return req, nil
 }
@@ -966,7 +967,7 @@ func (b *bench) rawBatch(table string) func(c int) worker {
 			args := make([]any, 0, batchRows*(len(cols)+4))
 			for range batchRows {
 				n := rnd.IntN(1_000_000_000)
-				args = append(args, b.workspace, newID(), now, now, "Bench company "+strconv.Itoa(n), "software", n%50000,
+				args = append(args, b.workspace, store.NewID(), now, now, "Bench company "+strconv.Itoa(n), "software", n%50000,
 					"b"+domainRun+"-"+strconv.FormatInt(domainSeq.Add(1), 36)+".example.com", "Berlin", "DE")
 			}
 			rows := 0
@@ -1002,9 +1003,9 @@ func (b *bench) rawWrite(table string, update bool) func(c int) worker {
 			case update:
 				args = []any{b.workspace, b.pick(rnd), now, n % 50000}
 			case table == "rec_deals":
-				args = []any{b.workspace, newID(), now, now, "Bench deal " + strconv.Itoa(n), n % 100000, "EUR"}
+				args = []any{b.workspace, store.NewID(), now, now, "Bench deal " + strconv.Itoa(n), n % 100000, "EUR"}
 			default:
-				args = []any{b.workspace, newID(), now, now, "Bench company " + strconv.Itoa(n), "software", n % 50000,
+				args = []any{b.workspace, store.NewID(), now, now, "Bench company " + strconv.Itoa(n), "software", n % 50000,
 					"b" + domainRun + "-" + strconv.FormatInt(domainSeq.Add(1), 36) + ".example.com", "Berlin", "DE"}
 			}
 			rows := 0

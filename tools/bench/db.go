@@ -253,8 +253,6 @@ func (d *db) updateSQL(table string, cols []string) string {
 	return `UPDATE "` + table + `" SET ` + strings.Join(sets, ", ") + ` WHERE "workspace_id" = $1 AND "id" = $2 RETURNING ` + d.selectList(table)
 }
 
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
 // jsonValue makes a driver value JSON-friendly the way a hand-written server would: UUIDs as text,
 // numerics as numbers, JSON columns inline.
 func jsonValue(col string, v any) any {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // The floor server is the least any JSON-over-HTTP API on these tables must do: net/http, the database
@@ -162,7 +164,7 @@ func (f *floor) write(r *http.Request, table, id string) (any, error) {
 	}
 	now := f.db.now()
 	if id == "" {
-		return f.one(r.Context(), f.db.insertSQL(table, cols), append([]any{f.workspace, newID(), now, now}, vals...)...)
+		return f.one(r.Context(), f.db.insertSQL(table, cols), append([]any{f.workspace, store.NewID(), now, now}, vals...)...)
 	}
 	return f.one(r.Context(), f.db.updateSQL(table, cols), append([]any{f.workspace, id, now}, vals...)...)
 }

@@ -21,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // The soak (`go run ./tools/bench soak`, make soak): recordsd on PostgreSQL with Redis, driven by several
@@ -357,7 +359,7 @@ func pause(ctx context.Context, d time.Duration) {
 	}
 }
 
-func newKey() string { return newID() }
+func newKey() string { return store.NewID() }
 
 // writer creates companies and deals and updates the companies it created (only it does: the last
 // value it saw acknowledged is the one the database must hold).
@@ -381,7 +383,7 @@ func (w *writer) run(ctx context.Context) {
 		}
 		switch r := w.rnd.IntN(10); {
 		case r < 4 || len(w.mine) == 0:
-			name := "soak-" + newID()
+			name := "soak-" + store.NewID()
 			body, _ := json.Marshal(map[string]any{"name": name, "employee_count": n, "industry": "software", "cf__tier": n % 10})
 			a := s.send(ctx, w.client, "create", s.key, "POST", "/v1/companies", body, idem, 201)
 			if a.status == 201 {
@@ -391,7 +393,7 @@ func (w *writer) run(ctx context.Context) {
 				}
 			}
 		case r < 5:
-			name := "soak-deal-" + newID()
+			name := "soak-deal-" + store.NewID()
 			body, _ := json.Marshal(map[string]any{"name": name, "amount": n, "currency": "EUR"})
 			a := s.send(ctx, w.client, "create_deal", s.key, "POST", "/v1/deals", body, idem, 201)
 			if a.status == 201 {
@@ -429,7 +431,7 @@ func (r *retrier) run(ctx context.Context) {
 		key := newKey()
 		concurrent := r.rnd.IntN(3) == 0
 		if len(r.mine) == 0 || r.rnd.IntN(2) == 0 {
-			name := "soak-idem-" + newID()
+			name := "soak-idem-" + store.NewID()
 			body, _ := json.Marshal(map[string]any{"name": name, "employee_count": n})
 			first, ok := r.idempotent(ctx, "idem_create", "POST", "/v1/companies", body, key, 201, concurrent)
 			if !ok {

@@ -67,7 +67,7 @@ func main() {
 	sdk.Serve(name, version, sdk.Rules{
 		Before: func(ctx context.Context, c *sdk.Call) (*sdk.Result, error) {
 			res := &sdk.Result{}
-			kind := kindOf(c, "before")
+			kind := kindOf(c, sdk.HookBefore)
 			if kind == "veto" {
 				res.Refuse("name", "invalid", "chaos-rules refuses this write")
 				return res, nil
@@ -79,16 +79,16 @@ func main() {
 			return res, err
 		},
 		After: func(ctx context.Context, c *sdk.Call, _ map[string]any) error {
-			return behave(kindOf(c, "after"))
+			return behave(kindOf(c, sdk.HookAfter))
 		},
 	})
 }
 
 // kindOf returns what the record's name asks of phase.
-func kindOf(c *sdk.Call, phase string) string {
+func kindOf(c *sdk.Call, phase sdk.HookPhase) string {
 	name, _ := c.Value("name").(string)
 	for _, w := range strings.Fields(name) {
-		if k, ok := strings.CutPrefix(w, phase+"="); ok {
+		if k, ok := strings.CutPrefix(w, string(phase)+"="); ok {
 			return k
 		}
 	}
