@@ -12,8 +12,6 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/auth"
-	"github.com/workspace-records/records/runtime/config"
-	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -84,14 +82,7 @@ func TestAuthenticateQueries(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg := config.Default(nil)
-			cfg.DB = servertest.DatabaseURL(t, b)
-			cfg.DefinitionsDir = servertest.DefinitionsDir()
-			be, err := server.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer be.Close()
+			be := servertest.OpenBackend(t, b)
 			dir := be.Directory
 			ws, err := dir.CreateWorkspace(ctx, "Counted", "growth")
 			if err != nil {

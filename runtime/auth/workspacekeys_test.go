@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/runtime/auth"
-	"github.com/workspace-records/records/runtime/config"
-	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -22,14 +20,7 @@ func TestDailyCountsAndWorkspaceRevocation(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg := config.Default(nil)
-			cfg.DB = servertest.DatabaseURL(t, b)
-			cfg.DefinitionsDir = servertest.DefinitionsDir()
-			be, err := server.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer be.Close()
+			be := servertest.OpenBackend(t, b)
 			one, two := be.Directory, auth.NewDirectory(be.Store, be.Catalog, nil)
 			keyOf := func(name string) *auth.Key {
 				ws, err := one.CreateWorkspace(ctx, name, "growth")

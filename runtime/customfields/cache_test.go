@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
-	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -21,14 +19,7 @@ func TestSnapshotCache(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			cfg := config.Default(nil)
-			cfg.DB = servertest.DatabaseURL(t, b)
-			cfg.DefinitionsDir = servertest.DefinitionsDir()
-			be, err := server.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer be.Close()
+			be := servertest.OpenBackend(t, b)
 			var workspaces []string
 			for _, name := range []string{"Burst", "Idle", "Busy", "Late"} {
 				ws, err := be.Directory.CreateWorkspace(ctx, name, "growth")

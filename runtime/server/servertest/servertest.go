@@ -56,6 +56,21 @@ var Backends = []Backend{SQLite, Postgres}
 // DefinitionsDir is the repository's definitions directory.
 func DefinitionsDir() string { return filepath.Join(RepoDir(), "definitions") }
 
+// OpenBackend opens a fresh database of kind b, migrated to the shipped definitions, with the services
+// over it (server.Open: what recordsctl uses), closed when the test ends.
+func OpenBackend(t testing.TB, b Backend) *server.Backend {
+	t.Helper()
+	cfg := config.Default(nil)
+	cfg.DB = DatabaseURL(t, b)
+	cfg.DefinitionsDir = DefinitionsDir()
+	be, err := server.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
 // DatabaseURL returns a fresh, empty database of kind b, dropped when the test ends.
 func DatabaseURL(t testing.TB, b Backend) string {
 	t.Helper()
