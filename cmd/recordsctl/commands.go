@@ -12,6 +12,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/server"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 type command struct {
@@ -131,6 +132,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("%s: %w\nusage: recordsctl %s", name, err, cmd.usage)
 	}
 	e.json = asJSON
+	cfg.DB = store.WithConnectTimeout(cfg.DB, store.CommandConnectTimeout)
 	if err := runCmd(e, cfg, pos); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}

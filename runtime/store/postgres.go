@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,8 +23,29 @@ import (
 const migrationLockID = 0x7265636f7264 // "record"
 
 // ConnectTimeout bounds how long opening a connection may take, so that an unreachable database answers
-// 503 quickly instead of holding requests.
+// 503 quickly instead of holding requests. The URL's connect_timeout (seconds, as libpq reads it)
+// replaces it: WithConnectTimeout.
 const ConnectTimeout = 2 * time.Second
+
+// CommandConnectTimeout is how long recordsctl waits for a connection when the URL sets none: a command
+// an operator runs may wait for a loaded database, as psql does, where a request may not.
+const CommandConnectTimeout = 10 * time.Second
+
+// WithConnectTimeout returns url with connect_timeout set to d (whole seconds, at least one) when url is
+// a PostgreSQL URL that sets none; any other url is returned as it is.
+func WithConnectTimeout(url string, d time.Duration) string {
+	if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+		return url
+	}
+	if strings.Contains(url, "connect_timeout=") {
+		return url
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "connect_timeout=" + strconv.Itoa(max(1, int(d/time.Second)))
+}
 
 // Postgres is a Store on PostgreSQL through a pgx pool (statements are prepared and cached per connection).
 type Postgres struct {
@@ -82,7 +104,7 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 		// the disk, not the processor. pool_max_conns in the URL overrides this.
 		cfg.MaxConns = int32(max(8, 4*runtime.NumCPU()))
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > ConnectTimeout {
+	if cfg.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout (or PGCONNECT_TIMEOUT) wins
 		cfg.ConnConfig.ConnectTimeout = ConnectTimeout
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !set {

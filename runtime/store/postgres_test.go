@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -101,5 +102,47 @@ func TestPostgresIdleInTransactionTimeout(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: idle_in_transaction_session_timeout %q (%v), want %q", c.url, got, err, c.want)
 		}
+	}
+}
+
+// The pool waits store.ConnectTimeout for a new session unless the URL sets connect_timeout, which wins
+// in either direction; store.WithConnectTimeout sets it only where the URL sets none.
+func TestPostgresConnectTimeout(t *testing.T) {
+	ctx := context.Background()
+	u, err := url.Parse(servertest.DatabaseURL(t, servertest.Postgres))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("connect_timeout") // the tests' URLs may carry one (servertest, outside strict timing)
+	u.RawQuery = q.Encode()
+	base := u.String()
+	for _, c := range []struct {
+		url  string
+		want time.Duration
+	}{
+		{base, store.ConnectTimeout},
+		{base + "&connect_timeout=7", 7 * time.Second},
+		{base + "&connect_timeout=1", time.Second},
+		{store.WithConnectTimeout(base, store.CommandConnectTimeout), store.CommandConnectTimeout},
+		{store.WithConnectTimeout(base+"&connect_timeout=3", store.CommandConnectTimeout), 3 * time.Second},
+	} {
+		st, err := store.OpenPostgres(ctx, c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.Pool().Config().ConnConfig.ConnectTimeout
+		st.Close()
+		if got != c.want {
+			t.Errorf("%s: connect timeout %s, want %s", c.url, got, c.want)
+		}
+	}
+	for _, other := range []string{"sqlite:/tmp/x.db", "/tmp/x.db"} {
+		if got := store.WithConnectTimeout(other, time.Minute); got != other {
+			t.Errorf("WithConnectTimeout(%q) = %q: only PostgreSQL URLs take connect_timeout", other, got)
+		}
+	}
+	if got := store.WithConnectTimeout("postgres://h/db", 1500*time.Millisecond); got != "postgres://h/db?connect_timeout=1" {
+		t.Errorf("WithConnectTimeout without a query: %q", got)
 	}
 }
