@@ -77,11 +77,11 @@ func cmdAuditList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			}
 			if *asMember != "" {
 				var err error
-				if a, err = b.Records.MemberActor(e.ctx, a.Workspace, *asMember); err != nil {
+				if a, err = b.Current().Records.MemberActor(e.ctx, a.Workspace, *asMember); err != nil {
 					return err
 				}
 			}
-			page, err := b.Records.AuditLog(e.ctx, a, q)
+			page, err := b.Current().Records.AuditLog(e.ctx, a, q)
 			if err != nil {
 				return err
 			}

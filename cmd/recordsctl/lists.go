@@ -167,7 +167,7 @@ func cmdFieldList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 					return err
 				}
 			}
-			defs, err := b.Custom.List(e.ctx, *ws)
+			defs, err := b.Current().Custom.List(e.ctx, *ws)
 			if err != nil {
 				return err
 			}

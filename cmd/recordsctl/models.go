@@ -122,7 +122,7 @@ func cmdFieldCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 			if err := workspaceExists(b, e.ctx, *ws); err != nil {
 				return err
 			}
-			d, err := b.Custom.Create(e.ctx, *ws, customfields.Def{Resource: *res, Key: *key, Type: *typ, Required: *req, Unique: *unique, Options: splitList(*options), Label: *label, Description: *desc, Target: *target})
+			d, err := b.Current().Custom.Create(e.ctx, *ws, customfields.Def{Resource: *res, Key: *key, Type: *typ, Required: *req, Unique: *unique, Options: splitList(*options), Label: *label, Description: *desc, Target: *target})
 			if err != nil {
 				return err
 			}
@@ -161,7 +161,7 @@ func cmdFieldUpdate(archive *bool) func(*flag.FlagSet) func(*env, config.Config,
 				c.Options = splitList(*options)
 			}
 			return withBackend(e, cfg, func(b *server.Backend) error {
-				d, err := b.Custom.Update(e.ctx, pos[0], c)
+				d, err := b.Current().Custom.Update(e.ctx, pos[0], c)
 				if err != nil {
 					return err
 				}

@@ -18,9 +18,9 @@ import (
 )
 
 func resourceOf(b *server.Backend, name string) (*model.Resource, error) {
-	r, ok := b.Catalog.Resource(name)
+	r, ok := b.Current().Catalog.Resource(name)
 	if !ok {
-		return nil, errors.New(suggest.Unknown("resource", name, b.Catalog.ResourceNames(false)))
+		return nil, errors.New(suggest.Unknown("resource", name, b.Current().Catalog.ResourceNames(false)))
 	}
 	return r, nil
 }
@@ -64,13 +64,13 @@ func cmdImport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				return err
 			}
 			a := records.Actor{Workspace: strings.ToLower(*ws)}
-			if _, err := b.Records.Collection(e.ctx, a, r, *modelID); err != nil {
+			if _, err := b.Current().Records.Collection(e.ctx, a, r, *modelID); err != nil {
 				return err
 			}
 			if err := workspaceExists(b, e.ctx, a.Workspace); err != nil {
 				return err
 			}
-			n, err := b.Records.Import(e.ctx, a, r, strings.ToLower(*modelID), bodies)
+			n, err := b.Current().Records.Import(e.ctx, a, r, strings.ToLower(*modelID), bodies)
 			if err != nil {
 				return err
 			}

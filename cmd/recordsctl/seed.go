@@ -118,7 +118,7 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 				return err
 			}
 			mid := strings.ToLower(*modelID)
-			c, err := b.Records.Collection(e.ctx, a, r, mid)
+			c, err := b.Current().Records.Collection(e.ctx, a, r, mid)
 			if err != nil {
 				return err
 			}
@@ -147,7 +147,7 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			if chunk == 0 {
 				chunk = seedChunk(b.Store.Dialect())
 			}
-			done, err := load(e.ctx, b.Records, a, c, *count, chunk, bodiesOf, bar.set)
+			done, err := load(e.ctx, b.Current().Records, a, c, *count, chunk, bodiesOf, bar.set)
 			if err != nil {
 				bar.finish()
 				return fmt.Errorf("after %d records: %w", done, err)
@@ -162,14 +162,14 @@ func cmdSeed(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 func loadRefs(e *env, b *server.Backend, workspace string, r *model.Resource) (sample.Refs, error) {
 	cache := map[string][]string{}
 	for _, f := range r.Declared() {
-		t, ok := b.Catalog.Resource(f.Target)
+		t, ok := b.Current().Catalog.Resource(f.Target)
 		if f.Type != model.Reference || !ok || t.ModelScoped {
 			continue
 		}
 		if _, done := cache[t.Name]; done {
 			continue
 		}
-		ids, err := b.Records.IDs(e.ctx, workspace, t, "", 1000)
+		ids, err := b.Current().Records.IDs(e.ctx, workspace, t, "", 1000)
 		if err != nil {
 			return nil, err
 		}

@@ -121,11 +121,20 @@ type Principal struct {
 	Limits spec.Limits
 }
 
-// Directory stores workspaces, members and keys.
+// Directory stores workspaces, members and keys. It resolves plans, roles and resources in a
+// definitions version, its catalog: For gives the same directory over one version (each generation of a
+// server has one; docs/architecture.md), Following over whichever version a source names at each call
+// (a server's backend: the version served), sharing everything else — the store, the remembered keys,
+// the usage not yet written.
 type Directory struct {
+	*directory
+	cat func() *model.Catalog
+}
+
+// directory is what every view of a Directory (For) shares.
+type directory struct {
 	st  store.Store
 	d   sqlgen.Dialect
-	cat atomic.Pointer[model.Catalog] // the definitions served (SetCatalog)
 	now func() time.Time
 	// Notified, when set, runs inside the transaction that writes a member's notification (a key
 	// expiry reminder): the server records it in the change feed there. Set it before serving.
@@ -173,6 +182,7 @@ const maxCachedPrincipals = 10000
 
 type cachedPrincipal struct {
 	p      *Principal
+	cat    *model.Catalog // the version p's role and plan were resolved in: another view reads the key again
 	loaded time.Time
 	n      int64 // the change count read before p (SQLite; 0 on PostgreSQL)
 }
@@ -218,20 +228,25 @@ func NewDirectory(st store.Store, cat *model.Catalog, now func() time.Time) *Dir
 	if now == nil {
 		now = time.Now
 	}
-	d := &Directory{st: st, d: st.Dialect(), now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{},
+	shared := &directory{st: st, d: st.Dialect(), now: now, cache: map[string]cachedPrincipal{}, uses: map[string]keyUse{},
 		counted: st.Dialect().Kind() == sqlgen.SQLite}
-	d.cat.Store(cat)
-	return d
+	return shared.For(cat)
 }
 
-func (d *Directory) catalog() *model.Catalog { return d.cat.Load() }
-
-// SetCatalog makes d resolve plans, roles and resources in cat from now on (a new definitions
-// version), and forgets the principals it remembers, which hold the previous version's roles and plan.
-func (d *Directory) SetCatalog(cat *model.Catalog) {
-	d.cat.Store(cat)
-	d.forgetLocal()
+// For returns the directory resolving plans, roles and resources in cat: d's store, remembered keys and
+// unwritten usage, another definitions version. A key remembered under one version is read again
+// under another.
+func (d *directory) For(cat *model.Catalog) *Directory {
+	return &Directory{directory: d, cat: func() *model.Catalog { return cat }}
 }
+
+// Following returns the directory resolving plans, roles and resources in the version source returns
+// at each call, sharing the rest with d.
+func (d *directory) Following(source func() *model.Catalog) *Directory {
+	return &Directory{directory: d, cat: source}
+}
+
+func (d *Directory) catalog() *model.Catalog { return d.cat() }
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
 
@@ -398,7 +413,7 @@ LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m
 		return nil, "", fmt.Errorf("%w: member %s is inactive", ErrInvalid, member)
 	}
 	// A key acts as its owner: an owner without api.access could create keys that every request refuses.
-	role, err := d.resolveRole(roleName, roleDef)
+	role, err := resolveRole(d.catalog(), roleName, roleDef)
 	if err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)
 	}
@@ -564,10 +579,10 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 		// under the older count: the next request reads the newer one and reads the key again.
 		var err error
 		if n, err = d.changes(ctx); err != nil {
-			return d.authenticate(ctx, hash) // fails the same way when the database is unavailable
+			return d.authenticate(ctx, d.catalog(), hash) // fails the same way when the database is unavailable
 		}
 	case !d.watching.Load():
-		return d.authenticate(ctx, hash)
+		return d.authenticate(ctx, d.catalog(), hash)
 	}
 	d.mu.Lock()
 	if n > d.seen { // every remembered key was read under an older count
@@ -578,10 +593,11 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 	c, ok := d.cache[hash]
 	epoch := d.epoch
 	d.mu.Unlock()
-	if ok && c.n == n && time.Since(c.loaded) < PrincipalMaxAge && d.now().Before(c.p.Key.ExpiresAt) {
+	cat := d.catalog()
+	if ok && c.n == n && c.cat == cat && time.Since(c.loaded) < PrincipalMaxAge && d.now().Before(c.p.Key.ExpiresAt) {
 		return c.p, nil
 	}
-	p, err := d.authenticate(ctx, hash)
+	p, err := d.authenticate(ctx, cat, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -595,7 +611,7 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 			}
 		}
 		if len(d.cache) < maxCachedPrincipals {
-			d.cache[hash] = cachedPrincipal{p: p, loaded: time.Now(), n: n}
+			d.cache[hash] = cachedPrincipal{p: p, cat: cat, loaded: time.Now(), n: n}
 		}
 	}
 	d.mu.Unlock()
@@ -627,8 +643,8 @@ func (d *Directory) changes(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// authenticate reads and checks the key with secret hash hash.
-func (d *Directory) authenticate(ctx context.Context, hash string) (*Principal, error) {
+// authenticate reads and checks the key with secret hash hash, resolving its role and plan in cat.
+func (d *Directory) authenticate(ctx context.Context, cat *model.Catalog, hash string) (*Principal, error) {
 	var p Principal
 	var storedHash string
 	var active any
@@ -677,14 +693,14 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	if mfaAt != nil && mfaAt.After(p.Key.Assurance()) {
 		return nil, &apierr.Error{Code: apierr.KeyAssuranceStale, Message: "A new MFA factor was verified after this key was created; sign in with MFA and create a replacement key."}
 	}
-	plan, ok := d.catalog().Plan(p.Workspace.Plan)
+	plan, ok := cat.Plan(p.Workspace.Plan)
 	if !ok || !plan.APIAccess {
 		return nil, &apierr.Error{Code: apierr.PlanUpgradeRequired, Message: "API access is available on the Pro, Growth, Scale and Enterprise plans."}
 	}
 	if err := p.setPlan(plan, overrides); err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	role, err := d.resolveRole(p.Member.Role, roleDef)
+	role, err := resolveRole(cat, p.Member.Role, roleDef)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}

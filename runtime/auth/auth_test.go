@@ -133,8 +133,8 @@ func TestAuthenticateQueries(t *testing.T) {
 			}
 
 			cs := &counting{Store: be.Store}
-			counted := auth.NewDirectory(cs, be.Catalog, nil)
-			later := auth.NewDirectory(cs, be.Catalog, func() time.Time { return time.Now().Add(2 * time.Hour) }) // the keys have expired
+			counted := auth.NewDirectory(cs, be.Current().Catalog, nil)
+			later := auth.NewDirectory(cs, be.Current().Catalog, func() time.Time { return time.Now().Add(2 * time.Hour) }) // the keys have expired
 
 			body := valid[4:]
 			for name, s := range map[string]string{

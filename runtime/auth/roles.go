@@ -105,10 +105,10 @@ func (d *Directory) checkRole(ctx context.Context, q store.Querier, workspace, n
 	return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("role", name, names))
 }
 
-// resolveRole returns the built-in role name or, failing that, the workspace role stored as def (nil
+// resolveRole returns cat's built-in role name or, failing that, the workspace role stored as def (nil
 // when the workspace has no such role either).
-func (d *Directory) resolveRole(name string, def any) (*model.Role, error) {
-	if r, ok := d.catalog().Role(name); ok {
+func resolveRole(cat *model.Catalog, name string, def any) (*model.Role, error) {
+	if r, ok := cat.Role(name); ok {
 		return r, nil
 	}
 	if def == nil {

@@ -253,14 +253,15 @@ WHERE s.token_hash = ?`, hashSecret(secret)), func(row []any) error {
 		}
 	}
 	p.Member.Active = true
-	plan, ok := d.catalog().Plan(p.Workspace.Plan)
+	cat := d.catalog() // one version for the plan and the role
+	plan, ok := cat.Plan(p.Workspace.Plan)
 	if !ok {
 		return nil, fmt.Errorf("session: workspace %s has plan %q, which the definitions do not declare", p.Workspace.ID, p.Workspace.Plan)
 	}
 	if err := p.setPlan(plan, overrides); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	if p.Role, err = d.resolveRole(p.Member.Role, roleDef); err != nil {
+	if p.Role, err = resolveRole(cat, p.Member.Role, roleDef); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	if p.Role == nil {

@@ -174,7 +174,7 @@ func (d *Directory) keepManager(ctx context.Context, q store.Querier, workspace 
 	err := q.Query(ctx, d.d.Bind(`SELECT m.role, wr.definition FROM members m
 LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m.role
 WHERE m.workspace_id = ? AND m.active = ?`, workspace, true), func(row []any) error {
-		r, err := d.resolveRole(store.Text(row[0]), row[1])
+		r, err := resolveRole(d.catalog(), store.Text(row[0]), row[1])
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func (d *Directory) roleIn(ctx context.Context, q store.Querier, workspace, name
 	}); err != nil {
 		return nil, fmt.Errorf("read role %s: %w", name, err)
 	}
-	return d.resolveRole(name, def)
+	return resolveRole(d.catalog(), name, def)
 }
 
 // Role returns role name of workspace: a built-in role or one of the workspace's (ErrNotFound otherwise).

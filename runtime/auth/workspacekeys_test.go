@@ -21,7 +21,7 @@ func TestDailyCountsAndWorkspaceRevocation(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			be := servertest.OpenBackend(t, b)
-			one, two := be.Directory, auth.NewDirectory(be.Store, be.Catalog, nil)
+			one, two := be.Directory, auth.NewDirectory(be.Store, be.Current().Catalog, nil)
 			keyOf := func(name string) *auth.Key {
 				ws, err := one.CreateWorkspace(ctx, name, "growth")
 				if err != nil {

@@ -29,14 +29,14 @@ func TestSnapshotCache(t *testing.T) {
 				workspaces = append(workspaces, ws.ID)
 			}
 			burst, idle, busy, late := workspaces[0], workspaces[1], workspaces[2], workspaces[3]
-			if _, err := be.Custom.Create(ctx, burst, customfields.Def{Resource: "companies", Key: "tier", Type: "select", Options: []string{"gold", "silver"}}); err != nil {
+			if _, err := be.Current().Custom.Create(ctx, burst, customfields.Def{Resource: "companies", Key: "tier", Type: "select", Options: []string{"gold", "silver"}}); err != nil {
 				t.Fatal(err)
 			}
 			var clock atomic.Int64
 			clock.Store(time.Now().UnixNano())
-			customfields.SetClock(be.Custom, func() time.Time { return time.Unix(0, clock.Load()) })
+			customfields.SetClock(be.Current().Custom, func() time.Time { return time.Unix(0, clock.Load()) })
 			advance := func(d time.Duration) { clock.Add(int64(d)) }
-			reg := be.Custom
+			reg := be.Current().Custom
 
 			// 32 requests of a workspace not cached, released together: one read.
 			loads := reg.Loads.Load()

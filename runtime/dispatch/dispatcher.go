@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,7 +55,7 @@ const (
 type Dispatcher struct {
 	st     store.Store
 	reg    *Registry
-	svc    atomic.Pointer[records.Service] // the record service of the definitions served (SetRecords)
+	gens   Generations // the record service of the definitions served, held while a lease is drained
 	seq    *events.Sequencer
 	client *http.Client
 	owner  string
@@ -76,24 +75,22 @@ type Dispatcher struct {
 	kick chan struct{}
 }
 
-// NewDispatcher returns a dispatcher of reg's endpoints whose payloads svc shapes, posting with client
-// (webhooks.NewClient), that writes its notices through seq.
-func NewDispatcher(st store.Store, reg *Registry, svc *records.Service, seq *events.Sequencer, client *http.Client) *Dispatcher {
-	d := &Dispatcher{st: st, reg: reg, seq: seq, client: client, owner: uuid.NewString(), Now: time.Now,
+// Generations gives the record service of the definitions version served now, held (its generation
+// not drained) until release is called: a server's generations (runtime/server).
+type Generations func() (svc *records.Service, release func())
+
+// NewDispatcher returns a dispatcher of reg's endpoints whose payloads the record service of gens
+// shapes, posting with client (webhooks.NewClient), that writes its notices through seq.
+func NewDispatcher(st store.Store, reg *Registry, gens Generations, seq *events.Sequencer, client *http.Client) *Dispatcher {
+	return &Dispatcher{st: st, reg: reg, gens: gens, seq: seq, client: client, owner: uuid.NewString(), Now: time.Now,
 		Schedule:    func(n int) (time.Duration, bool) { return webhooks.NextAttempt(n, rand.Float64) },
 		Concurrency: DefaultConcurrency, Lease: DefaultLease, Poll: DefaultPoll, kick: make(chan struct{}, 1)}
-	d.svc.Store(svc)
-	return d
 }
 
 // SetOwner names the server this dispatcher delivers for in webhook_endpoints.lease_owner and
 // webhook_attempts.server (by default a random id of its own): recordsd gives its server_instances id,
 // whose row says which host and process hold an endpoint's lease and made an attempt. Call it before Run.
 func (d *Dispatcher) SetOwner(id string) { d.owner = id }
-
-// SetRecords makes deliveries shape events with svc from now on (the record service of a new
-// definitions version).
-func (d *Dispatcher) SetRecords(svc *records.Service) { d.svc.Store(svc) }
 
 // Numbered implements events.Subscriber (Registry.Numbered).
 func (d *Dispatcher) Numbered(ctx context.Context, q store.Querier, workspace string, evs []events.Numbered) error {
@@ -186,8 +183,11 @@ RETURNING workspace_id, id`, d.owner, now.Add(d.Lease), now, true, now, d.Concur
 }
 
 // drain sends l's pending deliveries in sequence order until one fails, none is due, or its share of the
-// lease (Lease/4) is spent, then gives the lease up.
+// lease (Lease/4) is spent, then gives the lease up. Every payload of one drain is shaped by the
+// definitions version served when it began.
 func (d *Dispatcher) drain(ctx context.Context, l leased) error {
+	svc, done := d.gens()
+	defer done()
 	wctx := store.WithWorkspace(ctx, l.workspace)
 	until := d.Now().Add(d.Lease / 4)
 	ep, secrets, err := d.reg.signing(wctx, l.workspace, l.endpoint, d.Now())
@@ -197,7 +197,7 @@ func (d *Dispatcher) drain(ctx context.Context, l leased) error {
 	if err != nil {
 		return d.release(ctx, l, err)
 	}
-	owner, err := d.svc.Load().MemberActor(wctx, l.workspace, ep.Member)
+	owner, err := svc.MemberActor(wctx, l.workspace, ep.Member)
 	ownerGone := errors.Is(err, records.ErrMemberNotFound)
 	if err != nil && !ownerGone {
 		return d.release(ctx, l, err)
@@ -227,7 +227,7 @@ func (d *Dispatcher) drain(ctx context.Context, l leased) error {
 				}
 				continue
 			}
-			ev, visible, err := d.svc.Load().EventFor(wctx, owner, stored)
+			ev, visible, err := svc.EventFor(wctx, owner, stored)
 			if err != nil {
 				return d.release(ctx, l, err)
 			}

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/workspace-records/records/engine/field"
@@ -61,10 +60,11 @@ type Input struct {
 // ErrNotFound is an endpoint (or delivery) that is not in the workspace.
 var ErrNotFound = errors.New("webhook endpoint not found in this workspace")
 
-// Registry keeps the workspaces' endpoints.
+// Registry keeps the workspaces' endpoints. Their filters name the resources of a definitions version,
+// its catalog: For gives the registry over one version, Following over whichever a source names.
 type Registry struct {
 	st  store.Store
-	cat atomic.Pointer[model.Catalog] // the definitions served (SetCatalog)
+	cat func() *model.Catalog
 	// AllowPrivate lets endpoints name loopback and private addresses (the setting
 	// webhook_allow_private_addresses; tests use it).
 	AllowPrivate bool
@@ -74,12 +74,22 @@ type Registry struct {
 // NewRegistry returns the registry of st's endpoints, whose filters name cat's resources.
 func NewRegistry(st store.Store, cat *model.Catalog, allowPrivate bool) *Registry {
 	g := &Registry{st: st, AllowPrivate: allowPrivate, now: time.Now}
-	g.cat.Store(cat)
-	return g
+	return g.For(cat)
 }
 
-// SetCatalog makes endpoint filters name cat's resources from now on (a new definitions version).
-func (g *Registry) SetCatalog(cat *model.Catalog) { g.cat.Store(cat) }
+// For returns the registry of the same endpoints whose filters name cat's resources (a server's
+// generation each has one).
+func (g *Registry) For(cat *model.Catalog) *Registry {
+	return g.Following(func() *model.Catalog { return cat })
+}
+
+// Following returns the registry of the same endpoints whose filters name the resources of the
+// version source returns at each call (a server's backend: the version served).
+func (g *Registry) Following(source func() *model.Catalog) *Registry {
+	v := *g
+	v.cat = source
+	return &v
+}
 
 const endpointColumns = "workspace_id, id, member_id, url, description, CAST(event_types AS TEXT), CAST(resources AS TEXT), enabled, disabled_reason, created_at, updated_at"
 
@@ -97,16 +107,17 @@ func (g *Registry) check(in Input, create bool) field.ErrorList {
 	if in.Description != nil && len(*in.Description) > 500 {
 		errs = append(errs, field.New(field.CodeRange, field.NewPath("description"), "must be at most 500 characters"))
 	}
+	cat := g.cat()
 	if in.EventTypes != nil {
 		for i, t := range *in.EventTypes {
-			if !events.KnownType(t, func(name string) bool { _, ok := g.cat.Load().Resource(name); return ok }) {
+			if !events.KnownType(t, func(name string) bool { _, ok := cat.Resource(name); return ok }) {
 				errs = append(errs, field.New(field.CodeOption, field.NewPath("event_types").Index(i), fmt.Sprintf("%q is not an event type", t)))
 			}
 		}
 	}
 	if in.Resources != nil {
 		for i, r := range *in.Resources {
-			if _, ok := g.cat.Load().Resource(r); !ok && !events.IsNoticeResource(r) {
+			if _, ok := cat.Resource(r); !ok && !events.IsNoticeResource(r) {
 				errs = append(errs, field.New(field.CodeOption, field.NewPath("resources").Index(i), fmt.Sprintf("%q is not a resource", r)))
 			}
 		}

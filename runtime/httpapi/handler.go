@@ -59,6 +59,11 @@ type Config struct {
 	// FailedAuthPerMinute is how many failing keys one client address may present a minute before its
 	// keys are refused with 429 without a lookup (except keys that authenticated here lately); 0: no bound.
 	FailedAuthPerMinute int64
+	// Generations, when set, gives each request the generation it runs on (a Handler built by New or
+	// Generation) and holds it until release is called, at the request's end: a server that switches
+	// definitions (runtime/server) retires a generation once its last request has ended. Unset, the
+	// handler New returns serves every request.
+	Generations func() (h *Handler, release func())
 }
 
 // Handler is the API's http.Handler for one definitions generation: the record service, the admin
@@ -68,6 +73,7 @@ type Config struct {
 // once when it starts: a request in flight finishes on the generation it started with (Swap).
 type Handler struct {
 	*core
+	dir     *auth.Directory // core's directory resolving in cat (auth.Directory.For)
 	svc     *records.Service
 	admin   *admin.Service
 	cat     *model.Catalog
@@ -92,7 +98,7 @@ type core struct {
 	details   func() map[string]any
 	draining  atomic.Bool
 	clock     atomic.Pointer[func() time.Time] // admission's clock (SetClock); nil: time.Now
-	current   atomic.Pointer[Handler]          // the generation that serves new requests
+	gens      func() (*Handler, func())        // Config.Generations
 }
 
 // Generation is what changes with the definitions: the services built over one catalog and the
@@ -106,7 +112,7 @@ type Generation struct {
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
 	c := &core{dir: cfg.Directory, log: cfg.Logger, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
-		metrics: cfg.Metrics, ready: cfg.Ready, details: cfg.ReadyDetails}
+		metrics: cfg.Metrics, ready: cfg.Ready, details: cfg.ReadyDetails, gens: cfg.Generations}
 	c.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
 	if c.timeout <= 0 {
 		c.timeout = 10 * time.Second
@@ -114,21 +120,26 @@ func New(cfg Config) *Handler {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
-	return c.swap(Generation{Records: cfg.Records, Admin: cfg.Admin, OpenAPI: cfg.OpenAPI})
+	return c.generation(Generation{Records: cfg.Records, Admin: cfg.Admin, OpenAPI: cfg.OpenAPI})
 }
 
-// Swap makes g serve every request that starts from now on, and returns its handler; requests already
-// running finish on the generation they started with.
-func (h *Handler) Swap(g Generation) *Handler { return h.core.swap(g) }
+// Generation builds the handler of g, sharing h's keys, limits, idempotency, metrics and draining. It
+// serves the requests Config.Generations gives it.
+func (h *Handler) Generation(g Generation) *Handler { return h.core.generation(g) }
 
-// Current returns the generation serving new requests.
-func (h *Handler) Current() *Handler { return h.core.current.Load() }
-
-func (c *core) swap(g Generation) *Handler {
-	h := &Handler{core: c, svc: g.Records, admin: g.Admin, cat: g.Records.Catalog(), openapi: g.OpenAPI}
+func (c *core) generation(g Generation) *Handler {
+	cat := g.Records.Catalog()
+	h := &Handler{core: c, dir: c.dir.For(cat), svc: g.Records, admin: g.Admin, cat: cat, openapi: g.OpenAPI}
 	h.router = h.routes()
-	c.current.Store(h)
 	return h
+}
+
+// acquire returns the generation a request runs on, held until release is called.
+func (h *Handler) acquire() (*Handler, func()) {
+	if h.gens == nil {
+		return h, func() {}
+	}
+	return h.gens()
 }
 
 // routes builds the router of h's catalog.
@@ -291,7 +302,8 @@ const StatusClientClosed = 499
 // paths.go; or not clean) before routing, recovers panics, writes the envelope for any error, and logs
 // and counts the request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h = h.core.current.Load() // the generation this request runs on, to its end
+	h, release := h.acquire() // the generation this request runs on, held to its end
+	defer release()
 	start := time.Now()
 	defer h.metrics.RequestStarted()()
 	id := uuid.NewString()

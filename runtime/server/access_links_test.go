@@ -94,7 +94,7 @@ func TestRecordRulesLinks(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
 			be := e.Server.Backend()
-			cat := be.Catalog
+			cat := be.Current().Catalog
 			w := newExpandWorld(t, e)
 			dept := w.refs("entity_departments")[0]
 
@@ -319,7 +319,7 @@ func TestRecordRulesLinks(t *testing.T) {
 						return linkEntries(res.List())
 					}, "history")
 					// recordsctl audit list --as-member.
-					a, err := be.Records.MemberActor(ctx, e.Workspace, v.member)
+					a, err := be.Current().Records.MemberActor(ctx, e.Workspace, v.member)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -66,7 +66,7 @@ func TestMasksMatrix(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			cat := e.Server.Backend().Catalog
+			cat := e.Server.Backend().Current().Catalog
 			viewer, _ := cat.Role("viewer")
 			viewerID := e.NewMember("viewer@x.example", "viewer", "")
 			vkey := e.NewKey(viewerID, auth.KeyOptions{Access: "read"})
@@ -159,7 +159,7 @@ func TestMasksMatrix(t *testing.T) {
 					}
 					var id string
 					if r.ReadOnly() {
-						if _, err := e.Server.Backend().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{body}); err != nil {
+						if _, err := e.Server.Backend().Current().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{body}); err != nil {
 							t.Fatal(err)
 						}
 						id = e.Do("GET", "/v1/"+name+"?page_size=1", nil).List()[0]["id"].(string)
@@ -379,7 +379,7 @@ func TestMasksMatrix(t *testing.T) {
 			}
 			// The viewer role writes nothing: no catalog shows it a writable field, custom field,
 			// association or association attribute.
-			if _, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "deals", Key: "tier", Type: "text"}); err != nil {
+			if _, err := e.Server.Backend().Current().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "deals", Key: "tier", Type: "text"}); err != nil {
 				t.Fatal(err)
 			}
 			for _, r := range cat.Resources {
@@ -681,7 +681,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			cat := e.Server.Backend().Catalog
+			cat := e.Server.Backend().Current().Catalog
 			gen := sample.New(5)
 			roles := writerRoles(cat)
 			doc := map[string]any{}

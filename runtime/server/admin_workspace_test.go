@@ -353,15 +353,15 @@ func TestAdminModelsMembersRoles(t *testing.T) {
 				a := records.Actor{Workspace: e.Workspace} // the operator: recordsctl audit list
 				if who.member != "" {
 					var err error
-					if a, err = be.Records.MemberActor(ctx, e.Workspace, who.member); err != nil {
+					if a, err = be.Current().Records.MemberActor(ctx, e.Workspace, who.member); err != nil {
 						t.Fatal(err)
 					}
 				}
-				page, err := be.Records.AuditLog(ctx, a, audit.Query{Resource: audit.AdminMembers, Limit: 100})
+				page, err := be.Current().Records.AuditLog(ctx, a, audit.Query{Resource: audit.AdminMembers, Limit: 100})
 				if err != nil {
 					t.Fatal(err)
 				}
-				all, err := be.Records.AuditLog(ctx, a, audit.Query{Limit: 1000})
+				all, err := be.Current().Records.AuditLog(ctx, a, audit.Query{Limit: 1000})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -435,7 +435,7 @@ func TestAdminIsolationMatrix(t *testing.T) {
 			be := e.Server.Backend()
 			ak := e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin})
 			ws2, member2, _ := e.NewWorkspace("growth", "admin", "write")
-			def, err := be.Custom.Create(ctx, ws2, customfields.Def{Resource: "deals", Key: "secret_tier", Type: "text"})
+			def, err := be.Current().Custom.Create(ctx, ws2, customfields.Def{Resource: "deals", Key: "secret_tier", Type: "text"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -485,7 +485,7 @@ func TestAdminIsolationMatrix(t *testing.T) {
 				t.Errorf("only %d id routes checked", n)
 			}
 			// The other workspace's objects are unchanged.
-			if d, err := be.Custom.Get(ctx, ws2, def.ID); err != nil || d.Label != def.Label || d.Archived {
+			if d, err := be.Current().Custom.Get(ctx, ws2, def.ID); err != nil || d.Label != def.Label || d.Archived {
 				t.Errorf("their custom field: %+v, %v", d, err)
 			}
 			if m, err := be.Directory.Model(ctx, ws2, modelID); err != nil || m.Name != "Theirs" {

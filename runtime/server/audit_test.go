@@ -36,7 +36,7 @@ func auditAs(t *testing.T, e *servertest.Env, a records.Actor, q audit.Query) []
 	var out []audit.Row
 	seen := map[string]bool{}
 	for {
-		page, err := e.Server.Backend().Records.AuditLog(context.Background(), a, q)
+		page, err := e.Server.Backend().Current().Records.AuditLog(context.Background(), a, q)
 		if err != nil {
 			t.Fatalf("audit log %+v: %v", q, err)
 		}
@@ -86,7 +86,7 @@ func TestAuditEveryWrite(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			if _, err := e.Server.Backend().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "deals", Key: "tier", Type: "select", Options: []string{"gold", "silver"}}); err != nil {
+			if _, err := e.Server.Backend().Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "deals", Key: "tier", Type: "select", Options: []string{"gold", "silver"}}); err != nil {
 				t.Fatal(err)
 			}
 			key := keyID(t, e)
@@ -196,30 +196,30 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			lost := &records.Receipt{Claim: &idempotency.Claim{APIKey: store.NewID(), Key: "taken-over"},
 				Respond: func(records.Record, bool) idempotency.Response { return idempotency.Response{Status: 200} }}
 			a := records.Actor{Workspace: e.Workspace, Member: e.Member, RequestID: "req-rolled-back"}
-			deals, _ := be.Catalog.Resource("deals")
-			contacts, _ := be.Catalog.Resource("contacts")
+			deals, _ := be.Current().Catalog.Resource("deals")
+			contacts, _ := be.Current().Catalog.Resource("contacts")
 			assoc, _ := deals.Association("contacts")
-			dc, err := be.Records.Collection(ctx, a, deals, "")
+			dc, err := be.Current().Records.Collection(ctx, a, deals, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			cc, err := be.Records.Collection(ctx, a, contacts, "")
+			cc, err := be.Current().Records.Collection(ctx, a, contacts, "")
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := be.Records.Create(ctx, a, dc, map[string]any{"name": "Never"}, lost); !errors.Is(err, idempotency.ErrLost) {
+			if _, err := be.Current().Records.Create(ctx, a, dc, map[string]any{"name": "Never"}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("create: %v", err)
 			}
-			if _, err := be.Records.Update(ctx, a, dc, deal, map[string]any{"name": "Never"}, nil, lost); !errors.Is(err, idempotency.ErrLost) {
+			if _, err := be.Current().Records.Update(ctx, a, dc, deal, map[string]any{"name": "Never"}, nil, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("update: %v", err)
 			}
-			if _, err := be.Records.Restore(ctx, a, cc, contact, nil, nil, lost); !errors.Is(err, idempotency.ErrLost) {
+			if _, err := be.Current().Records.Restore(ctx, a, cc, contact, nil, nil, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("restore: %v", err)
 			}
-			if _, err := be.Records.PutLink(ctx, a, dc, assoc, deal, contact, map[string]any{}, lost); !errors.Is(err, idempotency.ErrLost) {
+			if _, err := be.Current().Records.PutLink(ctx, a, dc, assoc, deal, contact, map[string]any{}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("link: %v", err)
 			}
-			_, err = be.Records.Import(ctx, records.Actor{Workspace: e.Workspace}, contacts, "", []map[string]any{{"last_name": "Fine"}, {"last_name": "Bad ref", "company_id": store.NewID()}})
+			_, err = be.Current().Records.Import(ctx, records.Actor{Workspace: e.Workspace}, contacts, "", []map[string]any{{"last_name": "Fine"}, {"last_name": "Bad ref", "company_id": store.NewID()}})
 			var fl field.ErrorList
 			if !errors.As(err, &fl) {
 				t.Errorf("import with a missing reference: %v", err)
@@ -245,17 +245,17 @@ func TestAuditImport(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			be := e.Server.Backend()
 			ctx := context.Background()
-			if _, err := be.Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "contacts", Key: "source_system", Type: "text"}); err != nil {
+			if _, err := be.Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "contacts", Key: "source_system", Type: "text"}); err != nil {
 				t.Fatal(err)
 			}
 			admin := records.Actor{Workspace: e.Workspace}
-			contacts, _ := be.Catalog.Resource("contacts")
-			automations, _ := be.Catalog.Resource("automations")
-			n, err := be.Records.Import(ctx, admin, contacts, "", []map[string]any{{"last_name": "Lee", "cf__source_system": "crm-v1"}, {"last_name": "Kim"}})
+			contacts, _ := be.Current().Catalog.Resource("contacts")
+			automations, _ := be.Current().Catalog.Resource("automations")
+			n, err := be.Current().Records.Import(ctx, admin, contacts, "", []map[string]any{{"last_name": "Lee", "cf__source_system": "crm-v1"}, {"last_name": "Kim"}})
 			if err != nil || n != 2 {
 				t.Fatalf("import: %d %v", n, err)
 			}
-			if _, err := be.Records.Import(ctx, admin, automations, "", []map[string]any{{"name": "Nightly sync"}}); err != nil {
+			if _, err := be.Current().Records.Import(ctx, admin, automations, "", []map[string]any{{"name": "Nightly sync"}}); err != nil {
 				t.Fatal(err)
 			}
 			got := auditOf(t, e, audit.Query{})
@@ -277,7 +277,7 @@ func TestAuditImport(t *testing.T) {
 				t.Errorf("import entries name %v", names)
 			}
 			// Synthetic data (recordsctl seed) is imported without audit entries.
-			if n, err := be.Records.Import(ctx, records.Actor{Workspace: e.Workspace, Synthetic: true}, contacts, "", []map[string]any{{"last_name": "Generated"}}); err != nil || n != 1 {
+			if n, err := be.Current().Records.Import(ctx, records.Actor{Workspace: e.Workspace, Synthetic: true}, contacts, "", []map[string]any{{"last_name": "Generated"}}); err != nil || n != 1 {
 				t.Fatalf("synthetic import: %d %v", n, err)
 			}
 			if got := auditOf(t, e, audit.Query{}); len(got) != 3 {
@@ -342,7 +342,7 @@ func TestAuditLogFilters(t *testing.T) {
 				t.Errorf("--since an hour ahead: %d entries", len(got))
 			}
 
-			rs := e.Server.Backend().Records
+			rs := e.Server.Backend().Current().Records
 			first, err := rs.AuditLog(ctx, records.Actor{Workspace: e.Workspace}, audit.Query{Limit: 3})
 			if err != nil || len(first.Entries) != 3 || first.NextCursor == nil {
 				t.Fatalf("first page: %v %v", first, err)
@@ -402,8 +402,8 @@ func TestAuditLogAsMember(t *testing.T) {
 			company := e.Do("POST", "/v1/companies", map[string]any{"name": "Acme", "annual_revenue": 5000000, "website": "https://acme.example", "phone": "+1 415 555 0100"}).Data()["id"].(string)
 			e.Do("POST", "/v1/tags", map[string]any{"name": "vip"})
 			ownDeal := e.DoKey(memberKey, "POST", "/v1/deals", map[string]any{"name": "Member's own"}).Data()["id"].(string)
-			automations, _ := be.Catalog.Resource("automations")
-			if _, err := be.Records.Import(ctx, records.Actor{Workspace: e.Workspace}, automations, "", []map[string]any{{"name": "Nightly"}}); err != nil {
+			automations, _ := be.Current().Catalog.Resource("automations")
+			if _, err := be.Current().Records.Import(ctx, records.Actor{Workspace: e.Workspace}, automations, "", []map[string]any{{"name": "Nightly"}}); err != nil {
 				t.Fatal(err)
 			}
 
@@ -415,7 +415,7 @@ func TestAuditLogAsMember(t *testing.T) {
 				return out
 			}
 			as := func(m string) []audit.Row {
-				a, err := be.Records.MemberActor(ctx, e.Workspace, m)
+				a, err := be.Current().Records.MemberActor(ctx, e.Workspace, m)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -483,11 +483,11 @@ func TestAuditLogAsMember(t *testing.T) {
 				t.Errorf("auditor --resource tags: %s", auditJSON(got))
 			}
 
-			if _, err := be.Records.MemberActor(ctx, e.Workspace, store.NewID()); !errors.Is(err, records.ErrMemberNotFound) {
+			if _, err := be.Current().Records.MemberActor(ctx, e.Workspace, store.NewID()); !errors.Is(err, records.ErrMemberNotFound) {
 				t.Errorf("unknown member: %v", err)
 			}
 			ws2, m2, _ := e.NewWorkspace("growth", "viewer", "read")
-			if _, err := be.Records.MemberActor(ctx, e.Workspace, m2); !errors.Is(err, records.ErrMemberNotFound) {
+			if _, err := be.Current().Records.MemberActor(ctx, e.Workspace, m2); !errors.Is(err, records.ErrMemberNotFound) {
 				t.Errorf("member %s of workspace %s read in another: %v", m2, ws2, err)
 			}
 		})
@@ -496,7 +496,7 @@ func TestAuditLogAsMember(t *testing.T) {
 
 func mustActor(t *testing.T, e *servertest.Env, member string) records.Actor {
 	t.Helper()
-	a, err := e.Server.Backend().Records.MemberActor(context.Background(), e.Workspace, member)
+	a, err := e.Server.Backend().Current().Records.MemberActor(context.Background(), e.Workspace, member)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -554,7 +554,7 @@ func TestAuditLogMigration(t *testing.T) {
 				t.Errorf("entries after the migration: %s", auditJSON(got))
 			}
 			be := e.Server.Backend()
-			again, err := migrate.Run(ctx, be.Store, be.Catalog, migrate.Options{})
+			again, err := migrate.Run(ctx, be.Store, be.Current().Catalog, migrate.Options{})
 			if err != nil || len(again.Applied) != 0 {
 				t.Errorf("second migration: %v %v", again, err)
 			}

@@ -41,7 +41,7 @@ func BenchmarkCustomFieldFilter(b *testing.B) {
 			e := servertest.Start(b, backend, servertest.Options{})
 			be := e.Server.Backend()
 			ctx := context.Background()
-			def, err := be.Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "deals", Key: "region_code", Type: "integer"})
+			def, err := be.Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "deals", Key: "region_code", Type: "integer"})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -29,7 +29,7 @@ func BenchmarkRequestPath(b *testing.B) {
 			ctx := context.Background()
 			created := e.Do("POST", "/v1/companies", map[string]any{"name": "Bench Co", "industry": "software", "employee_count": 42})
 			id := created.Data()["id"].(string)
-			r, _ := be.Catalog.Resource("companies")
+			r, _ := be.Current().Catalog.Resource("companies")
 			d := be.Store.Dialect()
 
 			b.Run("raw_sql_get", func(b *testing.B) {
@@ -46,11 +46,11 @@ func BenchmarkRequestPath(b *testing.B) {
 			b.Run("service_get", func(b *testing.B) {
 				a := records.Actor{Workspace: e.Workspace, Member: e.Member}
 				for i := 0; i < b.N; i++ {
-					c, err := be.Records.Collection(ctx, a, r, "")
+					c, err := be.Current().Records.Collection(ctx, a, r, "")
 					if err != nil {
 						b.Fatal(err)
 					}
-					if _, err := be.Records.Get(ctx, c, id, nil); err != nil {
+					if _, err := be.Current().Records.Get(ctx, c, id, nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -45,7 +45,7 @@ func TestBulkWritesWhatTheAPIWrites(t *testing.T) {
 			} {
 				d.Resource = "companies"
 				d.Required = d.Key == "tier" // always present: a required custom field too
-				if _, err := be.Custom.Create(ctx, e.Workspace, d); err != nil {
+				if _, err := be.Current().Custom.Create(ctx, e.Workspace, d); err != nil {
 					t.Fatalf("field %s: %v", d.Key, err)
 				}
 			}
@@ -59,9 +59,9 @@ func TestBulkWritesWhatTheAPIWrites(t *testing.T) {
 				}
 				return nil
 			}
-			companies, _ := be.Catalog.Resource("companies")
+			companies, _ := be.Current().Catalog.Resource("companies")
 			a := records.Actor{Workspace: e.Workspace, Member: e.Member} // the API key's member
-			c, err := be.Records.Collection(ctx, a, companies, "")
+			c, err := be.Current().Records.Collection(ctx, a, companies, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,11 +76,11 @@ func TestBulkWritesWhatTheAPIWrites(t *testing.T) {
 				bodies[i] = gen.Body(companies, refs, now)
 				gen.Custom(companies, custom, bodies[i], refs, now)
 			}
-			l, err := be.Records.PrepareLoad(a, c, bodies)
+			l, err := be.Current().Records.PrepareLoad(a, c, bodies)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, err := be.Records.WriteLoad(ctx, l); err != nil || n != len(bodies) {
+			if n, err := be.Current().Records.WriteLoad(ctx, l); err != nil || n != len(bodies) {
 				t.Fatalf("bulk write: %d %v", n, err)
 			}
 			bulk := snapshotCompanies(t, e, be, bodies)
@@ -153,7 +153,7 @@ func snapshotCompanies(t *testing.T, e *servertest.Env, be *server.Backend, bodi
 	t.Helper()
 	ctx := store.WithWorkspace(context.Background(), e.Workspace)
 	d := be.Store.Dialect()
-	r, _ := be.Catalog.Resource("companies")
+	r, _ := be.Current().Catalog.Resource("companies")
 	var cols, names []string
 	for _, f := range r.Fields {
 		cols = append(cols, sqlgen.Quote(f.Column))

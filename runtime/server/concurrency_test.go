@@ -101,12 +101,12 @@ func TestParallelPatches(t *testing.T) {
 			slices.Sort(fields)
 			for i := len(fields); i < writers; i++ {
 				key := fmt.Sprintf("cf_%02d", i)
-				if _, err := e.Server.Backend().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: key, Type: "text"}); err != nil {
+				if _, err := e.Server.Backend().Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: key, Type: "text"}); err != nil {
 					t.Fatal(err)
 				}
 				fields = append(fields, key)
 			}
-			if _, err := e.Server.Backend().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "same", Type: "text"}); err != nil {
+			if _, err := e.Server.Backend().Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "same", Type: "text"}); err != nil {
 				t.Fatal(err)
 			}
 			value := func(i int) any {

@@ -82,7 +82,7 @@ func TestCountEstimateTenancy(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{Private: true})
 			e.Contract()
 			ctx := context.Background()
-			res, ok := e.Server.Backend().Catalog.Resource(tenancyResource)
+			res, ok := e.Server.Backend().Current().Catalog.Resource(tenancyResource)
 			if !ok {
 				t.Fatalf("no resource %s", tenancyResource)
 			}
@@ -114,7 +114,7 @@ func TestCountEstimateTenancy(t *testing.T) {
 				kinds[kind] = true
 				cols = append(cols, column{write: f.Key, filterA: f.Key, neutral: n, secret: s, filters: fl, kindName: "declared " + kind})
 			}
-			reg := e.Server.Backend().Custom
+			reg := e.Server.Backend().Current().Custom
 			typeNames := make([]string, 0, len(customfields.Types))
 			for name := range customfields.Types {
 				typeNames = append(typeNames, name)
@@ -148,7 +148,7 @@ func TestCountEstimateTenancy(t *testing.T) {
 			}
 			// Every kind of filterable field the catalog declares is covered, by the seeded resource's own fields
 			// or by a custom field of the same type.
-			for _, r := range e.Server.Backend().Catalog.Resources {
+			for _, r := range e.Server.Backend().Current().Catalog.Resources {
 				for _, f := range r.Fields {
 					if !f.Filterable || !f.Writable() || f.Formula != nil {
 						continue

@@ -45,7 +45,7 @@ func TestCustomFields(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			reg := e.Server.Backend().Custom
+			reg := e.Server.Backend().Current().Custom
 			ctx := context.Background()
 			c1 := e.Do("POST", "/v1/companies", map[string]any{"name": "Target one"}).Data()["id"].(string)
 			c2 := e.Do("POST", "/v1/companies", map[string]any{"name": "Target two"}).Data()["id"].(string)
@@ -172,7 +172,7 @@ func containsField(res *servertest.Response, name string) bool {
 func TestCustomFieldLifecycle(t *testing.T) {
 	t.Parallel()
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
-	reg := e.Server.Backend().Custom
+	reg := e.Server.Backend().Current().Custom
 	ctx := context.Background()
 	d, err := reg.Create(ctx, e.Workspace, customfields.Def{Resource: "contacts", Key: "tier", Type: "select", Options: []string{"gold", "silver"}, Required: true})
 	if err != nil {
@@ -221,7 +221,7 @@ func TestLongCustomValues(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			reg := e.Server.Backend().Custom
+			reg := e.Server.Backend().Current().Custom
 			d, err := reg.Create(context.Background(), e.Workspace, customfields.Def{Resource: "deals", Key: "notes", Type: "long_text"})
 			if err != nil {
 				t.Fatal(err)
@@ -286,7 +286,7 @@ func TestCustomFieldSort(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			reg := e.Server.Backend().Custom
+			reg := e.Server.Backend().Current().Custom
 			ctx := context.Background()
 			values := map[string][]any{
 				"integer":  {5, -2, 5, nil, 40, 0, nil},

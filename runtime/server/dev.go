@@ -34,6 +34,7 @@ var demoCounts = map[string]int{"sales_vocabulary": 6, "activity_vocabulary": 5,
 // members, a write key for the admin and realistic records across every resource. It returns nil when
 // the database already holds a workspace.
 func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
+	g := b.Current()
 	found, err := store.QueryOne(ctx, b.Store, b.Store.Dialect().Bind("SELECT 1 FROM workspaces"), func([]any) error { return nil })
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
@@ -75,11 +76,11 @@ func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
 	ids := map[string][]string{}
 	refs := func(resource string) []string { return ids[resource] }
 	byGroup := map[string][]*model.Resource{}
-	for _, r := range b.Catalog.CreationOrder() {
+	for _, r := range g.Catalog.CreationOrder() {
 		byGroup[r.Group] = append(byGroup[r.Group], r)
 	}
-	for _, g := range groupOrder {
-		for _, r := range byGroup[g] {
+	for _, group := range groupOrder {
+		for _, r := range byGroup[group] {
 			if r.Name == "entity_members" {
 				continue // the members above are its records
 			}
@@ -87,24 +88,24 @@ func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
 			if r.ModelScoped {
 				mid = modelID
 			}
-			bodies := make([]map[string]any, demoCounts[g])
+			bodies := make([]map[string]any, demoCounts[group])
 			for i := range bodies {
 				bodies[i] = gen.Body(r, refs, now)
 			}
-			n, err := b.Records.Import(ctx, a, r, mid, bodies)
+			n, err := g.Records.Import(ctx, a, r, mid, bodies)
 			if err != nil {
 				return nil, fmt.Errorf("demo %s: %w", r.Name, err)
 			}
 			demo.Records += n
 			if !r.ModelScoped {
-				if ids[r.Name], err = b.Records.IDs(ctx, w.ID, r, "", 1000); err != nil {
+				if ids[r.Name], err = g.Records.IDs(ctx, w.ID, r, "", 1000); err != nil {
 					return nil, err
 				}
 			}
 		}
-		if g == "workspace" {
-			if em, ok := b.Catalog.Resource("entity_members"); ok {
-				if ids["entity_members"], err = b.Records.IDs(ctx, w.ID, em, "", 1000); err != nil {
+		if group == "workspace" {
+			if em, ok := g.Catalog.Resource("entity_members"); ok {
+				if ids["entity_members"], err = g.Records.IDs(ctx, w.ID, em, "", 1000); err != nil {
 					return nil, err
 				}
 			}
@@ -128,15 +129,16 @@ func WriteKeyFile(path, secret string) error {
 // as the API would show them to a, caching each one: generated bodies then keep the rules that depend
 // on the records they refer to. A record that cannot be read is unknown (nil).
 func (b *Backend) SampleLookup(ctx context.Context, a records.Actor) sample.Lookup {
+	g := b.Current()
 	cache := map[string]map[string]any{}
 	return func(resource, id string) map[string]any {
 		if rec, ok := cache[id]; ok {
 			return rec
 		}
 		var out map[string]any
-		if r, ok := b.Catalog.Resource(resource); ok && !r.ModelScoped {
-			if c, err := b.Records.Collection(ctx, a, r, ""); err == nil {
-				if rec, err := b.Records.Get(ctx, c, id, nil); err == nil {
+		if r, ok := g.Catalog.Resource(resource); ok && !r.ModelScoped {
+			if c, err := g.Records.Collection(ctx, a, r, ""); err == nil {
+				if rec, err := g.Records.Get(ctx, c, id, nil); err == nil {
 					out = jsonShaped(rec)
 				}
 			}

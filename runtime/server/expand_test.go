@@ -41,7 +41,7 @@ type expandWorld struct {
 
 // newExpandWorld seeds one record of every resource but the model-scoped one, in creation order.
 func newExpandWorld(t *testing.T, e *servertest.Env) *expandWorld {
-	w := &expandWorld{t: t, e: e, cat: e.Server.Backend().Catalog, gen: sample.New(23), ids: map[string][]string{"entity_members": {e.Member}},
+	w := &expandWorld{t: t, e: e, cat: e.Server.Backend().Current().Catalog, gen: sample.New(23), ids: map[string][]string{"entity_members": {e.Member}},
 		seen: map[string]map[string]any{}, now: time.Now()}
 	w.gen.SetLookup(func(_, id string) map[string]any { return w.seen[id] })
 	for _, r := range servertest.ResourceOrder(w.cat) {
@@ -72,7 +72,7 @@ func (w *expandWorld) create(r *model.Resource, set map[string]any) string {
 			body[k] = v
 		}
 		if r.ReadOnly() {
-			if _, err := e.Server.Backend().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{body}); err != nil {
+			if _, err := e.Server.Backend().Current().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{body}); err != nil {
 				continue
 			}
 			got := e.Do("GET", "/v1/"+r.Name+"?page_size=1&sort=created_at&order=desc", nil)
@@ -305,7 +305,7 @@ func TestExpandBadInput(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			deal := e.Do("POST", "/v1/deals", map[string]any{"name": "D"}).Data()["id"].(string)
 			var eleven []string
-			deals, _ := e.Server.Backend().Catalog.Resource("deals")
+			deals, _ := e.Server.Backend().Current().Catalog.Resource("deals")
 			for _, rel := range deals.Relations() {
 				eleven = append(eleven, rel.Name)
 			}

@@ -31,7 +31,7 @@ func TestListPlansUnderRowSecurity(t *testing.T) {
 	owner := servertest.DatabaseURL(t, servertest.Postgres)
 	be := openBackend(t, owner, servertest.DefinitionsDir(), false)
 	defer be.Close()
-	r, _ := be.Catalog.Resource("companies")
+	r, _ := be.Current().Catalog.Resource("companies")
 	ws := "0190a6d4-0000-7000-8000-000000000004"
 	field := "0190a6d4-0000-7000-8000-0000000000cf"
 	ctx := store.WithWorkspace(context.Background(), ws)

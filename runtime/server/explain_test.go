@@ -26,7 +26,7 @@ func TestKeysetPagesUseIndexes(t *testing.T) {
 			defer be.Close()
 			ctx := context.Background()
 			d := be.Store.Dialect()
-			for _, r := range be.Catalog.Resources {
+			for _, r := range be.Current().Catalog.Resources {
 				for _, key := range r.SortKeys() {
 					for _, order := range []string{"asc", "desc"} {
 						c := "start"
@@ -101,7 +101,7 @@ func TestCustomFilterUsesIndex(t *testing.T) {
 	t.Parallel()
 	be := openBackend(t, servertest.DatabaseURL(t, servertest.Postgres), servertest.DefinitionsDir(), false)
 	defer be.Close()
-	r, _ := be.Catalog.Resource("deals")
+	r, _ := be.Current().Catalog.Resource("deals")
 	ws := "0190a6d4-0000-7000-8000-000000000004"
 	field := "0190a6d4-0000-7000-8000-0000000000cf"
 	ctx := store.WithWorkspace(context.Background(), ws)
@@ -192,7 +192,7 @@ func TestFilterPathsUseIndexes(t *testing.T) {
 	t.Parallel()
 	be := openBackend(t, servertest.DatabaseURL(t, servertest.Postgres), servertest.DefinitionsDir(), false)
 	defer be.Close()
-	cat := be.Catalog
+	cat := be.Current().Catalog
 	deals, _ := cat.Resource("deals")
 	companies, _ := cat.Resource("companies")
 	contacts, _ := cat.Resource("contacts")

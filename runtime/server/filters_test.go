@@ -471,7 +471,7 @@ func TestFilterPaths(t *testing.T) {
 			check(admin, "deals", []any{cond("companies.name", "eq", "Paris Co")}, d3) // the association, not company_id
 
 			// A custom field of the target.
-			def, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "text"})
+			def, err := e.Server.Backend().Current().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "text"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -85,11 +85,11 @@ func TestFormulaFields(t *testing.T) {
 				}
 			}
 			// The bulk path computes it too, and refuses it as input.
-			r, _ := e.Server.Backend().Catalog.Resource("deals")
-			if _, err := e.Server.Backend().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{{"name": "Imported", "amount": 300, "probability": 50}}); err != nil {
+			r, _ := e.Server.Backend().Current().Catalog.Resource("deals")
+			if _, err := e.Server.Backend().Current().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{{"name": "Imported", "amount": 300, "probability": 50}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Server.Backend().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{{"name": "Imported", "weighted_amount": 1}}); err == nil {
+			if _, err := e.Server.Backend().Current().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{{"name": "Imported", "weighted_amount": 1}}); err == nil {
 				t.Errorf("import accepted a formula value")
 			}
 
@@ -188,14 +188,14 @@ func TestFormulaRecomputedOnChange(t *testing.T) {
 			if !contains(be.Migration.Applied, "compute rec_deals.{weighted_amount} for 2 records") {
 				t.Errorf("applied: %v", be.Migration.Applied)
 			}
-			r, _ := be.Catalog.Resource("deals")
+			r, _ := be.Current().Catalog.Resource("deals")
 			ctx := context.Background()
 			for _, c := range []struct{ ws, id, want string }{{e.Workspace, id, "500"}, {other, otherID, "80"}} {
-				col, err := be.Records.Collection(ctx, records.Actor{Workspace: c.ws}, r, "")
+				col, err := be.Current().Records.Collection(ctx, records.Actor{Workspace: c.ws}, r, "")
 				if err != nil {
 					t.Fatal(err)
 				}
-				rec, err := be.Records.Get(ctx, col, c.id, nil)
+				rec, err := be.Current().Records.Get(ctx, col, c.id, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -34,7 +34,7 @@ func fuzzEnv(f *testing.F) (e *servertest.Env, ids map[string]string) {
 	}
 	ids["company"] = created("/v1/companies", map[string]any{"name": "Fuzz Co", "employee_count": 12})
 	ids["deal"] = created("/v1/deals", map[string]any{"name": "Fuzz deal", "amount": 100.5, "currency": "EUR"})
-	d, err := e.Server.Backend().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "integer"})
+	d, err := e.Server.Backend().Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "integer"})
 	if err != nil {
 		f.Fatal(err)
 	}

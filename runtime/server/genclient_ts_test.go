@@ -75,7 +75,7 @@ func TestGeneratedTypeScriptClient(t *testing.T) {
 	})
 
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{})
-	if _, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace,
+	if _, err := e.Server.Backend().Current().Custom.Create(context.Background(), e.Workspace,
 		customfields.Def{Resource: "companies", Key: "tier", Type: "select", Options: []string{"gold", "silver"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -175,7 +175,7 @@ func TestReadinessNamesAFailingPlugin(t *testing.T) {
 	if err := os.Rename(program, program+".away"); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range e.Server.Backend().Plugins.Statuses() {
+	for _, s := range e.Server.Backend().Current().Plugins.Statuses() {
 		if s.Name == "deal-rules" && s.PID > 0 {
 			_ = syscall.Kill(s.PID, syscall.SIGKILL)
 		}

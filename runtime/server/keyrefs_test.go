@@ -23,9 +23,9 @@ import (
 func keyReferenceMatrix(t *testing.T, e *servertest.Env, newKey func(resources ...string) string, do func(t *testing.T, key, method, path string, body any) *servertest.Response) {
 	t.Helper()
 	be := e.Server.Backend()
-	cat := be.Catalog
+	cat := be.Current().Catalog
 	ids := seedAll(t, e)
-	if _, err := be.Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "main_contact", Type: "reference", Target: "contacts"}); err != nil {
+	if _, err := be.Current().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "main_contact", Type: "reference", Target: "contacts"}); err != nil {
 		t.Fatal(err)
 	}
 	const missing = "0190a6d4-0000-7000-8000-00000000beef"

@@ -351,7 +351,7 @@ func TestKeys(t *testing.T) {
 					t.Errorf("an allowlisted key lists resources %v", got)
 				}
 				// A read key writes nothing, whatever its owner's role: no catalog shows it anything writable.
-				for _, r := range e.Server.Backend().Catalog.Resources {
+				for _, r := range e.Server.Backend().Current().Catalog.Resources {
 					if !r.ModelScoped {
 						if w := writableEntries(l.do(t, read, "GET", "/v1/resources/"+r.Name, nil).Data()); len(w) > 0 {
 							t.Errorf("a read key's catalog of %s shows writable %v", r.Name, w)

@@ -76,7 +76,7 @@ func TestKeyLastUsed(t *testing.T) {
 
 			// Replicas flush in any order: a use another server saw later (here, an hour ahead) is never
 			// replaced by an earlier one.
-			replica := auth.NewDirectory(be.Store, be.Catalog, nil)
+			replica := auth.NewDirectory(be.Store, be.Current().Catalog, nil)
 			later := time.Now().Add(time.Hour)
 			replica.Touch(&s, "198.51.100.1", later)
 			e.Expect(e.DoKey(secret, "GET", "/v1/me", nil), 200, "")

@@ -64,7 +64,7 @@ func runLifecycle(t *testing.T, e *servertest.Env, only map[string]bool) {
 	seen := map[string]map[string]any{} // records by id, so bodies keep the plugins' rules
 	gen.SetLookup(func(_, id string) map[string]any { return seen[id] })
 	now := time.Now()
-	for _, r := range servertest.ResourceOrder(b.Catalog) {
+	for _, r := range servertest.ResourceOrder(b.Current().Catalog) {
 		if only != nil && !only[r.Name] {
 			continue
 		}

@@ -23,13 +23,13 @@ func seedAll(t *testing.T, e *servertest.Env) map[string][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range servertest.ResourceOrder(be.Catalog) {
+	for _, r := range servertest.ResourceOrder(be.Current().Catalog) {
 		for i := 0; i < 2; i++ {
 			if r.ReadOnly() {
 				if r.Name == "entity_members" {
 					continue
 				}
-				if _, err := be.Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{gen.Body(r, refs, time.Now())}); err != nil {
+				if _, err := be.Current().Records.Import(context.Background(), adminActor(e), r, "", []map[string]any{gen.Body(r, refs, time.Now())}); err != nil {
 					t.Fatal(err)
 				}
 				continue
@@ -72,7 +72,7 @@ func TestAssociationMatrix(t *testing.T) {
 			ids := seedAll(t, e)
 			gen := sample.New(9)
 			refs := func(res string) []string { return ids[res] }
-			for _, r := range e.Server.Backend().Catalog.Resources {
+			for _, r := range e.Server.Backend().Current().Catalog.Resources {
 				for _, a := range r.Associations {
 					t.Run(r.Name+"."+a.Name, func(t *testing.T) {
 						from, to := ids[r.Name][0], ids[a.Target][len(ids[a.Target])-1]

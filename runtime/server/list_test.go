@@ -16,7 +16,7 @@ import (
 func seedTags(t *testing.T, e *servertest.Env, n int) {
 	t.Helper()
 	b := e.Server.Backend()
-	r, _ := b.Catalog.Resource("tags")
+	r, _ := b.Current().Catalog.Resource("tags")
 	bodies := make([]map[string]any, n)
 	for i := range bodies {
 		body := map[string]any{"name": fmt.Sprintf("Tag %03d", i%500)}
@@ -27,7 +27,7 @@ func seedTags(t *testing.T, e *servertest.Env, n int) {
 		}
 		bodies[i] = body
 	}
-	if _, err := b.Records.Import(context.Background(), records.Actor{Workspace: e.Workspace, Member: e.Member}, r, "", bodies); err != nil {
+	if _, err := b.Current().Records.Import(context.Background(), records.Actor{Workspace: e.Workspace, Member: e.Member}, r, "", bodies); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -59,13 +59,13 @@ func chooseSet(ctx context.Context, st store.Store, local *defset.Set) (set *def
 	return set, served, note, nil
 }
 
-// live is a server's state of its definitions: the generation served and the last refusal.
+// live is a server's state of its definitions switches: the time of the last one and the last
+// refusal. The generation served is the backend's (Backend.Current), stored there only.
 type live struct {
 	mu      sync.Mutex // one switch at a time
-	gen     atomic.Pointer[generation]
+	closed  bool       // set by Close: no switch after it
 	since   atomic.Pointer[time.Time]
 	refused atomic.Pointer[refusal]
-	retired []*plugins.Host // plugin hosts of generations switched away from, closed by Close
 }
 
 // refusal is a definitions version a server would not serve.
@@ -78,15 +78,15 @@ type refusal struct {
 
 // Generation reports the definitions version served and the catalog of it.
 func (s *Server) Generation() (version string, cat *model.Catalog) {
-	g := s.live.gen.Load()
-	return g.set.ID, g.set.Catalog
+	g := s.backend.Current()
+	return g.Set.ID, g.Catalog
 }
 
 // readyDetails is the definitions member of GET /readyz: the version served, since when, and the last
 // version refused, if any.
 func (s *Server) readyDetails() map[string]any {
-	g := s.live.gen.Load()
-	out := map[string]any{"version": g.set.Short(), "served_since": s.live.since.Load().UTC().Format(time.RFC3339Nano)}
+	g := s.backend.Current()
+	out := map[string]any{"version": g.Set.Short(), "served_since": s.live.since.Load().UTC().Format(time.RFC3339Nano)}
 	if r := s.live.refused.Load(); r != nil {
 		out["refused"] = r
 	}
@@ -101,7 +101,7 @@ func (s *Server) Reload(ctx context.Context) error {
 	by := "recordsd SIGHUP"
 	set, err := defset.Dir(s.cfg.DefinitionsDir)
 	if err == nil {
-		_, err = defset.Apply(ctx, s.backend.Store, set, defset.Options{By: by, AllowDestructive: s.cfg.AllowDestructive, Served: s.live.gen.Load().set})
+		_, err = defset.Apply(ctx, s.backend.Store, set, defset.Options{By: by, AllowDestructive: s.cfg.AllowDestructive, Served: s.backend.Current().Set})
 	}
 	if err != nil {
 		id := ""
@@ -117,7 +117,7 @@ func (s *Server) Reload(ctx context.Context) error {
 // watchDefinitions switches to the version the database serves whenever it changes, until ctx ends.
 func (s *Server) watchDefinitions(ctx context.Context) {
 	defset.Watch(ctx, s.backend.Store, defset.PollInterval, func(id string) {
-		if id == s.live.gen.Load().set.ID {
+		if id == s.backend.Current().Set.ID {
 			return
 		}
 		by := "database"
@@ -140,13 +140,15 @@ func (s *Server) watchDefinitions(ctx context.Context) {
 	})
 }
 
-// switchTo builds set's generation and serves it from the next request on. A set that does not build
-// (a plugin that does not start) is refused.
+// switchTo builds set's generation and serves it from the next request on; the generation replaced
+// drains: its plugins stop when the last request (or webhook drain) that started on it ends, unless
+// the new generation shares them. A set that does not build (a plugin that does not start) is refused.
 func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error {
 	s.live.mu.Lock()
 	defer s.live.mu.Unlock()
-	cur := s.live.gen.Load()
-	if cur.set.ID == set.ID {
+	b := s.backend
+	cur := b.gen.Load()
+	if cur.Set.ID == set.ID || s.live.closed {
 		return nil
 	}
 	start := time.Now()
@@ -154,51 +156,53 @@ func (s *Server) switchTo(ctx context.Context, set *defset.Set, by string) error
 	// a start: they are generated from the catalog, which compiled, and compiling all 45 takes half a
 	// second of a processor the switch need not wait for.
 	schemas := schema.Prepare(set.Catalog)
-	var err error
-	host := cur.plugins
-	if !covers(host, set.Catalog) {
-		if host, err = startPlugins(ctx, pluginConfig(s.cfg, s.log, s.metrics), set.Catalog); err != nil {
+	var host *sharedHost
+	if covers(cur.Plugins, set.Catalog) {
+		host = cur.host.retain()
+	} else {
+		started, err := startPlugins(ctx, pluginConfig(s.cfg, s.log, s.metrics), set.Catalog)
+		if err != nil {
 			s.refuse(set.ID, by, err)
 			return err
 		}
 		if s.cfg.PluginWatch > 0 {
-			go host.Watch(context.WithoutCancel(ctx)) // until the host is closed (retired or at Close)
+			go started.Watch(context.WithoutCancel(ctx)) // until the host is closed (drained or at Close)
 		}
+		host = share(started)
 	}
-	b := s.backend
-	g := b.generation(set, schemas, host)
-	doc := httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(set.Catalog, schemas) }, catalog.ServerURL)
-	// Keys and webhook filters resolve in the new catalog first: a request of the new generation
-	// authenticates against its roles and plans (one of the old generation in the moment between
-	// resolves roles and plans by name, as before).
-	b.Directory.SetCatalog(set.Catalog)
-	b.Webhooks.SetCatalog(set.Catalog)
-	s.handler.Swap(httpapi.Generation{Records: g.records, Admin: g.admin, OpenAPI: doc})
-	if b.Dispatcher != nil {
-		b.Dispatcher.SetRecords(g.records)
-	}
-	s.live.gen.Store(g)
+	g := b.newGeneration(set, schemas, host)
+	s.attach(g)
+	b.serve(g)
 	now := time.Now()
 	s.live.since.Store(&now)
-	if old := cur.plugins; host != old && old != nil {
-		// Requests of the old generation may still call its plugins: they are stopped once the longest
-		// request could have ended (or at Close).
-		s.live.retired = append(s.live.retired, old)
-		time.AfterFunc(s.cfg.RequestTimeout+time.Second, func() { s.closeRetired(old) })
-	}
 	s.live.refused.Store(nil)
-	go func() {
+	s.background.Go(func() {
 		if err := schemas.CompileInBackground(); err != nil {
 			s.log.Error("compile JSON Schemas", "version", set.Short(), "err", err)
 		}
-		if err := doc.Prepare(); err != nil {
+		if err := g.doc.Prepare(); err != nil {
 			s.log.Error("OpenAPI document", "version", set.Short(), "err", err)
 		}
-	}()
+	})
 	s.metrics.DefinitionsSwitched(set.Short())
-	s.log.Info("serving definitions version", "version", set.Short(), "previous", cur.set.Short(), "by", by,
+	s.log.Info("serving definitions version", "version", set.Short(), "previous", cur.Set.Short(), "by", by,
 		"resources", len(set.Catalog.Resources), "in", time.Since(start).String())
 	return nil
+}
+
+// attach gives g its OpenAPI document and its API handler, sharing the server's keys, limits and
+// metrics.
+func (s *Server) attach(g *generation) {
+	cat, schemas := g.Catalog, g.Schemas
+	g.doc = httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(cat, schemas) }, catalog.ServerURL)
+	g.handler = s.handler.Generation(httpapi.Generation{Records: g.Records, Admin: g.Admin, OpenAPI: g.doc})
+}
+
+// acquireHandler gives a request the API of the generation served, held until release
+// (httpapi.Config.Generations).
+func (s *Server) acquireHandler() (*httpapi.Handler, func()) {
+	g := s.backend.acquire()
+	return g.handler, g.release
 }
 
 // refuse reports a version the server would not serve.
@@ -206,7 +210,7 @@ func (s *Server) refuse(id, by string, err error) {
 	s.live.refused.Store(&refusal{Version: defset.Short(id), By: by, At: time.Now().UTC(), Error: err.Error()})
 	s.metrics.DefinitionsRefused()
 	s.log.Error("definitions version refused; serving the previous one", "version", defset.Short(id), "by", by,
-		"serving", s.live.gen.Load().set.Short(), "err", err)
+		"serving", s.backend.Current().Set.Short(), "err", err)
 }
 
 // covers reports whether host runs every plugin cat's resources name, for each of those resources.
@@ -225,17 +229,4 @@ func covers(host *plugins.Host, cat *model.Catalog) bool {
 		}
 	}
 	return true
-}
-
-// closeRetired stops the plugins of a generation no longer served, once.
-func (s *Server) closeRetired(host *plugins.Host) {
-	s.live.mu.Lock()
-	i := slices.Index(s.live.retired, host)
-	if i >= 0 {
-		s.live.retired = slices.Delete(s.live.retired, i, i+1)
-	}
-	s.live.mu.Unlock()
-	if i >= 0 {
-		host.Close()
-	}
 }

@@ -28,23 +28,7 @@ func TestDefinitionsSwitch(t *testing.T) {
 			defs := servertest.CopyDefinitions(t)
 			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, Metrics: true})
 			_, _, key := e.NewWorkspace("enterprise", "admin", "write")
-			call := func(method, path, body string) (int, map[string]any) {
-				req, _ := http.NewRequest(method, e.URL+path, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+key)
-				if body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				res, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Error(err)
-					return 0, nil
-				}
-				defer res.Body.Close()
-				var out map[string]any
-				data, _ := io.ReadAll(res.Body)
-				_ = json.Unmarshal(data, &out)
-				return res.StatusCode, out
-			}
+			call := func(method, path, body string) (int, map[string]any) { return uncheckedCall(t, e, key, method, path, body) }
 			status, before := call("POST", "/v1/tags", `{"name":"before"}`)
 			if status != 201 {
 				t.Fatalf("create: %d %v", status, before)
@@ -114,6 +98,27 @@ func TestDefinitionsSwitch(t *testing.T) {
 	}
 }
 
+// uncheckedCall sends a request to e with key and answers its status and JSON body, unchecked against
+// the contract: past a switch, the server serves a version the test's OpenAPI document does not know.
+func uncheckedCall(t *testing.T, e *servertest.Env, key, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, nil
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	data, _ := io.ReadAll(res.Body)
+	_ = json.Unmarshal(data, &out)
+	return res.StatusCode, out
+}
+
 // metricValue reads one unlabelled metric of e's server.
 func metricValue(t *testing.T, e *servertest.Env, name string) float64 {
 	t.Helper()
@@ -131,4 +136,91 @@ func metricValue(t *testing.T, e *servertest.Env, name string) float64 {
 		}
 	}
 	return -1
+}
+
+// A generation lives as long as what runs on it (docs/architecture.md, "Generations"): a long poll held
+// open across a switch keeps the generation it started on — and its plugins, which the new version
+// shares here — and answers from it; the switch drops only the served reference, and the old
+// generation drains the moment the request ends, not at a timer. Backend().Current() follows the switch.
+func TestGenerationHeldAcrossSwitch(t *testing.T) {
+	t.Parallel()
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			defs := servertest.CopyDefinitions(t)
+			// A server of its own: it switches definitions.
+			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, Private: true})
+			e.Expect(e.Do("POST", "/v1/tags", map[string]any{"name": "before"}), 201, "")
+			pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"].(string)
+			lost := e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": "Lost", "stage_type": "lost", "probability": 0})
+			e.Expect(lost, 201, "")
+			cursor := ""
+			for {
+				page := e.Do("GET", "/v1/events?limit=100&cursor="+cursor, nil)
+				e.Expect(page, 200, "")
+				cursor = page.Body["meta"].(map[string]any)["next_cursor"].(string)
+				if page.Body["meta"].(map[string]any)["has_more"] != true {
+					break
+				}
+			}
+			old := e.Server.ServedGeneration()
+			if old.Refs() != 1 || old.PluginUsers() != 1 {
+				t.Fatalf("before: refs %d, plugin users %d; want 1 and 1", old.Refs(), old.PluginUsers())
+			}
+
+			polled := make(chan *servertest.Response, 1)
+			go func() { polled <- e.Do("GET", "/v1/events?wait=20s&resource=tags&cursor="+cursor, nil) }()
+			if _, ok := servertest.WaitFor(servertest.Budget(2*time.Second, 10*time.Second), func() bool { return old.Refs() == 2 }); !ok {
+				t.Fatalf("the long poll does not hold the generation: refs %d", old.Refs())
+			}
+
+			servertest.EvolveDefinitions(t, defs)
+			if err := e.Server.Reload(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			cur := e.Server.ServedGeneration()
+			if cur.Version() == old.Version() {
+				t.Fatal("Reload left the version served as it was")
+			}
+			if _, ok := e.Server.Backend().Current().Catalog.Resource(servertest.LiveResource); !ok {
+				t.Fatalf("Backend().Current() after the switch has no %s", servertest.LiveResource)
+			}
+			// The request still holds the old generation, and the plugins both generations use run.
+			if old.Refs() != 1 || old.PluginUsers() != 2 {
+				t.Fatalf("after the switch, with the poll open: old refs %d (want 1: the poll), plugin users %d (want 2)", old.Refs(), old.PluginUsers())
+			}
+			// Unchecked against the contract from here: the test's document is the old version's.
+			if status, out := uncheckedCall(t, e, e.Key, "GET", "/v1/"+servertest.LiveResource, ""); status != 200 {
+				t.Fatalf("GET /v1/%s on the new generation: %d %v", servertest.LiveResource, status, out)
+			}
+
+			// A write ends the poll: it answers from the old generation, which then drains at once.
+			if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/tags", `{"name":"after"}`); status != 201 {
+				t.Fatalf("POST /v1/tags on the new generation: %d %v", status, out)
+			}
+			var res *servertest.Response
+			select {
+			case res = <-polled:
+			case <-time.After(servertest.Budget(5*time.Second, 20*time.Second)):
+				t.Fatal("the long poll did not answer after a write")
+			}
+			if res.Status != 200 || len(res.Body["data"].([]any)) != 1 {
+				t.Errorf("the long poll answered %d %v, want 200 with the one write", res.Status, res.Body)
+			}
+			if _, ok := servertest.WaitFor(servertest.Budget(time.Second, 5*time.Second), func() bool { return old.Refs() == 0 }); !ok {
+				t.Fatalf("the old generation did not drain after its last request: refs %d", old.Refs())
+			}
+			if _, ok := servertest.WaitFor(servertest.Budget(time.Second, 5*time.Second), func() bool { return old.PluginUsers() == 1 }); !ok {
+				t.Fatalf("the shared plugins count %d users after the old generation drained, want 1", old.PluginUsers())
+			}
+			if cur.Refs() != 1 {
+				t.Errorf("the generation served has refs %d with nothing running, want 1", cur.Refs())
+			}
+			// The plugins the new generation shares still run its rules (deal-rules: a lost deal needs a reason).
+			deal := fmt.Sprintf(`{"name":"rules still run","pipeline_id":%q,"stage_id":%q}`, pipeline, lost.Data()["id"])
+			if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/deals", deal); status != 422 || !strings.Contains(fmt.Sprint(out), "loss reason") {
+				t.Errorf("a deal the rules plugin refuses, after the old generation drained: %d %v", status, out)
+			}
+		})
+	}
 }

@@ -112,7 +112,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			}
 
 			resources := map[string]bool{"-": true}
-			for _, r := range e.Server.Backend().Catalog.Resources {
+			for _, r := range e.Server.Backend().Current().Catalog.Resources {
 				resources[r.Name] = true
 			}
 			before := seriesCount(fams, "records_")

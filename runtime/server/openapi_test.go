@@ -115,7 +115,7 @@ func TestOpenAPIDocument(t *testing.T) {
 			t.Errorf("header %s not described", h)
 		}
 	}
-	cat := a.Server.Backend().Catalog
+	cat := a.Server.Backend().Current().Catalog
 	if len(cat.Resources) != 44 {
 		t.Errorf("%d resources", len(cat.Resources))
 	}

@@ -114,7 +114,7 @@ func TestPathControlCharacters(t *testing.T) {
 	t.Parallel()
 	log := &proc.Buffer{}
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{Log: log})
-	cases := pathCases(e.Server.Backend().Catalog)
+	cases := pathCases(e.Server.Backend().Current().Catalog)
 	var sent atomic.Int64
 	t.Run("routes", func(t *testing.T) {
 		// One subtest per template and method, its requests in turn: the server's handler is what is
@@ -149,7 +149,7 @@ func TestPathControlCharacters(t *testing.T) {
 			t.Errorf("the server logged a line of %d bytes: %.400s", len(line), line)
 		}
 	}
-	t.Logf("%d requests over %d routes", sent.Load(), len(route.Table(e.Server.Backend().Catalog)))
+	t.Logf("%d requests over %d routes", sent.Load(), len(route.Table(e.Server.Backend().Current().Catalog)))
 }
 
 // checkRefusedPath sends c and checks the answer is 400 invalid_request in the envelope.
@@ -255,7 +255,7 @@ func sendRawPath(t *testing.T, base, method, path, key string) (int, http.Header
 func FuzzPath(f *testing.F) {
 	e := servertest.Start(f, servertest.SQLite, servertest.Options{})
 	seen := map[string]bool{}
-	for _, c := range pathCases(e.Server.Backend().Catalog) {
+	for _, c := range pathCases(e.Server.Backend().Current().Catalog) {
 		// One seed per template, method and poisoned parameter (the first encoded seed, with or
 		// without a key in turn); HEAD answers no body to check.
 		id := c.method + " " + c.template

@@ -74,7 +74,7 @@ func TestDealRulesPlugin(t *testing.T) {
 			e.Expect(e.Do("PATCH", "/v1/deals/"+id, map[string]any{"stage_id": open}), 200, "")
 
 			// Kill the plugin: the next write starts it again and the rule still applies.
-			host := e.Server.Backend().Plugins
+			host := e.Server.Backend().Current().Plugins
 			if n := len(host.Statuses()); n != 3 {
 				t.Errorf("%d plugins loaded, want the 3 the definitions name", n)
 			}
@@ -159,7 +159,7 @@ func TestPluginSwap(t *testing.T) {
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A blocked name"}), 201, "")
 
 	buildNameRules(t, dir, "blocked")
-	host := e.Server.Backend().Plugins
+	host := e.Server.Backend().Current().Plugins
 	if err := host.Restart("name-rules"); err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestPluginSwapWatched(t *testing.T) {
 	buildNameRules(t, dir, "forbidden")
 	e := servertest.Start(t, servertest.SQLite, servertest.Options{DefinitionsDir: servertest.DefinitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
 	e.AwaitReady() // the schemas compile in the background: /readyz is checked below, once swapped
-	host := e.Server.Backend().Plugins
+	host := e.Server.Backend().Current().Plugins
 	e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "A forbidden name"}), 422, "validation_failed")
 	old := servertest.PluginStatus(t, host, "name-rules")
 
@@ -246,7 +246,7 @@ func TestPluginKilledDuringWrites(t *testing.T) {
 	for _, b := range servertest.Backends {
 		t.Run(string(b), func(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: servertest.DefinitionsWithHooks(t, "companies", "name-rules"), PluginsDir: dir})
-			host := e.Server.Backend().Plugins
+			host := e.Server.Backend().Current().Plugins
 			done := make(chan struct{})
 			go func() {
 				defer close(done)

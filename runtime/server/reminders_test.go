@@ -70,7 +70,7 @@ func TestKeyExpiryReminders(t *testing.T) {
 			var mu sync.Mutex
 			total := 0
 			for range 3 {
-				replica := auth.NewDirectory(be.Store, be.Catalog, nil)
+				replica := auth.NewDirectory(be.Store, be.Current().Catalog, nil)
 				wg.Go(func() {
 					n, err := replica.SendDueReminders(ctx, at)
 					if err != nil {

@@ -58,7 +58,7 @@ func TestRowLevelSecurity(t *testing.T) {
 	company := e.Do("POST", "/v1/companies", map[string]any{"name": "A1"}).Data()["id"].(string)
 	contact := e.Do("POST", "/v1/contacts", map[string]any{"last_name": "Lee"}).Data()["id"].(string)
 	e.Expect(e.Do("PUT", "/v1/contacts/"+contact+"/companies/"+company, nil), 200, "")
-	if _, err := be.Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "text"}); err != nil {
+	if _, err := be.Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "tier", Type: "text"}); err != nil {
 		t.Fatal(err)
 	}
 	e.Expect(e.Do("PATCH", "/v1/companies/"+company, map[string]any{"cf__tier": "gold"}), 200, "")
@@ -81,7 +81,7 @@ func TestRowLevelSecurity(t *testing.T) {
 
 	// T1: the catalog.
 	want := map[string]bool{"associations": true, "audit_log": true, "custom_values": true, "events": true, "event_queue": true, "event_numbers": true, "event_sequences": true, "key_usage_daily": true}
-	for _, r := range be.Catalog.Resources {
+	for _, r := range be.Current().Catalog.Resources {
 		want[r.Table] = true
 	}
 	type table struct {

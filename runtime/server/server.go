@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,10 +23,8 @@ import (
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
-	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
-	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/defset"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/events"
@@ -72,31 +71,29 @@ func withSchemas(set *defset.Set, err error) (*model.Catalog, *schema.Set, error
 // file, line and column (defset.Invalid).
 type DefinitionsError = defset.Invalid
 
-// Backend is an opened, migrated database with the services over it.
+// Backend is an opened, migrated database with the services over it. What one definitions version
+// builds is its Generation: Current is the one served now (a server switches between them, live.go).
 type Backend struct {
-	// Set is the definitions version opened (docs/issue-25.md); Catalog, Schemas, Custom, Records,
-	// Admin and Plugins are built from it. A server that switches to another version builds them again
-	// for it (live.go) and leaves these as they were: Server.Generation is the version served.
-	Set       *defset.Set
-	Catalog   *model.Catalog
-	Schemas   *schema.Set
-	Store     store.Store
-	Records   *records.Service
+	Store store.Store
+	// Directory keeps workspaces, members and keys; Webhooks the workspaces' webhook endpoints and their
+	// delivery logs. Both outlive generations and resolve plans, roles and resources in the version
+	// served at each call (Current); a generation has views of them fixed to its version.
 	Directory *auth.Directory
-	Custom    *customfields.Registry
+	Webhooks  *dispatch.Registry
 	Migration *migrate.Result
-	// Plugins runs the rules plugins the definitions name (set by New; nil for admin commands).
-	Plugins *plugins.Host
 	// Events numbers the change feed's events (nil when the feed is off); recordsd runs it.
 	Events *events.Sequencer
-	// Webhooks keeps the workspaces' webhook endpoints and their delivery logs.
-	Webhooks *dispatch.Registry
-	// Admin runs the admin API's operations (docs/issue-24.md).
-	Admin *admin.Service
 	// Dispatcher delivers events to the endpoints (set by New; nil for admin commands and when the
 	// feed is off).
 	Dispatcher *dispatch.Dispatcher
 
+	gen       atomic.Pointer[generation] // the generation served (Current); the only place it is stored
+	undrained sync.WaitGroup             // generations built and not yet drained
+	hosts     struct {
+		sync.Mutex
+		live map[*sharedHost]struct{} // plugin hosts not yet stopped
+	}
+	closed        sync.Once
 	recordsConfig records.Config
 	// note says why the version opened is not the definitions directory's (logged by New).
 	note string
@@ -150,7 +147,7 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	if o.also != nil {
 		wg.Go(func() { alsoErr = o.also(cat) })
 	}
-	b, err := openStore(ctx, cfg, local, o)
+	b, set, err := openStore(ctx, cfg, local, o)
 	wg.Wait()
 	if err := errors.Join(err, alsoErr); err != nil {
 		if b != nil {
@@ -158,68 +155,36 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 		}
 		return nil, err
 	}
-	if b.Set != local && o.schemas {
-		schemas = schema.Prepare(b.Set.Catalog)
+	if set != local && o.schemas {
+		schemas = schema.Prepare(set.Catalog)
 	}
 	if cfg.Events {
 		b.Events = events.NewSequencer(b.Store, events.NewHub())
 		b.Events.Retention = cfg.EventRetention
 	}
 	b.recordsConfig.Store, b.recordsConfig.Idempotency, b.recordsConfig.Events = b.Store, idempotency.New(b.Store, nil), b.Events
-	b.Webhooks = dispatch.NewRegistry(b.Store, b.Set.Catalog, cfg.WebhookAllowPrivate)
-	b.build(b.Set, schemas, nil)
+	// The backend's directory and registry resolve in the version served, whichever it is when asked.
+	b.Directory = auth.NewDirectory(b.Store, set.Catalog, nil).Following(b.catalog)
+	b.Webhooks = dispatch.NewRegistry(b.Store, set.Catalog, cfg.WebhookAllowPrivate).Following(b.catalog)
+	b.hosts.live = map[*sharedHost]struct{}{}
+	b.serve(b.newGeneration(set, schemas, share(nil)))
 	if b.Events != nil {
 		b.Events.Subscribe(b.Webhooks) // New subscribes the dispatcher instead, which also delivers
 	}
 	return b, nil
 }
 
-// generation is what one definitions version builds over the backend's store: its catalog's schemas,
-// custom fields, record service, admin operations and plugins (live.go switches between them).
-type generation struct {
-	set     *defset.Set
-	schemas *schema.Set
-	custom  *customfields.Registry
-	records *records.Service
-	admin   *admin.Service
-	plugins *plugins.Host
-}
-
-// generation builds the services of set over b's store, with the plugins of host.
-func (b *Backend) generation(set *defset.Set, schemas *schema.Set, host *plugins.Host) *generation {
-	g := &generation{set: set, schemas: schemas, custom: customfields.New(b.Store, set.Catalog), plugins: host}
-	rc := b.recordsConfig
-	rc.Catalog, rc.Schemas, rc.Custom = set.Catalog, schemas, g.custom
-	if host != nil {
-		rc.Hooks = host
-	}
-	g.records = records.New(rc)
-	g.admin = admin.New(admin.Config{Catalog: set.Catalog, Store: b.Store, Directory: b.Directory, Custom: g.custom, Webhooks: b.Webhooks, Records: g.records,
-		CursorSecret: rc.CursorSecret})
-	return g
-}
-
-// build makes set's generation the backend's.
-func (b *Backend) build(set *defset.Set, schemas *schema.Set, host *plugins.Host) *generation {
-	g := b.generation(set, schemas, host)
-	b.Set, b.Catalog, b.Schemas, b.Custom, b.Records, b.Admin = set, set.Catalog, schemas, g.custom, g.records, g.admin
-	if host != nil {
-		b.Plugins, b.recordsConfig.Hooks = host, host
-	}
-	return g
-}
-
 // openStore opens the database, picks the definitions version to serve (chooseSet), migrates the
 // database to it (always, or only when it is not current: o.migrate, o.unchanged), records it as the
 // version served (o.record) and reads (or makes) the cursor secret.
-func openStore(ctx context.Context, cfg config.Config, local *defset.Set, o openOptions) (*Backend, error) {
+func openStore(ctx context.Context, cfg config.Config, local *defset.Set, o openOptions) (*Backend, *defset.Set, error) {
 	st, err := store.Open(ctx, cfg.DB)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fail := func(err error) (*Backend, error) {
+	fail := func(err error) (*Backend, *defset.Set, error) {
 		st.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	set, served, note, err := chooseSet(ctx, st, local)
 	if err != nil {
@@ -258,13 +223,12 @@ func openStore(ctx context.Context, cfg config.Config, local *defset.Set, o open
 			return fail(err)
 		}
 	}
-	return &Backend{Set: set, Catalog: cat, Store: st, Migration: res, Directory: auth.NewDirectory(st, cat, nil),
-		recordsConfig: records.Config{CursorSecret: secret}, note: note}, nil
+	return &Backend{Store: st, Migration: res, recordsConfig: records.Config{CursorSecret: secret}, note: note}, set, nil
 }
 
 // StartPlugins starts the plugins the definitions name, from dir, and makes writes run their hooks.
 func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger) error {
-	host, err := startPlugins(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, b.Catalog)
+	host, err := startPlugins(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, b.catalog())
 	if err != nil {
 		return err
 	}
@@ -285,11 +249,17 @@ func startPlugins(ctx context.Context, cfg plugins.Config, cat *model.Catalog) (
 	return host, nil
 }
 
-func (b *Backend) usePlugins(host *plugins.Host) { b.build(b.Set, b.Schemas, host) }
+// usePlugins serves the generation of the version served with the plugins of host (before serving:
+// the generation replaced is held by no request).
+func (b *Backend) usePlugins(host *plugins.Host) {
+	cur := b.gen.Load()
+	b.serve(b.newGeneration(cur.Set, cur.Schemas, share(host)))
+}
 
-// Close stops the plugins and closes the database.
+// Close stops the plugins, once the requests holding their generations have ended (for at most
+// closeWait), and closes the database.
 func (b *Backend) Close() error {
-	b.Plugins.Close()
+	b.closed.Do(b.closeGenerations)
 	return b.Store.Close()
 }
 
@@ -342,7 +312,6 @@ type Server struct {
 	instance *idempotency.Instance
 	redis    *redis.Client // nil without --redis
 	metrics  *metrics.Metrics
-	openapi  *httpapi.Document // built once serving (prepare)
 	// prepareOnce starts prepare once (Serve, or the first readiness check); prepared is closed when it
 	// has ended, with preparedErr its failure.
 	prepareOnce sync.Once
@@ -350,7 +319,10 @@ type Server struct {
 	preparedErr error
 	closed      sync.Once
 	closeErr    error
-	live        live // the definitions version served (live.go)
+	live        live // the definitions switches (live.go)
+	// background counts what Serve and the switches started that may outlive them (a switch's schema
+	// compile); Close waits for it.
+	background sync.WaitGroup
 }
 
 // New opens the backend and builds the HTTP handler.
@@ -373,10 +345,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		host.Close()
 		return nil, err
 	}
-	if !covers(host, b.Catalog) {
+	if !covers(host, b.catalog()) {
 		// The database serves a version applied after the directory's (chooseSet), naming other plugins.
 		host.Close()
-		if host, err = startPlugins(ctx, pluginConfig(cfg, log, m), b.Catalog); err != nil {
+		if host, err = startPlugins(ctx, pluginConfig(cfg, log, m), b.catalog()); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -386,7 +358,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		log.Warn(b.note)
 	}
 	if b.Events != nil {
-		b.Dispatcher = dispatch.NewDispatcher(b.Store, b.Webhooks, b.Records, b.Events,
+		b.Dispatcher = dispatch.NewDispatcher(b.Store, b.Webhooks, b.heldRecords, b.Events,
 			webhooks.NewClient(webhooks.Options{AllowPrivate: cfg.WebhookAllowPrivate}))
 		b.Dispatcher.Metrics = m
 		if cfg.WebhookLease > 0 {
@@ -424,8 +396,6 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		b.Close()
 		return nil, err
 	}
-	// Built once serving (Serve), or by the first request for it.
-	doc := httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(b.Catalog, b.Schemas) }, catalog.ServerURL)
 	proxies, err := httpapi.ParseProxies(cfg.TrustedProxies)
 	if err != nil {
 		b.Close()
@@ -470,15 +440,19 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		// Its leases and attempts name this process's server_instances row (host and pid).
 		b.Dispatcher.SetOwner(inst.ID)
 	}
-	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, openapi: doc, prepared: make(chan struct{})}
-	s.live.gen.Store(&generation{set: b.Set, schemas: b.Schemas, custom: b.Custom, records: b.Records, admin: b.Admin, plugins: b.Plugins})
+	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, prepared: make(chan struct{})}
+	g := b.gen.Load()
 	now := time.Now()
 	s.live.since.Store(&now)
-	m.DefinitionsServed(b.Set.Short())
-	log.Info("serving definitions version", "version", b.Set.Short(), "resources", len(b.Catalog.Resources))
-	s.handler = httpapi.New(httpapi.Config{Records: b.Records, Directory: b.Directory, Admin: b.Admin, Logger: log, OpenAPI: doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
+	m.DefinitionsServed(g.Set.Short())
+	log.Info("serving definitions version", "version", g.Set.Short(), "resources", len(g.Catalog.Resources))
+	// The document is built once serving (Serve), or by the first request for it.
+	cat, schemas := g.Catalog, g.Schemas
+	g.doc = httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(cat, schemas) }, catalog.ServerURL)
+	s.handler = httpapi.New(httpapi.Config{Records: g.Records, Directory: b.Directory, Admin: g.Admin, Logger: log, OpenAPI: g.doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, ReadyDetails: s.readyDetails, RequestTimeout: cfg.RequestTimeout,
-		FailedAuthPerMinute: cfg.FailedAuthPerMinute})
+		FailedAuthPerMinute: cfg.FailedAuthPerMinute, Generations: s.acquireHandler})
+	g.handler = s.handler
 	return s, nil
 }
 
@@ -509,7 +483,11 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 			}
 		})
 	}
-	wg.Go(func() { plug = s.live.gen.Load().plugins.Check(ctx) })
+	wg.Go(func() {
+		g := s.backend.acquire()
+		defer g.release()
+		plug = g.Plugins.Check(ctx)
+	})
 	var schemas httpapi.Check
 	wg.Go(func() { schemas = s.schemasCheck(ctx) })
 	wg.Wait()
@@ -536,11 +514,12 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 func (s *Server) prepare() {
 	t := time.Now()
 	defer close(s.prepared)
-	if err := s.backend.Schemas.CompileInBackground(); err != nil {
+	g := s.backend.gen.Load()
+	if err := g.Schemas.CompileInBackground(); err != nil {
 		s.log.Error("compile JSON Schemas", "err", err)
 		s.preparedErr = errors.New("failed to compile")
 	}
-	if err := s.openapi.Prepare(); err != nil {
+	if err := g.doc.Prepare(); err != nil {
 		s.log.Error("OpenAPI document", "err", err)
 		s.preparedErr = errors.New("failed to build the OpenAPI document")
 	}
@@ -665,15 +644,10 @@ func (s *Server) Close() error {
 			err = errors.Join(err, ierr)
 		}
 		s.live.mu.Lock()
-		retired := s.live.retired
-		s.live.retired = nil
+		s.live.closed = true // no switch from now on
 		s.live.mu.Unlock()
-		for _, host := range retired {
-			host.Close()
-		}
-		if host := s.live.gen.Load().plugins; host != s.backend.Plugins {
-			host.Close() // a switch started it; the backend closes the plugins it opened with
-		}
+		s.background.Wait()
+		// The generations drain (their plugins stop) as the last requests on them end.
 		s.closeErr = errors.Join(err, s.backend.Close())
 		if s.redis != nil {
 			s.closeErr = errors.Join(s.closeErr, s.redis.Close())
@@ -693,7 +667,7 @@ func (s *Server) Watch(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.backend.Directory.Watch(ctx) })
 	if s.cfg.PluginWatch > 0 {
-		wg.Go(func() { s.backend.Plugins.Watch(ctx) })
+		wg.Go(func() { s.backend.Current().Plugins.Watch(ctx) }) // a switch's new plugins are watched by the switch
 	}
 	if s.backend.Events != nil {
 		wg.Go(func() { s.backend.Events.Run(ctx, s.log) })

@@ -21,7 +21,7 @@ func TestUniqueCustomField(t *testing.T) {
 			t.Parallel()
 			e, client := concurrentEnv(t, b)
 			ctx := context.Background()
-			reg := e.Server.Backend().Custom
+			reg := e.Server.Backend().Current().Custom
 			if _, err := reg.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "notes_key", Type: "long_text", Unique: true}); err == nil {
 				t.Errorf("a unique long_text field was created")
 			}
@@ -54,7 +54,7 @@ func TestUniqueCustomField(t *testing.T) {
 
 			// An import taking a held value, declared or custom, or repeating one within itself, writes
 			// nothing and is refused as a conflict naming the key.
-			companies, _ := e.Server.Backend().Catalog.Resource("companies")
+			companies, _ := e.Server.Backend().Current().Catalog.Resource("companies")
 			for name, bodies := range map[string][]map[string]any{
 				"custom held":       {{"name": "I1", "cf__erp_id": "E-1"}},
 				"custom repeated":   {{"name": "I2", "cf__erp_id": "E-9"}, {"name": "I3", "cf__erp_id": "E-9"}},
@@ -64,7 +64,7 @@ func TestUniqueCustomField(t *testing.T) {
 				if name == "declared held" {
 					e.Expect(e.Do("POST", "/v1/companies", map[string]any{"name": "Holder", "domain": "held.example"}), 201, "")
 				}
-				_, err := e.Server.Backend().Records.Import(ctx, adminActor(e), companies, "", bodies)
+				_, err := e.Server.Backend().Current().Records.Import(ctx, adminActor(e), companies, "", bodies)
 				if ae := records.Explain(err); ae.Code != apierr.Conflict || ae.Details["unique_key"] == nil {
 					t.Errorf("import %s: %v", name, err)
 				}

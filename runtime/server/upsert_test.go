@@ -99,7 +99,7 @@ func TestUpsert(t *testing.T) {
 			// contacts.email; a custom unique key as cf__<key>, in both body forms.
 			e.Expect(e.Do("PUT", "/v1/contacts/by/email/ada%40up.example", map[string]any{"first_name": "Ada", "last_name": "L"}), 201, "")
 			e.Expect(e.Do("PUT", "/v1/contacts/by/email/ada@up.example", map[string]any{"last_name": "Lovelace"}), 200, "")
-			if _, err := e.Server.Backend().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "erp_id", Type: "text", Unique: true}); err != nil {
+			if _, err := e.Server.Backend().Current().Custom.Create(context.Background(), e.Workspace, customfields.Def{Resource: "companies", Key: "erp_id", Type: "text", Unique: true}); err != nil {
 				t.Fatal(err)
 			}
 			erp := e.Do("PUT", "/v1/companies/by/cf__erp_id/E-7", map[string]any{"name": "ERP"})

@@ -32,7 +32,7 @@ func TestURLFieldsTakeWebAddressesOnly(t *testing.T) {
 			be := e.Server.Backend()
 			ctx := context.Background()
 			ids := seedAll(t, e)
-			if _, err := be.Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "homepage", Type: "url"}); err != nil {
+			if _, err := be.Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "homepage", Type: "url"}); err != nil {
 				t.Fatal(err)
 			}
 			modelID, err := be.Directory.CreateModel(ctx, e.Workspace, "Links", map[string]auth.ModelField{"site": {Type: "url"}})
@@ -48,7 +48,7 @@ func TestURLFieldsTakeWebAddressesOnly(t *testing.T) {
 				}
 			}
 			checked := 0
-			for _, r := range be.Catalog.Resources {
+			for _, r := range be.Current().Catalog.Resources {
 				if !r.Ops.Has(model.OpUpdate) || r.ModelScoped {
 					continue
 				}

@@ -51,7 +51,7 @@ func TestOnePassValidation(t *testing.T) {
 				{Resource: "companies", Key: "tier", Type: "select", Options: []string{"gold", "silver"}, Required: true},
 				{Resource: "companies", Key: "partner", Type: "reference", Target: "companies"},
 			} {
-				if _, err := be.Custom.Create(ctx, e.Workspace, d); err != nil {
+				if _, err := be.Current().Custom.Create(ctx, e.Workspace, d); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -90,8 +90,8 @@ func TestOnePassValidation(t *testing.T) {
 			}
 
 			// The bulk import reports both kinds in one pass too, prefixed with the body's index.
-			r, _ := be.Catalog.Resource("companies")
-			_, err = be.Records.Import(ctx, adminActor(e), r, "", []map[string]any{{"name": "ok", "cf__tier": "gold"}, {"name": 5, "cf__tier": "bronze"}})
+			r, _ := be.Current().Catalog.Resource("companies")
+			_, err = be.Current().Records.Import(ctx, adminActor(e), r, "", []map[string]any{{"name": "ok", "cf__tier": "gold"}, {"name": 5, "cf__tier": "bronze"}})
 			var fl field.ErrorList
 			if !asFieldErrors(err, &fl) || len(fl) != 2 || fl[0].Field != "[1].name" || fl[1].Field != "[1].cf__tier" {
 				t.Errorf("import: %v", err)

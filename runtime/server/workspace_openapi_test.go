@@ -60,7 +60,7 @@ func TestWorkspaceOpenAPI(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			reg := e.Server.Backend().Custom
+			reg := e.Server.Backend().Current().Custom
 			for _, d := range []customfields.Def{
 				{Resource: "companies", Key: "tier", Type: "select", Options: []string{"gold", "silver"}, Label: "Tier {{server_url}}"},
 				{Resource: "companies", Key: "seats", Type: "integer", Required: true},

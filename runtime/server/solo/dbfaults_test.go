@@ -177,7 +177,7 @@ func (fe *faultEnv) scenario(t *testing.T) *faultEnv {
 	env := *fe.Env
 	env.T = t
 	env.Workspace, env.Member, env.Key = env.NewWorkspace("growth", "admin", "write")
-	d, err := env.Server.Backend().Custom.Create(context.Background(), env.Workspace, customfields.Def{Resource: "companies", Key: "score", Type: "integer"})
+	d, err := env.Server.Backend().Current().Custom.Create(context.Background(), env.Workspace, customfields.Def{Resource: "companies", Key: "score", Type: "integer"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func newChaosRig(t *testing.T, b servertest.Backend, env map[string]string) *cha
 		PluginTimeout:  chaosDeadline,
 		Log:            r.log,
 	})
-	r.host = r.e.Server.Backend().Plugins
+	r.host = r.e.Server.Backend().Current().Plugins
 	r.e.Contract() // once, before the clients run at once
 	r.notePID()
 	return r

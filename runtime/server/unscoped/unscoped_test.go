@@ -26,7 +26,7 @@ import (
 // requireUnscoped fails unless this binary's statements really lack the workspace predicate.
 func requireUnscoped(t *testing.T, e *servertest.Env) {
 	t.Helper()
-	r, _ := e.Server.Backend().Catalog.Resource("companies")
+	r, _ := e.Server.Backend().Current().Catalog.Resource("companies")
 	for _, d := range []sqlgen.Dialect{sqlgen.New(sqlgen.Postgres), sqlgen.New(sqlgen.SQLite)} {
 		s := d.Get(r, sqlgen.Key{Workspace: "0190a6d4-0000-7000-8000-00000000000a", ID: "0190a6d4-0000-7000-8000-00000000000b"})
 		if strings.Contains(s.SQL, `"workspace_id" =`) || len(s.Args) != 1 {

@@ -23,7 +23,7 @@ func foreignIDsNeverExpand(t *testing.T, e *servertest.Env, ws, key, deal string
 	st := e.Server.Backend().Store
 	d := st.Dialect()
 	ctx := store.WithWorkspace(context.Background(), ws)
-	r, _ := e.Server.Backend().Catalog.Resource("deals")
+	r, _ := e.Server.Backend().Current().Catalog.Resource("deals")
 	stored := map[string]bool{}
 	var refs []string
 	for _, rel := range r.Relations() {

@@ -56,7 +56,7 @@ func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[str
 		t.Fatal(err)
 	}
 	actor := records.Actor{Workspace: tn.ws, Member: tn.member}
-	for _, r := range servertest.ResourceOrder(be.Catalog) {
+	for _, r := range servertest.ResourceOrder(be.Current().Catalog) {
 		if r.Name == "entity_members" {
 			continue
 		}
@@ -66,7 +66,7 @@ func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[str
 		}
 		if r.ReadOnly() {
 			for i := 0; i < 2; i++ {
-				if _, err := be.Records.Import(ctx, actor, r, "", []map[string]any{tn.gen.Body(r, tn.refs, time.Now())}); err != nil {
+				if _, err := be.Current().Records.Import(ctx, actor, r, "", []map[string]any{tn.gen.Body(r, tn.refs, time.Now())}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -87,7 +87,7 @@ func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[str
 			tn.seen[id] = res.Data()
 		}
 	}
-	for _, r := range be.Catalog.Resources {
+	for _, r := range be.Current().Catalog.Resources {
 		if r.Ops.Has(model.OpArchive) {
 			q := ""
 			if r.ModelScoped {
@@ -121,7 +121,7 @@ type MatrixCounts struct {
 func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 	t.Helper()
 	be := e.Server.Backend()
-	cat := be.Catalog
+	cat := be.Current().Catalog
 	ctx := context.Background()
 	const marker = "A-SECRET-MARKER"
 	A := newTenant(t, e, 11, map[string]auth.ModelField{"a_secret_code": {Type: "string"}})
@@ -131,11 +131,11 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 	bEndpoint := bHooks.endpoint(t, e, B.ws, B.member)
 
 	// A's custom field (its value is a marker), B's custom reference field.
-	aField, err := be.Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_secret_tier", Type: "text"})
+	aField, err := be.Current().Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_secret_tier", Type: "text"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := be.Custom.Create(ctx, B.ws, customfields.Def{Resource: "companies", Key: "b_partner", Type: "reference", Target: "companies"}); err != nil {
+	if _, err := be.Current().Custom.Create(ctx, B.ws, customfields.Def{Resource: "companies", Key: "b_partner", Type: "reference", Target: "companies"}); err != nil {
 		t.Fatal(err)
 	}
 	e.Expect(e.DoKey(A.key, "PATCH", "/v1/companies/"+A.ids["companies"][0], map[string]any{"cf__a_secret_tier": marker}), 200, "")
@@ -177,7 +177,7 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 	var aCustomIDs []string
 	for _, r := range cat.Resources {
 		if route.Batches(r) && !r.ModelScoped && r.Name != "companies" {
-			if _, err := be.Custom.Create(ctx, B.ws, customfields.Def{Resource: r.Name, Key: "b_partner", Type: "reference", Target: "companies"}); err != nil {
+			if _, err := be.Current().Custom.Create(ctx, B.ws, customfields.Def{Resource: r.Name, Key: "b_partner", Type: "reference", Target: "companies"}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -202,7 +202,7 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 			aHeld[r.Name] = append(aHeld[r.Name], heldKey{f.Key, v})
 		}
 		for _, ws := range []string{A.ws, B.ws} {
-			def, err := be.Custom.Create(ctx, ws, customfields.Def{Resource: r.Name, Key: "ext_id", Type: "text", Unique: true})
+			def, err := be.Current().Custom.Create(ctx, ws, customfields.Def{Resource: r.Name, Key: "ext_id", Type: "text", Unique: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +215,7 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 		aHeld[r.Name] = append(aHeld[r.Name], heldKey{"cf__ext_id", v})
 		aTags[r.Name] = e.DoKey(A.key, "GET", path, nil).Header.Get("ETag")
 	}
-	aOnly, err := be.Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_only_key", Type: "text", Unique: true})
+	aOnly, err := be.Current().Custom.Create(ctx, A.ws, customfields.Def{Resource: "companies", Key: "a_only_key", Type: "text", Unique: true})
 	if err != nil {
 		t.Fatal(err)
 	}

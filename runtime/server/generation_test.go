@@ -1,0 +1,56 @@
+package server
+
+import (
+	"sync"
+	"testing"
+)
+
+// The reference counting of a generation and of a plugin host shared between generations, alone: a
+// generation drains exactly once, after its served reference and every holder's are released, and is
+// never held again; a host stops only when the last generation using it has drained.
+func TestGenerationReferences(t *testing.T) {
+	var drained int
+	host := share(nil)
+	g := &generation{host: host, drained: func() { drained++; host.release() }}
+	g.refs.Store(1)
+	next := &generation{host: host.retain()} // a switch whose version the same plugins cover
+	next.refs.Store(1)
+	if !g.tryAcquire() || !g.tryAcquire() {
+		t.Fatal("a served generation could not be held")
+	}
+	g.release() // the served reference (a switch away from it)
+	g.release() // one holder
+	if drained != 0 || g.refs.Load() != 1 {
+		t.Fatalf("drained %d times with a holder left (refs %d)", drained, g.refs.Load())
+	}
+	g.release() // the last holder
+	if drained != 1 || g.refs.Load() != 0 {
+		t.Fatalf("drained %d times, refs %d, after the last release", drained, g.refs.Load())
+	}
+	if g.tryAcquire() {
+		t.Fatal("a drained generation was held again")
+	}
+	if host.users.Load() != 1 {
+		t.Fatalf("the shared host has %d users after the first generation drained, want 1 (the next one)", host.users.Load())
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a release past zero did not panic")
+		}
+	}()
+
+	// Many holders at once (under -race: no lost count).
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			if next.tryAcquire() {
+				next.release()
+			}
+		})
+	}
+	wg.Wait()
+	if next.refs.Load() != 1 {
+		t.Errorf("refs %d after 64 holders came and went, want 1", next.refs.Load())
+	}
+	g.release()
+}
