@@ -40,6 +40,8 @@ type Config struct {
 	PluginTimeout time.Duration
 	// PluginWatch is how often a serving recordsd looks for replaced plugin programs to swap in; 0: never.
 	PluginWatch time.Duration
+	// PluginAfterLimit bounds the After hooks running at once; 0: no bound.
+	PluginAfterLimit int64
 	// RequestTimeout is the deadline of one API request's work; past it the request answers 503.
 	RequestTimeout time.Duration
 	// Events makes every write record its event for the change feed (GET /v1/events).
@@ -149,6 +151,10 @@ func (c Config) check(s Setting) error {
 	case "plugin_watch":
 		if c.PluginWatch < 0 || c.PluginWatch > 0 && c.PluginWatch < 10*time.Millisecond {
 			return fmt.Errorf("%s: want 0 (off) or a duration of at least 10ms", shown)
+		}
+	case "plugin_after_limit":
+		if c.PluginAfterLimit < 0 || c.PluginAfterLimit > 1<<20 {
+			return fmt.Errorf("%s: want 0 (no bound) or a whole number up to 1048576", shown)
 		}
 	case "redis_timeout":
 		if c.RedisTimeout <= 0 {

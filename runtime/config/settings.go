@@ -130,6 +130,13 @@ func Settings() []Setting {
 				"program beside the old and swap it in once healthy (docs/operations.md, \"Plugins\"); `0` turns it off.",
 		},
 		{
+			Name: "plugin_after_limit", Flag: "plugin-after-limit", Env: "RECORDS_PLUGIN_AFTER_LIMIT", Key: "plugin_after_limit",
+			Kind: KindInt, Default: "256", Commands: Recordsd, field: func(c *Config) any { return &c.PluginAfterLimit },
+			Help: "How many After hooks may run at once in one recordsd (each in the background, for at most " +
+				"`plugin_timeout`). Past it an After hook is skipped — the write stands, as when one fails — logged and " +
+				"counted as `records_plugin_calls_total{hook=\"after\",outcome=\"skipped\"}`. `0`: no bound.",
+		},
+		{
 			Name: "request_timeout", Flag: "request-timeout", Env: "RECORDS_REQUEST_TIMEOUT", Key: "request_timeout",
 			Kind: KindDuration, Default: "10s", Commands: Recordsd, field: func(c *Config) any { return &c.RequestTimeout },
 			Help: "Deadline of one API request's work. A request that misses it answers 503 with `Retry-After`, " +

@@ -204,6 +204,7 @@ const (
 	OutcomeOK          = "ok"
 	OutcomeError       = "error"       // the hook ran and failed (an After hook's error)
 	OutcomeUnavailable = "unavailable" // the plugin was down, crashed or missed its deadline
+	OutcomeSkipped     = "skipped"     // an After hook not run: as many as plugin_after_limit were running
 )
 
 // PluginCall records one hook call of plugin.

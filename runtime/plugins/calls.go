@@ -96,10 +96,26 @@ func (h *Host) failed(ctx, cctx context.Context, e *entry, c *sdk.Client, err er
 }
 
 // After runs plugin name's After hook in the background, with the call deadline; a failure is logged.
+// With Config.AfterLimit hooks already running, it is skipped instead (logged and counted): the write
+// stands, as when an After hook fails, and a burst of writes to a slow plugin cannot pile up goroutines
+// and connections without bound.
 func (h *Host) After(name string, call *sdk.Call, record map[string]any) {
+	if h.afterSlots != nil {
+		select {
+		case h.afterSlots <- struct{}{}:
+		default:
+			h.cfg.Metrics.PluginCall(name, string(sdk.HookAfter), metrics.OutcomeSkipped, 0)
+			h.cfg.Log.Warn("after hook skipped: as many as plugin_after_limit are running; the write stands", "plugin", name,
+				"limit", cap(h.afterSlots), "resource", call.Resource, "operation", call.Operation, "request_id", call.RequestID)
+			return
+		}
+	}
 	h.after.Add(1)
 	go func() {
 		defer h.after.Done()
+		if h.afterSlots != nil {
+			defer func() { <-h.afterSlots }()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
 		defer cancel()
 		start := time.Now()

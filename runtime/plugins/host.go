@@ -69,6 +69,9 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// WatchInterval is how often Watch looks at the programs; DefaultWatchInterval when zero.
 	WatchInterval time.Duration
+	// AfterLimit bounds the After hooks running at once (each in the background, for at most Timeout);
+	// past it an After hook is skipped, logged and counted (metrics.OutcomeSkipped). 0: no bound.
+	AfterLimit int
 }
 
 // Host runs the plugins of a catalog. It is safe for concurrent use.
@@ -78,6 +81,8 @@ type Host struct {
 	lookups sync.Map // lookup id -> Reader
 	nextID  atomic.Uint64
 	after   sync.WaitGroup
+	// afterSlots holds a token per After hook running (Config.AfterLimit); nil: no bound.
+	afterSlots chan struct{}
 	// sockets holds a directory per plugin process for its go-plugin socket, removed once the process
 	// is gone: a crashed or killed plugin cannot remove its own.
 	sockets string
@@ -165,6 +170,9 @@ func New(ctx context.Context, cfg Config, cat *model.Catalog) (*Host, error) {
 		cfg.WatchInterval = DefaultWatchInterval
 	}
 	h := &Host{cfg: cfg, plugins: map[string]*entry{}, done: make(chan struct{})}
+	if cfg.AfterLimit > 0 {
+		h.afterSlots = make(chan struct{}, cfg.AfterLimit)
+	}
 	users := map[string][]string{}
 	for _, r := range cat.Resources {
 		for _, name := range r.Hooks {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/plugins/sdk"
+	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -345,5 +346,59 @@ func TestFailedStartBacksOff(t *testing.T) {
 	}
 	if took, err := call(); err != nil || took > 3*time.Second {
 		t.Fatalf("the call after Restart with a working program: %v after %v", err, took)
+	}
+}
+
+// At most Config.AfterLimit After hooks run at once: a burst past it is skipped and counted (the
+// write stands), and a slot frees as a hook ends.
+func TestAfterLimit(t *testing.T) {
+	dir, _, cat := chaosPlugins(t, "chaos-rules")
+	t.Setenv("CHAOS_SLOW", "1s")
+	m := metrics.New()
+	h, err := plugins.New(context.Background(), plugins.Config{Dir: dir, Timeout: 5 * time.Second, AfterLimit: 2, Metrics: m}, cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	after := func(kind string) {
+		h.After("chaos-rules", &sdk.Call{Resource: "widgets", Operation: sdk.OpCreate, Changes: map[string]any{"name": "after=" + kind}}, map[string]any{})
+	}
+	count := func(outcome string) float64 {
+		families, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		total := 0.0
+		for _, f := range families {
+			if f.GetName() != "records_plugin_calls_total" {
+				continue
+			}
+			for _, c := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range c.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["hook"] == "after" && labels["outcome"] == outcome {
+					total += c.GetCounter().GetValue()
+				}
+			}
+		}
+		return total
+	}
+	for range 5 {
+		after("slow")
+	}
+	if got := count(metrics.OutcomeSkipped); got != 3 {
+		t.Fatalf("%v After hooks skipped of 5 sent at once with a limit of 2, want 3", got)
+	}
+	if _, ok := servertest.WaitFor(10*time.Second, func() bool { return count(metrics.OutcomeOK) == 2 }); !ok {
+		t.Fatalf("%v After hooks ran to the end, want the 2 admitted", count(metrics.OutcomeOK))
+	}
+	after("ok") // the slots are free again
+	if _, ok := servertest.WaitFor(10*time.Second, func() bool { return count(metrics.OutcomeOK) == 3 }); !ok {
+		t.Fatalf("an After hook sent once the others ended did not run (ok %v, skipped %v)", count(metrics.OutcomeOK), count(metrics.OutcomeSkipped))
+	}
+	if got := count(metrics.OutcomeSkipped); got != 3 {
+		t.Errorf("%v skipped in all, want still 3", got)
 	}
 }

@@ -238,7 +238,8 @@ func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Dur
 
 // pluginConfig is the plugin host's configuration of a server.
 func pluginConfig(cfg config.Config, log *slog.Logger, m *metrics.Metrics) plugins.Config {
-	return plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m, WatchInterval: cfg.PluginWatch}
+	return plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m, WatchInterval: cfg.PluginWatch,
+		AfterLimit: int(cfg.PluginAfterLimit)}
 }
 
 func startPlugins(ctx context.Context, cfg plugins.Config, cat *model.Catalog) (*plugins.Host, error) {
@@ -585,13 +586,18 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// The background work outlives the signal until the last request is answered: a draining server
 	// still shares its quota counts and still hears of revoked keys.
 	bg, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBackground()
+	var started sync.WaitGroup
+	defer func() {
+		// Serve returns once what it started has stopped: Close then flushes and closes alone.
+		stopBackground()
+		started.Wait()
+	}()
 	s.startPrepare()
-	go s.sendReminders(bg)
-	go s.flushQuota(bg)
-	go s.flushKeyUsage(bg)
-	go s.Watch(bg)
-	go s.watchDefinitions(bg)
+	started.Go(func() { s.sendReminders(bg) })
+	started.Go(func() { s.flushQuota(bg) })
+	started.Go(func() { s.flushKeyUsage(bg) })
+	started.Go(func() { s.Watch(bg) })
+	started.Go(func() { s.watchDefinitions(bg) })
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
