@@ -2,9 +2,6 @@ package admin
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/store"
@@ -572,32 +570,30 @@ func (s *Service) Deliveries(ctx context.Context, a Actor, id string, dq Deliver
 	return out, next, nil
 }
 
-// deliveryCursor is the place p in the deliveries of endpoint of workspace filtered by state, signed so
-// that it serves only that list: base64url("seq:id").base64url(HMAC-SHA256 of the list and the place).
+// deliveryScope is the walk of endpoint's deliveries in workspace filtered by state, for the API's one
+// keyset cursor (listplan.EncodeKeyset): a cursor of another list, or edited, is refused.
+func deliveryScope(workspace, endpoint, state string) string {
+	return listplan.WalkScope("webhook_deliveries", workspace, endpoint, state)
+}
+
+// deliveryCursor is the cursor resuming the deliveries of endpoint after place p.
 func (s *Service) deliveryCursor(workspace, endpoint, state string, p dispatch.Place) string {
-	body := strconv.FormatInt(p.Seq, 10) + ":" + p.ID
-	enc := base64.RawURLEncoding
-	return enc.EncodeToString([]byte(body)) + "." + enc.EncodeToString(s.cursorMAC(workspace, endpoint, state, body))
+	return listplan.EncodeKeyset(s.cfg.CursorSecret, deliveryScope(workspace, endpoint, state), p.Seq, p.ID)
 }
 
-func (s *Service) cursorMAC(workspace, endpoint, state, body string) []byte {
-	m := hmac.New(sha256.New, s.cfg.CursorSecret)
-	m.Write([]byte("deliveries\x00" + workspace + "\x00" + endpoint + "\x00" + state + "\x00" + body))
-	return m.Sum(nil)[:16]
-}
-
+// readDeliveryCursor returns the place a cursor of deliveryCursor resumes after.
 func (s *Service) readDeliveryCursor(workspace, endpoint, state, c string) (*dispatch.Place, error) {
-	enc := base64.RawURLEncoding
-	bodyText, macText, ok := strings.Cut(c, ".")
-	body, err1 := enc.DecodeString(bodyText)
-	mac, err2 := enc.DecodeString(macText)
-	if !ok || err1 != nil || err2 != nil || !hmac.Equal(mac, s.cursorMAC(workspace, endpoint, state, string(body))) {
-		return nil, errors.New("bad cursor")
+	key, id, err := listplan.DecodeKeyset(s.cfg.CursorSecret, deliveryScope(workspace, endpoint, state), c)
+	if err != nil {
+		return nil, err
 	}
-	seqText, id, _ := strings.Cut(string(body), ":")
-	seq, err := strconv.ParseInt(seqText, 10, 64)
-	if err != nil || !model.IsUUID(id) {
-		return nil, errors.New("bad cursor")
+	n, ok := key.(json.Number)
+	if !ok {
+		return nil, listplan.ErrCursor
+	}
+	seq, err := n.Int64()
+	if err != nil {
+		return nil, listplan.ErrCursor
 	}
 	return &dispatch.Place{Seq: seq, ID: id}, nil
 }
