@@ -176,8 +176,8 @@ proto:
 	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO)
 	GOBIN=$(CURDIR)/$(BIN)/tools $(GO) install $(PROTOC_GEN_GO_GRPC)
 	PATH=$(CURDIR)/$(BIN)/tools:$$PATH protoc -I plugins/sdk/proto \
-		--go_out=plugins/sdk/hookspb --go_opt=paths=source_relative \
-		--go-grpc_out=plugins/sdk/hookspb --go-grpc_opt=paths=source_relative \
+		--go_out=plugins/sdk/internal/hookspb --go_opt=paths=source_relative \
+		--go-grpc_out=plugins/sdk/internal/hookspb --go-grpc_opt=paths=source_relative \
 		plugins/sdk/proto/hooks.proto
 
 # The shipped rules plugins, into plugins/bin (the directory recordsd --plugins reads by default).

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/workspace-records/records/plugins/sdk/hookspb"
+	"github.com/workspace-records/records/plugins/sdk/internal/hookspb"
 )
 
 // grpcPlugin is go-plugin's view of the hooks: impl on the plugin side, lookup on the host side.

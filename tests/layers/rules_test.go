@@ -52,7 +52,7 @@ var layers = []layer{
 
 // siblings lists the imports allowed between packages of one layer, as "importer → imported".
 var siblings = []edge{
-	{"./plugins/sdk", "./plugins/sdk/hookspb"}, // the contract's generated protobuf code
+	{"./plugins/sdk", "./plugins/sdk/internal/hookspb"}, // the contract's generated protobuf code
 	// The isolation matrix and the pool leak, shared by runtime/server and runtime/server/unscoped, drive
 	// servertest's servers.
 	{"./runtime/server/servertest/tenancy", "./runtime/server/servertest"},

@@ -784,7 +784,7 @@ const file_hooks_proto_rawDesc = "" +
 	"\x05After\x12\x1e.records.hooks.v1.AfterRequest\x1a\x1f.records.hooks.v1.AfterResponse2\x93\x01\n" +
 	"\x06Lookup\x12B\n" +
 	"\x03Get\x12\x1c.records.hooks.v1.GetRequest\x1a\x1d.records.hooks.v1.GetResponse\x12E\n" +
-	"\x04List\x12\x1d.records.hooks.v1.ListRequest\x1a\x1e.records.hooks.v1.ListResponseB:Z8github.com/workspace-records/records/plugins/sdk/hookspbb\x06proto3"
+	"\x04List\x12\x1d.records.hooks.v1.ListRequest\x1a\x1e.records.hooks.v1.ListResponseBCZAgithub.com/workspace-records/records/plugins/sdk/internal/hookspbb\x06proto3"
 
 var (
 	file_hooks_proto_rawDescOnce sync.Once
