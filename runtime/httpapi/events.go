@@ -11,7 +11,7 @@ import (
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
-	"github.com/workspace-records/records/runtime/records"
+	"github.com/workspace-records/records/runtime/feed"
 )
 
 // eventsPath is the change feed's path: its requests may wait (wait=…) on top of the request timeout.
@@ -23,7 +23,7 @@ func (h *Handler) events(w http.ResponseWriter, req bunrouter.Request) error {
 	if err != nil {
 		return err
 	}
-	var eq records.EventQuery
+	var eq feed.Query
 	for k, vals := range q {
 		if len(vals) != 1 {
 			return apierr.InvalidField(field.CodeInvalid, k, "must be given once")
@@ -53,7 +53,7 @@ func (h *Handler) events(w http.ResponseWriter, req bunrouter.Request) error {
 		}
 	}
 	page, err := h.svc.Events(req.Context(), actorOf(req.Context()), eq)
-	if errors.Is(err, records.ErrEventsOff) {
+	if errors.Is(err, feed.ErrOff) {
 		return apierr.New(apierr.RouteNotFound, "The change feed is off on this server.")
 	}
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/metrics"
+	"github.com/workspace-records/records/runtime/feed"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -315,7 +316,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn := r.Context() // ends when the client goes away (or the server cuts the request off at shutdown)
 	timeout := h.timeout
 	if r.URL.Path == eventsPath {
-		timeout += records.MaxEventWait // a long poll waits up to that long before its work
+		timeout += feed.MaxWait // a long poll waits up to that long before its work
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(context.WithValue(conn, keyRequestID, id), keyInfo, in), timeout)
 	ctx = records.CountStatements(ctx, &in.statements)

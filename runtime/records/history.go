@@ -11,6 +11,7 @@ import (
 	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/audit"
+	"github.com/workspace-records/records/runtime/feed"
 )
 
 // HistoryEntry is one audit entry of a record as its reader may see it (GET /v1/{resource}/{id}/history):
@@ -21,7 +22,7 @@ type HistoryEntry struct {
 	Resource string     `json:"resource"`
 	RecordID string     `json:"record_id"`
 	Action   string     `json:"action"`
-	Actor    EventActor `json:"actor"`
+	Actor    feed.Actor `json:"actor"`
 	// Changes are the values written: for a create (or import) the record's values, for an update the
 	// changed fields only, for a link or unlink the association -> the other record's id (and the link's
 	// attributes).
@@ -126,7 +127,7 @@ func (s *Service) History(ctx context.Context, a Actor, c *Collection, id string
 			withheld = []string{}
 		}
 		out.Entries[i] = HistoryEntry{ID: e.ID, Resource: e.Resource, RecordID: e.RecordID, Action: e.Action,
-			Actor:   EventActor{MemberID: e.MemberID, KeyID: e.KeyID, RequestID: e.RequestID},
+			Actor:   feed.Actor{MemberID: e.MemberID, KeyID: e.KeyID, RequestID: e.RequestID},
 			Changes: e.Changes, Previous: e.Previous, Withheld: withheld, CreatedAt: e.CreatedAt}
 	}
 	return out, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/events"
+	"github.com/workspace-records/records/runtime/feed"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/jsonenc"
 	"github.com/workspace-records/records/runtime/plugins"
@@ -84,6 +85,7 @@ type Service struct {
 	hooks   *plugins.Host
 	idem    *idempotency.Keys
 	trail   *audit.Reader
+	feed    *feed.Reader
 	events  *events.Sequencer
 	// figures caches the planner's row figures by table and workspace (count.go).
 	figures *plannerFigures
@@ -115,7 +117,8 @@ func New(cfg Config) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, events: cfg.Events, figures: &plannerFigures{}, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret)}
+	return &Service{cat: cfg.Catalog, schemas: cfg.Schemas, st: cfg.Store, d: cfg.Store.Dialect(), secret: cfg.CursorSecret, now: now, custom: cfg.Custom, hooks: cfg.Hooks, idem: cfg.Idempotency, events: cfg.Events, figures: &plannerFigures{}, trail: audit.NewReader(cfg.Store, cfg.Catalog, cfg.CursorSecret),
+		feed: feed.NewReader(cfg.Store, cfg.Catalog, cfg.Events)}
 }
 
 // Catalog returns the model the service serves.

@@ -30,6 +30,7 @@ var layers = []layer{
 	{"workspace administration", pkgs("./runtime/admin")},
 	{"webhook dispatch", pkgs("./runtime/dispatch")},
 	{"records", pkgs("./runtime/records")},
+	{"change feed reads", pkgs("./runtime/feed")}, // the feed as one reader may see it, over the trail's redaction
 	{"audit trail and change feed", pkgs("./runtime/audit", "./runtime/events")},
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",
 		"./runtime/customfields", "./runtime/migrate", "./runtime/plugins")},
