@@ -140,7 +140,15 @@ func modelParam(q map[string][]string, op model.Operation) (string, error) {
 }
 
 func (h *Handler) list(w http.ResponseWriter, req bunrouter.Request, a records.Actor, res *model.Resource, lr records.ListRequest) error {
-	page, err := h.svc.List(req.Context(), a, res, lr)
+	q, err := records.ReadList(lr)
+	if err != nil {
+		return err
+	}
+	c, err := h.svc.Collection(req.Context(), a, res, q.ModelID())
+	if err != nil {
+		return err
+	}
+	page, err := h.svc.List(req.Context(), a, c, q)
 	if err != nil {
 		return err
 	}

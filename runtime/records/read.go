@@ -199,31 +199,41 @@ type ListRequest struct {
 	Body  map[string]any // nil: the parameters are in Query
 }
 
-// List returns one page of r in a's workspace: it reads the parameters, resolves the collection (the
-// data model may be named in them), plans the list under the caller's policy and runs it.
-func (s *Service) List(ctx context.Context, a Actor, r *model.Resource, lr ListRequest) (*Page, error) {
-	var params listplan.Params
+// ListQuery is a list's parameters, read and checked (ReadList): the data model they name picks the
+// collection (Collection), then List runs them on it.
+type ListQuery struct {
+	params listplan.Params
+}
+
+// ModelID is the data model the parameters name ("" for none).
+func (q *ListQuery) ModelID() string { return q.params.ModelID }
+
+// ReadList reads a list's parameters from the query string, or from a query's JSON body (which then
+// takes no query string).
+func ReadList(lr ListRequest) (*ListQuery, error) {
 	if lr.Body != nil {
 		for k := range lr.Query {
 			return nil, apierr.InvalidField("unknown_field", k, "query takes its parameters in the JSON body")
 		}
 		p, fl := listplan.FromBody(lr.Body)
-		params = p
 		if len(fl) > 0 {
 			return nil, apierr.Invalid("", fl)
 		}
-	} else {
-		p, fl := listplan.FromQuery(lr.Query)
-		params = p
-		if len(fl) > 0 {
-			return nil, apierr.Invalid("", fl)
-		}
+		return &ListQuery{params: p}, nil
 	}
-	c, err := s.Collection(ctx, a, r, params.ModelID)
-	if err != nil {
-		return nil, err
+	p, fl := listplan.FromQuery(lr.Query)
+	if len(fl) > 0 {
+		return nil, apierr.Invalid("", fl)
 	}
+	return &ListQuery{params: p}, nil
+}
+
+// List returns one page of collection c as a may see it: it plans q under the caller's policy and runs
+// it. c is the collection of q's data model (ListQuery.ModelID).
+func (s *Service) List(ctx context.Context, a Actor, c *Collection, q *ListQuery) (*Page, error) {
+	params := q.params
 	params.ModelID = c.ModelID
+	r := c.Resource
 	targets, err := s.pathTargets(ctx, a, r, params.Filters)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,10 @@
-// Package records runs the seven record operations for any resource of the model: it validates bodies
-// with the compiled schemas, builds SQL with sqlgen, executes it on a store inside the caller's
-// workspace, and turns rows into JSON-shaped records.
+// Package records runs the record operations for any resource of the model, each on a Collection (the
+// resource, the caller's workspace, data model, custom fields and policy): list, get, create, update,
+// archive, restore, upsert, batch, associations, history and bulk loads. It validates bodies with the
+// compiled schemas, plans lists with listplan, builds SQL with sqlgen, runs it on a store inside the
+// caller's workspace, runs the rules plugins' hooks, writes the audit entry and the feed's events in the
+// write's transaction, and turns rows into JSON-shaped records. Reading the audit trail and the feed
+// as a caller may see them is runtime/audit's and runtime/feed's; this package names the caller to them.
 package records
 
 import (
