@@ -178,6 +178,9 @@ func unique(ids []string) []string {
 
 // IDs returns up to n ids of r in workspace (newest first), for tools that need reference targets.
 func (s *Service) IDs(ctx context.Context, workspace string, r *model.Resource, modelID string, n int) ([]string, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
 	ctx = store.WithWorkspace(ctx, workspace)
 	sql := "SELECT id FROM " + sqlgen.Quote(r.Table) + " WHERE workspace_id = ?"
 	args := []any{workspace}

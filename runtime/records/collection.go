@@ -39,6 +39,9 @@ var (
 
 // Collection resolves r for a in a's workspace; modelID is the model_id the request gave ("" for none).
 func (s *Service) Collection(ctx context.Context, a Actor, r *model.Resource, modelID string) (*Collection, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
 	c := &Collection{Resource: r, Workspace: a.Workspace, Policy: a.Policy(r)}
 	if !r.ModelScoped {
 		if modelID != "" {

@@ -16,12 +16,18 @@ import (
 // it hides removed and named in withheld; a link or unlink whose other record a does not see (its
 // resource out of a's reach, or the record outside a's record rule: linkShown) is withheld.
 func (s *Service) Events(ctx context.Context, a Actor, q feed.Query) (*feed.Page, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
 	return s.feed.Page(ctx, s.viewer(a), q)
 }
 
 // EventFor is e as a may see it (a webhook endpoint's payload, as its owner sees it), or false when a
 // may not see it: the rules of the feed (Events).
 func (s *Service) EventFor(ctx context.Context, a Actor, e events.Stored) (feed.Event, bool, error) {
+	if err := s.live(); err != nil {
+		return feed.Event{}, false, err
+	}
 	return s.feed.Event(ctx, s.viewer(a), e)
 }
 

@@ -13,6 +13,9 @@ import (
 // fields of the workspace's data models when it may read the model-scoped resource. What it may not read
 // is left out, so its document tells nothing of it. name is the workspace's name.
 func (s *Service) WorkspaceFields(ctx context.Context, a Actor, name string, readable func(*model.Resource) bool) (*catalog.Workspace, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
 	ws := &catalog.Workspace{Name: name, Resources: map[string][]catalog.CustomField{}}
 	for _, r := range s.cat.Resources {
 		if !readable(r) {

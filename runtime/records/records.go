@@ -9,6 +9,8 @@ package records
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/workspace-records/records/engine/access"
@@ -79,6 +81,7 @@ type Record = map[string]any
 
 // Service runs record operations. It is safe for concurrent use.
 type Service struct {
+	retired atomic.Bool // Retire
 	cat     *model.Catalog
 	schemas *schema.Set
 	st      store.Store
@@ -142,4 +145,20 @@ type StatementCounter = store.Counter
 // store.Counter).
 func CountStatements(ctx context.Context, c *StatementCounter) context.Context {
 	return store.WithCounter(ctx, c)
+}
+
+// ErrRetired is an operation of a service whose definitions generation was retired: the server serves
+// another version, and this service's catalog, schemas and plugins are gone. No request meets it (each
+// holds its generation until it ends); a caller that kept a service past a switch does.
+var ErrRetired = errors.New("records: this service's definitions generation was retired; use the one served now")
+
+// Retire refuses every later operation of s with ErrRetired (its generation drained: runtime/server).
+func (s *Service) Retire() { s.retired.Store(true) }
+
+// live refuses an operation of a retired service.
+func (s *Service) live() error {
+	if s.retired.Load() {
+		return ErrRetired
+	}
+	return nil
 }

@@ -20,6 +20,9 @@ import (
 // the operator's view; with a role, what a's member may read of it, a link naming the other record only
 // when a sees it (linkShown).
 func (s *Service) AuditLog(ctx context.Context, a Actor, q audit.Query) (*audit.Page, error) {
+	if err := s.live(); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{} // resource/record -> inside a's record rule, for this page
 	return s.trail.Page(ctx, audit.Viewer{Workspace: a.Workspace, Member: a.Member, Role: a.Role, Policy: a.Policy,
 		Visible: func(ctx context.Context, pol *access.Policy, id string) (bool, error) {
@@ -150,6 +153,9 @@ var ErrMemberNotFound = errors.New("member not found in this workspace")
 // MemberActor returns the actor member of workspace is, with its current role and department, to read
 // as that member outside a request (recordsctl audit list --as-member).
 func (s *Service) MemberActor(ctx context.Context, workspace, member string) (Actor, error) {
+	if err := s.live(); err != nil {
+		return Actor{}, err
+	}
 	workspace, member = strings.ToLower(workspace), strings.ToLower(member)
 	if !model.IsUUID(member) {
 		return Actor{}, field.ErrorList{field.New(field.CodeFormat, field.NewPath("member"), "must be a UUID")}

@@ -1,5 +1,10 @@
 package server
 
+import (
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/runtime/records"
+)
+
 // GenerationRef lets the tests watch the lifetime of one generation (generation.go).
 type GenerationRef struct{ g *generation }
 
@@ -15,3 +20,20 @@ func (r GenerationRef) PluginUsers() int32 { return r.g.host.users.Load() }
 
 // Version is the definitions version of the generation.
 func (r GenerationRef) Version() string { return r.g.Set.ID }
+
+// Records is the generation's record service.
+func (r GenerationRef) Records() *records.Service { return r.g.Records }
+
+// PluginPIDs are the processes of the generation's plugin host (none once it stopped).
+func (r GenerationRef) PluginPIDs() []int {
+	var pids []int
+	for _, st := range r.g.Plugins.Statuses() {
+		if st.Running && st.PID > 0 {
+			pids = append(pids, st.PID)
+		}
+	}
+	return pids
+}
+
+// Catalog is the generation's catalog.
+func (r GenerationRef) Catalog() *model.Catalog { return r.g.Catalog }

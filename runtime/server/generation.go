@@ -123,6 +123,7 @@ func (b *Backend) newGeneration(set *defset.Set, schemas *schema.Set, host *shar
 	g.drained = func() {
 		// Not on the goroutine of the last holder (a request's): stopping plugins waits for their After
 		// hooks.
+		g.Records.Retire() // a caller that kept this generation's service past its switch fails loudly
 		go func() {
 			defer b.undrained.Done()
 			host.release()

@@ -3,14 +3,18 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/workspace-records/records/runtime/defset"
+	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -139,88 +143,145 @@ func metricValue(t *testing.T, e *servertest.Env, name string) float64 {
 }
 
 // A generation lives as long as what runs on it (docs/architecture.md, "Generations"): a long poll held
-// open across a switch keeps the generation it started on — and its plugins, which the new version
-// shares here — and answers from it; the switch drops only the served reference, and the old
-// generation drains the moment the request ends, not at a timer. Backend().Current() follows the switch.
+// open across a switch keeps the generation it started on — and its plugins — and answers from it; the
+// switch drops only the served reference, and the old generation drains the moment the request ends,
+// not at a timer. When the new version's plugins are the same, the host is shared and keeps running;
+// when the new version names a plugin the old host does not run, the new generation gets a host of its
+// own and the old host's processes stop right after the request, not before. Backend().Current()
+// follows the switch, and the drained generation's record service refuses every call (ErrRetired).
 func TestGenerationHeldAcrossSwitch(t *testing.T) {
 	t.Parallel()
 	for _, b := range servertest.Backends {
-		t.Run(string(b), func(t *testing.T) {
-			t.Parallel()
-			defs := servertest.CopyDefinitions(t)
-			// A server of its own: it switches definitions.
-			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, Private: true})
-			e.Expect(e.Do("POST", "/v1/tags", map[string]any{"name": "before"}), 201, "")
-			pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"].(string)
-			lost := e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": "Lost", "stage_type": "lost", "probability": 0})
-			e.Expect(lost, 201, "")
-			cursor := ""
-			for {
-				page := e.Do("GET", "/v1/events?limit=100&cursor="+cursor, nil)
-				e.Expect(page, 200, "")
-				cursor = page.Body["meta"].(map[string]any)["next_cursor"].(string)
-				if page.Body["meta"].(map[string]any)["has_more"] != true {
-					break
-				}
+		for _, newHost := range []bool{false, true} {
+			name := string(b) + "/shared_plugins"
+			if newHost {
+				name = string(b) + "/new_plugins"
 			}
-			old := e.Server.ServedGeneration()
-			if old.Refs() != 1 || old.PluginUsers() != 1 {
-				t.Fatalf("before: refs %d, plugin users %d; want 1 and 1", old.Refs(), old.PluginUsers())
-			}
-
-			polled := make(chan *servertest.Response, 1)
-			go func() { polled <- e.Do("GET", "/v1/events?wait=20s&resource=tags&cursor="+cursor, nil) }()
-			if _, ok := servertest.WaitFor(servertest.Budget(2*time.Second, 10*time.Second), func() bool { return old.Refs() == 2 }); !ok {
-				t.Fatalf("the long poll does not hold the generation: refs %d", old.Refs())
-			}
-
-			servertest.EvolveDefinitions(t, defs)
-			if err := e.Server.Reload(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			cur := e.Server.ServedGeneration()
-			if cur.Version() == old.Version() {
-				t.Fatal("Reload left the version served as it was")
-			}
-			if _, ok := e.Server.Backend().Current().Catalog.Resource(servertest.LiveResource); !ok {
-				t.Fatalf("Backend().Current() after the switch has no %s", servertest.LiveResource)
-			}
-			// The request still holds the old generation, and the plugins both generations use run.
-			if old.Refs() != 1 || old.PluginUsers() != 2 {
-				t.Fatalf("after the switch, with the poll open: old refs %d (want 1: the poll), plugin users %d (want 2)", old.Refs(), old.PluginUsers())
-			}
-			// Unchecked against the contract from here: the test's document is the old version's.
-			if status, out := uncheckedCall(t, e, e.Key, "GET", "/v1/"+servertest.LiveResource, ""); status != 200 {
-				t.Fatalf("GET /v1/%s on the new generation: %d %v", servertest.LiveResource, status, out)
-			}
-
-			// A write ends the poll: it answers from the old generation, which then drains at once.
-			if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/tags", `{"name":"after"}`); status != 201 {
-				t.Fatalf("POST /v1/tags on the new generation: %d %v", status, out)
-			}
-			var res *servertest.Response
-			select {
-			case res = <-polled:
-			case <-time.After(servertest.Budget(5*time.Second, 20*time.Second)):
-				t.Fatal("the long poll did not answer after a write")
-			}
-			if res.Status != 200 || len(res.Body["data"].([]any)) != 1 {
-				t.Errorf("the long poll answered %d %v, want 200 with the one write", res.Status, res.Body)
-			}
-			if _, ok := servertest.WaitFor(servertest.Budget(time.Second, 5*time.Second), func() bool { return old.Refs() == 0 }); !ok {
-				t.Fatalf("the old generation did not drain after its last request: refs %d", old.Refs())
-			}
-			if _, ok := servertest.WaitFor(servertest.Budget(time.Second, 5*time.Second), func() bool { return old.PluginUsers() == 1 }); !ok {
-				t.Fatalf("the shared plugins count %d users after the old generation drained, want 1", old.PluginUsers())
-			}
-			if cur.Refs() != 1 {
-				t.Errorf("the generation served has refs %d with nothing running, want 1", cur.Refs())
-			}
-			// The plugins the new generation shares still run its rules (deal-rules: a lost deal needs a reason).
-			deal := fmt.Sprintf(`{"name":"rules still run","pipeline_id":%q,"stage_id":%q}`, pipeline, lost.Data()["id"])
-			if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/deals", deal); status != 422 || !strings.Contains(fmt.Sprint(out), "loss reason") {
-				t.Errorf("a deal the rules plugin refuses, after the old generation drained: %d %v", status, out)
-			}
-		})
+			t.Run(name, func(t *testing.T) { testGenerationHeld(t, b, newHost) })
+		}
 	}
+}
+
+func testGenerationHeld(t *testing.T, b servertest.Backend, newHost bool) {
+	t.Parallel()
+	defs := servertest.CopyDefinitions(t)
+	plugins := servertest.PluginsDir(t)
+	if newHost {
+		buildNameRules(t, plugins, "forbidden")
+	}
+	// A server of its own: it switches definitions.
+	e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, PluginsDir: plugins, Private: true})
+	e.Expect(e.Do("POST", "/v1/tags", map[string]any{"name": "before"}), 201, "")
+	pipeline := e.Do("POST", "/v1/pipelines", map[string]any{"name": "Sales"}).Data()["id"].(string)
+	lost := e.Do("POST", "/v1/pipeline_stages", map[string]any{"pipeline_id": pipeline, "name": "Lost", "stage_type": "lost", "probability": 0})
+	e.Expect(lost, 201, "")
+	cursor := ""
+	for {
+		page := e.Do("GET", "/v1/events?limit=100&cursor="+cursor, nil)
+		e.Expect(page, 200, "")
+		cursor = page.Body["meta"].(map[string]any)["next_cursor"].(string)
+		if page.Body["meta"].(map[string]any)["has_more"] != true {
+			break
+		}
+	}
+	old := e.Server.ServedGeneration()
+	oldPIDs := old.PluginPIDs()
+	if old.Refs() != 1 || old.PluginUsers() != 1 || len(oldPIDs) == 0 {
+		t.Fatalf("before: refs %d, plugin users %d, plugin processes %v; want 1, 1 and some", old.Refs(), old.PluginUsers(), oldPIDs)
+	}
+
+	polled := make(chan *servertest.Response, 1)
+	go func() { polled <- e.Do("GET", "/v1/events?wait=20s&resource=tags&cursor="+cursor, nil) }()
+	if _, ok := servertest.WaitFor(servertest.Budget(2*time.Second, 10*time.Second), func() bool { return old.Refs() == 2 }); !ok {
+		t.Fatalf("the long poll does not hold the generation: refs %d", old.Refs())
+	}
+
+	servertest.EvolveDefinitions(t, defs)
+	if newHost {
+		servertest.SetHooks(t, defs, "companies", "name-rules") // a plugin the old host does not run
+	}
+	if err := e.Server.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cur := e.Server.ServedGeneration()
+	if cur.Version() == old.Version() {
+		t.Fatal("Reload left the version served as it was")
+	}
+	if _, ok := e.Server.Backend().Current().Catalog.Resource(servertest.LiveResource); !ok {
+		t.Fatalf("Backend().Current() after the switch has no %s", servertest.LiveResource)
+	}
+	// The request still holds the old generation, and the old generation's plugins run.
+	wantUsers := int32(2) // shared with the new generation
+	if newHost {
+		wantUsers = 1 // its own, held by the old generation alone
+	}
+	if old.Refs() != 1 || old.PluginUsers() != wantUsers || !slices.Equal(old.PluginPIDs(), oldPIDs) {
+		t.Fatalf("after the switch, with the poll open: old refs %d (want 1: the poll), plugin users %d (want %d), processes %v (want %v)",
+			old.Refs(), old.PluginUsers(), wantUsers, old.PluginPIDs(), oldPIDs)
+	}
+	// Unchecked against the contract from here: the test's document is the old version's.
+	if status, out := uncheckedCall(t, e, e.Key, "GET", "/v1/"+servertest.LiveResource, ""); status != 200 {
+		t.Fatalf("GET /v1/%s on the new generation: %d %v", servertest.LiveResource, status, out)
+	}
+
+	// A write ends the poll: it answers from the old generation, which then drains at once.
+	if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/tags", `{"name":"after"}`); status != 201 {
+		t.Fatalf("POST /v1/tags on the new generation: %d %v", status, out)
+	}
+	var res *servertest.Response
+	select {
+	case res = <-polled:
+	case <-time.After(servertest.Budget(5*time.Second, 20*time.Second)):
+		t.Fatal("the long poll did not answer after a write")
+	}
+	answered := time.Now()
+	if res.Status != 200 || len(res.Body["data"].([]any)) != 1 {
+		t.Errorf("the long poll answered %d %v, want 200 with the one write", res.Status, res.Body)
+	}
+	if _, ok := servertest.WaitFor(servertest.Budget(time.Second, 5*time.Second), func() bool { return old.Refs() == 0 }); !ok {
+		t.Fatalf("the old generation did not drain after its last request: refs %d", old.Refs())
+	}
+	wantUsers--
+	if _, ok := servertest.WaitFor(servertest.Budget(2*time.Second, 10*time.Second), func() bool { return old.PluginUsers() == wantUsers }); !ok {
+		t.Fatalf("the old generation's plugins count %d users after it drained, want %d", old.PluginUsers(), wantUsers)
+	}
+	if newHost {
+		// Stopped promptly: the processes exit within the plugin stop grace of the request's end.
+		budget := servertest.Budget(3*time.Second, 15*time.Second)
+		if _, ok := servertest.WaitFor(budget, func() bool { return len(old.PluginPIDs()) == 0 && !anyAlive(oldPIDs) }); !ok {
+			t.Fatalf("the old host's plugin processes %v still run %s after the request that held them ended", oldPIDs, time.Since(answered))
+		}
+	}
+	if cur.Refs() != 1 {
+		t.Errorf("the generation served has refs %d with nothing running, want 1", cur.Refs())
+	}
+	// The drained generation's service refuses: nothing may read a retired generation.
+	if _, err := old.Records().Collection(context.Background(), records.Actor{Workspace: e.Workspace}, old.Catalog().Resources[0], ""); !errors.Is(err, records.ErrRetired) {
+		t.Errorf("the retired generation's record service answered %v, want ErrRetired", err)
+	}
+	// The new generation's plugins run its rules (deal-rules: a lost deal needs a reason).
+	deal := fmt.Sprintf(`{"name":"rules still run","pipeline_id":%q,"stage_id":%q}`, pipeline, lost.Data()["id"])
+	if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/deals", deal); status != 422 || !strings.Contains(fmt.Sprint(out), "loss reason") {
+		t.Errorf("a deal the rules plugin refuses, after the old generation drained: %d %v", status, out)
+	}
+	if newHost {
+		if status, out := uncheckedCall(t, e, e.Key, "POST", "/v1/companies", `{"name":"a forbidden name"}`); status != 422 {
+			t.Errorf("a company name-rules refuses, on the new host: %d %v", status, out)
+		}
+	}
+}
+
+// anyAlive reports whether any of pids is a running process (not a zombie).
+func anyAlive(pids []int) bool {
+	for _, pid := range pids {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The state follows the command name in parentheses: "pid (comm) S ...".
+		if i := strings.LastIndexByte(string(data), ')'); i >= 0 && i+2 < len(data) && data[i+2] != 'Z' {
+			return true
+		}
+	}
+	return false
 }

@@ -226,16 +226,6 @@ func openStore(ctx context.Context, cfg config.Config, local *defset.Set, o open
 	return &Backend{Store: st, Migration: res, recordsConfig: records.Config{CursorSecret: secret}, note: note}, set, nil
 }
 
-// StartPlugins starts the plugins the definitions name, from dir, and makes writes run their hooks.
-func (b *Backend) StartPlugins(ctx context.Context, dir string, timeout time.Duration, log *slog.Logger) error {
-	host, err := startPlugins(ctx, plugins.Config{Dir: dir, Timeout: timeout, Log: log}, b.catalog())
-	if err != nil {
-		return err
-	}
-	b.usePlugins(host)
-	return nil
-}
-
 // pluginConfig is the plugin host's configuration of a server.
 func pluginConfig(cfg config.Config, log *slog.Logger, m *metrics.Metrics) plugins.Config {
 	return plugins.Config{Dir: cfg.PluginsDir, Timeout: cfg.PluginTimeout, Log: log, Metrics: m, WatchInterval: cfg.PluginWatch,

@@ -67,6 +67,13 @@ var hooksLine = regexp.MustCompile(`(?m)^hooks: \[.*\]$`)
 func DefinitionsWithHooks(t testing.TB, resource string, names ...string) string {
 	t.Helper()
 	dir := CopyDefinitions(t)
+	SetHooks(t, dir, resource, names...)
+	return dir
+}
+
+// SetHooks sets resource's hooks to names in the definitions directory dir.
+func SetHooks(t testing.TB, dir, resource string, names ...string) {
+	t.Helper()
 	path := filepath.Join(dir, "resources", resource+".yaml")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -79,7 +86,6 @@ func DefinitionsWithHooks(t testing.TB, resource string, names ...string) string
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 // What EvolveDefinitions adds to a copy of the shipped definitions: a field of tags, a rule on it
