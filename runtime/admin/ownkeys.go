@@ -96,7 +96,7 @@ func (s *Service) CreateOwnKey(ctx context.Context, a Actor, in KeyInput) (KeyVi
 	assured := ses.SignedInAt
 	o := auth.KeyOptions{Access: in.Access, Resources: in.Resources, AllowIPs: in.AllowIPs, ExpiresIn: life, Name: strings.TrimSpace(in.Name), AssuredAt: &assured,
 		Within: func(ctx context.Context, q store.Querier, k *auth.Key) error {
-			return s.auditKey(ctx, q, a, k.ID, "create", keyChanges(k), nil)
+			return s.auditKey(ctx, q, a, k.ID, audit.ActionCreate, keyChanges(k), nil)
 		}}
 	k, secret, err := s.cfg.Directory.CreateKey(ctx, a.Principal.Member.ID, o)
 	if err != nil {
@@ -169,10 +169,10 @@ func (s *Service) RollOwnKey(ctx context.Context, a Actor, id string, overlap ti
 	k, secret, err := s.cfg.Directory.RollKey(ctx, a.Principal.Workspace.ID, a.Principal.Member.ID, id, overlap, ses.SignedInAt,
 		func(ctx context.Context, q store.Querier, o, n *auth.Key) error {
 			old = o
-			if err := s.auditKey(ctx, q, a, o.ID, "roll", map[string]any{"expires_at": o.ExpiresAt, "rolled_to": n.ID}, nil); err != nil {
+			if err := s.auditKey(ctx, q, a, o.ID, audit.ActionRoll, map[string]any{"expires_at": o.ExpiresAt, "rolled_to": n.ID}, nil); err != nil {
 				return err
 			}
-			return s.auditKey(ctx, q, a, n.ID, "create", keyChanges(n), nil)
+			return s.auditKey(ctx, q, a, n.ID, audit.ActionCreate, keyChanges(n), nil)
 		})
 	if err != nil {
 		return KeyView{}, KeyView{}, "", keyError(err)
@@ -191,7 +191,7 @@ func (s *Service) RevokeOwnKey(ctx context.Context, a Actor, id string) (KeyView
 		if before.RevokedAt != nil {
 			return nil // revoked already: nothing changes, nothing to audit
 		}
-		return s.auditKey(ctx, q, a, after.ID, "revoke", map[string]any{"revoked_at": after.RevokedAt}, map[string]any{"revoked_at": nil})
+		return s.auditKey(ctx, q, a, after.ID, audit.ActionRevoke, map[string]any{"revoked_at": after.RevokedAt}, map[string]any{"revoked_at": nil})
 	})
 	if err != nil {
 		return KeyView{}, keyError(err)

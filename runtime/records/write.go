@@ -146,7 +146,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		if err := s.checkCustomKeys(ctx, q, c, id, custom, keysOf(custom)); err != nil {
 			return nil, err
 		}
-		out, err := s.settleWritten(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values, rec)
+		out, err := s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values, rec)
 		if out != nil {
 			out.created = true
 		}
@@ -218,20 +218,15 @@ func (s *Service) change(a Actor, c *Collection, id string, m *IfMatch, decide f
 			return nil, keyConflict(r, fmt.Errorf("%s %s: %w", e.action, r.Name, err))
 		}
 		changes, previous := editValues(c, cur, e)
-		return s.settleWritten(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes, rec)
+		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes, rec)
 	}
 }
 
 // settle is the shared tail of every record write, inside its transaction: the audit entry, then the
-// record read back as the caller sees it and, for the After hooks, as stored.
-func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any) (*outcome, error) {
-	return s.settleWritten(ctx, q, a, c, id, action, changes, previous, at, hookChanges, nil)
-}
-
-// settleWritten is settle with the record as the write's own statement returned it (written); nil reads
-// it back. The audit entry and the event are queued (store.Later): they go to the database with the
-// transaction's next statement or its COMMIT.
-func (s *Service) settleWritten(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any, rec Record) (*outcome, error) {
+// record as the caller sees it and, for the After hooks, as stored. rec is the record as the write's own
+// statement returned it; nil reads it back. The audit entry and the event are queued (store.Later):
+// they go to the database with the transaction's next statement or its COMMIT.
+func (s *Service) settle(ctx context.Context, q store.Querier, a Actor, c *Collection, id, action string, changes, previous map[string]any, at time.Time, hookChanges map[string]any, rec Record) (*outcome, error) {
 	r := c.Resource
 	if rec == nil {
 		var err error
