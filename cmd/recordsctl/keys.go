@@ -121,7 +121,7 @@ func cmdKeyReminders(fs *flag.FlagSet) func(*env, config.Config, []string) error
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			list, err := b.Directory.Reminders(e.ctx, *ws)
+			list, err := b.Notices.Reminders(e.ctx, *ws)
 			if err != nil {
 				return err
 			}

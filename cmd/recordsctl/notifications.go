@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/notices"
 	"github.com/workspace-records/records/runtime/server"
 )
 
@@ -27,7 +27,7 @@ func cmdNotificationList(fs *flag.FlagSet) func(*env, config.Config, []string) e
 			return fmt.Errorf("--limit %d: want 1 to 1000", *limit)
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			list, err := b.Directory.Notifications(e.ctx, *ws, auth.NotificationFilter{Member: *member, Unread: *unread, Limit: *limit})
+			list, err := b.Notices.List(e.ctx, *ws, notices.Filter{Member: *member, Unread: *unread, Limit: *limit})
 			if err != nil {
 				return err
 			}
@@ -55,7 +55,7 @@ func cmdNotificationRead(fs *flag.FlagSet) func(*env, config.Config, []string) e
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			n, err := b.Directory.MarkNotificationRead(e.ctx, pos[0])
+			n, err := b.Notices.MarkRead(e.ctx, pos[0])
 			if err != nil {
 				return err
 			}

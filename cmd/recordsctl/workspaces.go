@@ -135,7 +135,7 @@ func cmdMemberNotifications(fs *flag.FlagSet) func(*env, config.Config, []string
 			return errors.New("--key-expiry must be on or off")
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			if err := b.Directory.SetKeyExpiryReminders(e.ctx, pos[0], *expiry == "on"); err != nil {
+			if err := b.Notices.SetKeyExpiryReminders(e.ctx, pos[0], *expiry == "on"); err != nil {
 				return err
 			}
 			return e.emit(map[string]any{"id": strings.ToLower(pos[0]), "key_expiry_reminders": *expiry == "on"}, pos[0])

@@ -22,6 +22,7 @@ import (
 	"github.com/workspace-records/records/engine/spec"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/engine/suggest"
+	"github.com/workspace-records/records/runtime/notices"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -136,9 +137,6 @@ type directory struct {
 	st  store.Store
 	d   sqlgen.Dialect
 	now func() time.Time
-	// Notified, when set, runs inside the transaction that writes a member's notification (a key
-	// expiry reminder): the server records it in the change feed there. Set it before serving.
-	Notified func(ctx context.Context, q store.Querier, n Notification) error
 
 	mu       sync.Mutex
 	cache    map[string]cachedPrincipal // by secret hash
@@ -451,7 +449,7 @@ LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m
 			workspace, k.ID, member, hashSecret(secret), k.Hint, k.Access, jsonOrNil(k.Resources), jsonOrNil(k.AllowIPs), now, k.ExpiresAt, assured, nullString(k.Name), from)); err != nil {
 			return err
 		}
-		if err := d.scheduleReminders(ctx, q, k); err != nil {
+		if err := notices.ScheduleReminders(ctx, q, d.d, notices.NewKey{Workspace: k.Workspace, ID: k.ID, Member: k.Member, CreatedAt: k.CreatedAt, ExpiresAt: k.ExpiresAt}); err != nil {
 			return err
 		}
 		if o.Within != nil {

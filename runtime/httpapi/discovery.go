@@ -36,7 +36,7 @@ func (h *Handler) me(w http.ResponseWriter, req bunrouter.Request) error {
 		key["resources"] = "all"
 	}
 	key["last_used_at"], key["last_used_ip"] = h.dir.LastUse(&p.Key)
-	notes, err := h.dir.DeliverNotifications(req.Context(), p.Workspace.ID, p.Member.ID)
+	notes, err := h.notices.Deliver(req.Context(), p.Workspace.ID, p.Member.ID)
 	if err != nil {
 		return err
 	}

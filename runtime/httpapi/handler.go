@@ -24,10 +24,11 @@ import (
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/feed"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/metrics"
-	"github.com/workspace-records/records/runtime/feed"
+	"github.com/workspace-records/records/runtime/notices"
 	"github.com/workspace-records/records/runtime/records"
 )
 
@@ -60,6 +61,8 @@ type Config struct {
 	// FailedAuthPerMinute is how many failing keys one client address may present a minute before its
 	// keys are refused with 429 without a lookup (except keys that authenticated here lately); 0: no bound.
 	FailedAuthPerMinute int64
+	// Notices shows members their notifications (GET /v1/me).
+	Notices *notices.Service
 	// Generations, when set, gives each request the generation it runs on (a Handler built by New or
 	// Generation) and holds it until release is called, at the request's end: a server that switches
 	// definitions (runtime/server) retires a generation once its last request has ended. Unset, the
@@ -86,6 +89,7 @@ type Handler struct {
 // core is the state every generation of a Handler shares.
 type core struct {
 	dir       *auth.Directory
+	notices   *notices.Service
 	log       *slog.Logger
 	publicURL string
 	proxies   []netip.Prefix
@@ -112,7 +116,7 @@ type Generation struct {
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	c := &core{dir: cfg.Directory, log: cfg.Logger, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
+	c := &core{dir: cfg.Directory, notices: cfg.Notices, log: cfg.Logger, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
 		metrics: cfg.Metrics, ready: cfg.Ready, details: cfg.ReadyDetails, gens: cfg.Generations}
 	c.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
 	if c.timeout <= 0 {

@@ -272,7 +272,7 @@ func TestKeyExpiryNoticeEvent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := dir.SendDueReminders(context.Background(), time.Now().Add(17*24*time.Hour)); err != nil {
+			if _, err := e.Server.Backend().Notices.SendDueReminders(context.Background(), time.Now().Add(17*24*time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			notices := awaitEvent(t, e, "&type=api_keys.expiring", expiring.ID, "api_keys.expiring")

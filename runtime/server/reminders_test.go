@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/notices"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -30,13 +31,13 @@ func TestKeyExpiryReminders(t *testing.T) {
 			short, _, _ := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 10 * 24 * time.Hour})
 			optOut, _, _ := dir.CreateKey(ctx, bob, auth.KeyOptions{Access: "read", ExpiresIn: 30 * 24 * time.Hour})
 			revoked, _, _ := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 30 * 24 * time.Hour})
-			if err := dir.SetKeyExpiryReminders(ctx, bob, false); err != nil {
+			if err := be.Notices.SetKeyExpiryReminders(ctx, bob, false); err != nil {
 				t.Fatal(err)
 			}
 			dir.RevokeKey(ctx, revoked.ID)
 
 			state := func() map[string]map[int]string {
-				list, err := dir.Reminders(ctx, e.Workspace)
+				list, err := be.Notices.Reminders(ctx, e.Workspace)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -49,19 +50,19 @@ func TestKeyExpiryReminders(t *testing.T) {
 				}
 				return out
 			}
-			outbox := func(member string) []auth.Notification {
-				list, err := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Member: member})
+			outbox := func(member string) []notices.Notification {
+				list, err := be.Notices.List(ctx, e.Workspace, notices.Filter{Member: member})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return list
 			}
 			s := state()
-			if s[short.ID][14] != auth.ReminderSkipped || s[short.ID][3] != auth.ReminderScheduled {
+			if s[short.ID][14] != notices.ReminderSkipped || s[short.ID][3] != notices.ReminderScheduled {
 				t.Errorf("10-day key: %v (the 14-day reminder falls before creation)", s[short.ID])
 			}
 			// Nothing is due yet.
-			if n, _ := dir.SendDueReminders(ctx, time.Now()); n != 0 || len(outbox("")) != 0 {
+			if n, _ := be.Notices.SendDueReminders(ctx, time.Now()); n != 0 || len(outbox("")) != 0 {
 				t.Errorf("sent %d reminders early", n)
 			}
 			// Three servers send the 14-day reminders of the 30-day keys at once.
@@ -70,7 +71,7 @@ func TestKeyExpiryReminders(t *testing.T) {
 			var mu sync.Mutex
 			total := 0
 			for range 3 {
-				replica := auth.NewDirectory(be.Store, be.Current().Catalog, nil)
+				replica := notices.New(be.Store, nil)
 				wg.Go(func() {
 					n, err := replica.SendDueReminders(ctx, at)
 					if err != nil {
@@ -85,14 +86,14 @@ func TestKeyExpiryReminders(t *testing.T) {
 			if total != 2 {
 				t.Errorf("three servers wrote %d notifications, want 2 (ann's 30-day key and the test's own admin key)", total)
 			}
-			if n, _ := dir.SendDueReminders(ctx, at); n != 0 {
+			if n, _ := be.Notices.SendDueReminders(ctx, at); n != 0 {
 				t.Errorf("a later pass wrote %d", n)
 			}
 			s = state()
-			if s[long.ID][14] != auth.ReminderSent || s[optOut.ID][14] != auth.ReminderSkipped || s[revoked.ID][14] != auth.ReminderCancelled {
+			if s[long.ID][14] != notices.ReminderSent || s[optOut.ID][14] != notices.ReminderSkipped || s[revoked.ID][14] != notices.ReminderCancelled {
 				t.Errorf("after day 17: long %v, opted out %v, revoked %v", s[long.ID], s[optOut.ID], s[revoked.ID])
 			}
-			if s[short.ID][3] != auth.ReminderCancelled {
+			if s[short.ID][3] != notices.ReminderCancelled {
 				t.Errorf("reminder of a key expired before it was due: %v", s[short.ID])
 			}
 			if got := outbox(bob); len(got) != 0 {
@@ -103,12 +104,12 @@ func TestKeyExpiryReminders(t *testing.T) {
 				t.Fatalf("ann's outbox: %+v, want one notification", got)
 			}
 			n := got[0]
-			if n.Kind != auth.NotificationKeyExpiring || n.KeyID != long.ID || n.KeyHint != long.Hint || !n.ExpiresAt.Equal(long.ExpiresAt) || n.DaysBefore != 14 ||
+			if n.Kind != notices.NotificationKeyExpiring || n.KeyID != long.ID || n.KeyHint != long.Hint || !n.ExpiresAt.Equal(long.ExpiresAt) || n.DaysBefore != 14 ||
 				n.Member != ann || n.DeliveredAt != nil || n.ReadAt != nil {
 				t.Errorf("ann's notification: %+v; key %+v", n, long)
 			}
 			// The 3-day reminder is a second notification, not a repeat of the first.
-			if n, _ := dir.SendDueReminders(ctx, long.ExpiresAt.Add(-2*24*time.Hour)); n < 1 || len(outbox(ann)) != 2 {
+			if n, _ := be.Notices.SendDueReminders(ctx, long.ExpiresAt.Add(-2*24*time.Hour)); n < 1 || len(outbox(ann)) != 2 {
 				t.Errorf("3-day reminder: wrote %d, ann has %d notifications; want 2", n, len(outbox(ann)))
 			}
 		})
@@ -126,7 +127,8 @@ func TestNotificationsInMe(t *testing.T) {
 			// A server of its own: its reminder sweep covers every workspace's keys.
 			e := servertest.Start(t, b, servertest.Options{Private: true})
 			ctx := context.Background()
-			dir := e.Server.Backend().Directory
+			be := e.Server.Backend()
+			dir := be.Directory
 			ann, bob := e.NewMember("ann@me.example", "member", ""), e.NewMember("bob@me.example", "member", "")
 			expiring, _, err := dir.CreateKey(ctx, ann, auth.KeyOptions{Access: "read", ExpiresIn: 20 * 24 * time.Hour})
 			if err != nil {
@@ -148,7 +150,7 @@ func TestNotificationsInMe(t *testing.T) {
 			if got := notes(annKey); len(got) != 0 {
 				t.Fatalf("notifications before any reminder: %v", got)
 			}
-			if _, err := dir.SendDueReminders(ctx, time.Now().Add(7*24*time.Hour)); err != nil {
+			if _, err := be.Notices.SendDueReminders(ctx, time.Now().Add(7*24*time.Hour)); err != nil {
 				t.Fatal(err)
 			}
 			before := time.Now()
@@ -159,26 +161,26 @@ func TestNotificationsInMe(t *testing.T) {
 			if other := notes(bobKey); len(other) != 0 {
 				t.Errorf("bob sees notifications of ann's keys: %v", other)
 			}
-			list, err := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Member: ann})
+			list, err := be.Notices.List(ctx, e.Workspace, notices.Filter{Member: ann})
 			if err != nil || len(list) != 1 || list[0].DeliveredAt == nil || list[0].DeliveredAt.Before(before.Add(-time.Second)) {
 				t.Fatalf("stored after GET /v1/me: %+v, %v; want delivered_at set", list, err)
 			}
 			first := *list[0].DeliveredAt
 			notes(annKey)
-			if list, _ := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Member: ann}); !list[0].DeliveredAt.Equal(first) {
+			if list, _ := be.Notices.List(ctx, e.Workspace, notices.Filter{Member: ann}); !list[0].DeliveredAt.Equal(first) {
 				t.Errorf("delivered_at moved from %v to %v on a second GET /v1/me", first, list[0].DeliveredAt)
 			}
-			read, err := dir.MarkNotificationRead(ctx, list[0].ID)
+			read, err := be.Notices.MarkRead(ctx, list[0].ID)
 			if err != nil || read.ReadAt == nil {
 				t.Fatalf("mark read: %+v, %v", read, err)
 			}
 			if got := notes(annKey); len(got) != 0 {
 				t.Errorf("a read notification is still shown: %v", got)
 			}
-			if unread, _ := dir.Notifications(ctx, e.Workspace, auth.NotificationFilter{Unread: true}); len(unread) != 0 {
+			if unread, _ := be.Notices.List(ctx, e.Workspace, notices.Filter{Unread: true}); len(unread) != 0 {
 				t.Errorf("unread after marking read: %+v", unread)
 			}
-			if _, err := dir.MarkNotificationRead(ctx, "not-a-uuid"); err == nil {
+			if _, err := be.Notices.MarkRead(ctx, "not-a-uuid"); err == nil {
 				t.Error("marking an unknown notification read succeeded")
 			}
 		})

@@ -33,6 +33,7 @@ import (
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/migrate"
+	"github.com/workspace-records/records/runtime/notices"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
@@ -80,6 +81,8 @@ type Backend struct {
 	// served at each call (Current); a generation has views of them fixed to its version.
 	Directory *auth.Directory
 	Webhooks  *dispatch.Registry
+	// Notices keeps members' notifications and key expiry reminders.
+	Notices   *notices.Service
 	Migration *migrate.Result
 	// Events numbers the change feed's events (nil when the feed is off); recordsd runs it.
 	Events *events.Sequencer
@@ -165,6 +168,7 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	b.recordsConfig.Store, b.recordsConfig.Idempotency, b.recordsConfig.Events = b.Store, idempotency.New(b.Store, nil), b.Events
 	// The backend's directory and registry resolve in the version served, whichever it is when asked.
 	b.Directory = auth.NewDirectory(b.Store, set.Catalog, nil).Following(b.catalog)
+	b.Notices = notices.New(b.Store, nil)
 	b.Webhooks = dispatch.NewRegistry(b.Store, set.Catalog, cfg.WebhookAllowPrivate).Following(b.catalog)
 	b.hosts.live = map[*sharedHost]struct{}{}
 	b.serve(b.newGeneration(set, schemas, share(nil)))
@@ -357,7 +361,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		}
 		b.Events.Metrics = m
 		b.Events.Subscribe(b.Dispatcher)
-		b.Directory.Notified = func(ctx context.Context, q store.Querier, n auth.Notification) error {
+		b.Notices.Notified = func(ctx context.Context, q store.Querier, n notices.Notification) error {
 			// A key expiry reminder is a notice of the feed too, so its owner can receive it by webhook.
 			return events.Write(ctx, q, b.Store.Dialect(), events.Actor{Workspace: n.Workspace}, n.CreatedAt, []events.Event{{
 				Type: events.KeyExpiring, Resource: events.KeysResource, RecordID: n.KeyID,
@@ -442,7 +446,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	g.doc = httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(cat, schemas) }, catalog.ServerURL)
 	s.handler = httpapi.New(httpapi.Config{Records: g.Records, Directory: b.Directory, Admin: g.Admin, Logger: log, OpenAPI: g.doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, ReadyDetails: s.readyDetails, RequestTimeout: cfg.RequestTimeout,
-		FailedAuthPerMinute: cfg.FailedAuthPerMinute, Generations: s.acquireHandler})
+		FailedAuthPerMinute: cfg.FailedAuthPerMinute, Generations: s.acquireHandler, Notices: b.Notices})
 	g.handler = s.handler
 	return s, nil
 }
@@ -723,7 +727,7 @@ func (s *Server) sendReminders(ctx context.Context) {
 		if _, err := idempotency.CleanupInstances(ctx, s.backend.Store); err != nil {
 			s.log.Warn("server instance clean-up", "err", err)
 		}
-		if n, err := s.backend.Directory.SendDueReminders(ctx, time.Now()); err != nil {
+		if n, err := s.backend.Notices.SendDueReminders(ctx, time.Now()); err != nil {
 			s.log.Warn("key expiry reminders", "err", err)
 		} else if n > 0 {
 			s.log.Info("key expiry notifications written", "count", n)

@@ -129,8 +129,12 @@ func TestTxStatementAfterRollback(t *testing.T) {
 		}
 		go func() {
 			close(started)
-			err := q.Query(ctx, d.Bind("SELECT pg_sleep(0.3)"), func([]any) error { return nil })
-			finished <- outcome{err, time.Now()}
+			// The time is taken while the statement still holds the transaction (its row is being
+			// read), not after Query returns: the goroutine may be descheduled between the two, and
+			// Tx may rightly return in that gap (seen under -race on a loaded machine).
+			var at time.Time
+			err := q.Query(ctx, d.Bind("SELECT pg_sleep(0.3)"), func([]any) error { at = time.Now(); return nil })
+			finished <- outcome{err, at}
 		}()
 		<-started
 		time.Sleep(20 * time.Millisecond) // most often the lookup is under way when the write gives up

@@ -34,6 +34,7 @@ var layers = []layer{
 	{"audit trail and change feed", pkgs("./runtime/audit", "./runtime/events")},
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",
 		"./runtime/customfields", "./runtime/migrate", "./runtime/plugins")},
+	{"member notices", pkgs("./runtime/notices")}, // notifications and key expiry reminders (auth schedules them)
 	{"store", pkgs("./runtime/store/...")},
 	{"runtime leaves", pkgs("./runtime/config", "./runtime/metrics", "./runtime/version", "./runtime/jsonenc",
 		"./runtime/webhooks")},
