@@ -32,7 +32,9 @@ func TestDefinitionsSwitch(t *testing.T) {
 			defs := servertest.CopyDefinitions(t)
 			e := servertest.Start(t, b, servertest.Options{DefinitionsDir: defs, Metrics: true})
 			_, _, key := e.NewWorkspace("enterprise", "admin", "write")
-			call := func(method, path, body string) (int, map[string]any) { return uncheckedCall(t, e, key, method, path, body) }
+			call := func(method, path, body string) (int, map[string]any) {
+				return uncheckedCall(t, e, key, method, path, body)
+			}
 			status, before := call("POST", "/v1/tags", `{"name":"before"}`)
 			if status != 201 {
 				t.Fatalf("create: %d %v", status, before)
