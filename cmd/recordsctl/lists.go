@@ -201,7 +201,7 @@ func cmdModelList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			list, err := b.Directory.ListModels(e.ctx, *ws)
+			list, err := b.Current().Custom.ListModels(e.ctx, *ws)
 			if err != nil {
 				return err
 			}

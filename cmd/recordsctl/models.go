@@ -12,7 +12,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/server"
@@ -31,7 +30,7 @@ func cmdModelCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			id, err := b.Directory.CreateModel(e.ctx, *ws, *name, fields)
+			id, err := b.Current().Custom.CreateModel(e.ctx, *ws, *name, fields)
 			if err != nil {
 				return err
 			}
@@ -41,12 +40,12 @@ func cmdModelCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 }
 
 // readModelFields reads a fields file: field key -> {type, label, required, options, target}.
-func readModelFields(file string) (map[string]auth.ModelField, error) {
+func readModelFields(file string) (map[string]customfields.ModelField, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	fields := map[string]auth.ModelField{}
+	fields := map[string]customfields.ModelField{}
 	dec := yaml.NewDecoder(strings.NewReader(string(data)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fields); err != nil && !errors.Is(err, io.EOF) {
@@ -62,7 +61,7 @@ func cmdModelUpdate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 		if err := need(pos, 1, "model update ID [--name N] [--fields-file F]"); err != nil {
 			return err
 		}
-		var fields map[string]auth.ModelField
+		var fields map[string]customfields.ModelField
 		if *file != "" {
 			var err error
 			if fields, err = readModelFields(*file); err != nil {
@@ -70,7 +69,7 @@ func cmdModelUpdate(fs *flag.FlagSet) func(*env, config.Config, []string) error 
 			}
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			if err := b.Directory.UpdateModel(e.ctx, pos[0], *name, fields); err != nil {
+			if err := b.Current().Custom.UpdateModel(e.ctx, pos[0], *name, fields); err != nil {
 				return err
 			}
 			return e.emit(map[string]any{"id": strings.ToLower(pos[0])}, pos[0])

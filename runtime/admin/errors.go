@@ -23,8 +23,10 @@ func explain(kind string, err error) error {
 	var list field.ErrorList
 	var dupField *customfields.DuplicateError
 	var exists *auth.ExistsError
+	var modelExists *customfields.ExistsError
 	switch {
-	case errors.Is(err, auth.ErrNotFound), errors.Is(err, customfields.ErrNotFound):
+	case errors.Is(err, auth.ErrNotFound), errors.Is(err, customfields.ErrNotFound), errors.Is(err, customfields.ErrModelNotFound),
+		errors.Is(err, customfields.ErrModelWorkspaceNotFound):
 		return &apierr.Error{Code: apierr.NotFound, Message: "No such " + kind + " in this workspace.", Err: err}
 	case errors.As(err, &dupField):
 		return &apierr.Error{Code: apierr.Conflict, Message: dupField.Resource + " already has a custom field with key " + dupField.Key + ".",
@@ -32,12 +34,18 @@ func explain(kind string, err error) error {
 	case errors.As(err, &exists):
 		return &apierr.Error{Code: apierr.Conflict, Message: upperFirst(exists.Message) + ".",
 			Errors: field.ErrorList{field.New(field.CodeDuplicate, field.NewPath("name"), exists.Message)}, Err: err}
+	case errors.As(err, &modelExists):
+		return &apierr.Error{Code: apierr.Conflict, Message: upperFirst(modelExists.Message) + ".",
+			Errors: field.ErrorList{field.New(field.CodeDuplicate, field.NewPath("name"), modelExists.Message)}, Err: err}
 	case errors.Is(err, auth.ErrLastManager):
 		return &apierr.Error{Code: apierr.Conflict, Message: "This would leave the workspace without an active member holding api.manage; give another member such a role first.", Err: err}
 	case errors.As(err, &list) && len(list) > 0:
 		return apierr.Refused(list)
-	case errors.Is(err, auth.ErrInvalid), errors.Is(err, customfields.ErrInvalid):
-		msg := strings.TrimPrefix(strings.TrimPrefix(err.Error(), auth.ErrInvalid.Error()+": "), customfields.ErrInvalid.Error()+": ")
+	case errors.Is(err, auth.ErrInvalid), errors.Is(err, customfields.ErrInvalid), errors.Is(err, customfields.ErrInvalidModel):
+		msg := err.Error()
+		for _, sentinel := range []error{auth.ErrInvalid, customfields.ErrInvalid, customfields.ErrInvalidModel} {
+			msg = strings.TrimPrefix(msg, sentinel.Error()+": ")
+		}
 		return apierr.Refused(field.ErrorList{field.New(field.CodeInvalid, field.Path{}, msg)})
 	}
 	return err

@@ -11,7 +11,6 @@ import (
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/audit"
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
@@ -186,33 +185,33 @@ func (s *Service) changeCustomField(ctx context.Context, a Actor, id string, c c
 }
 
 // DataModels lists the workspace's data models, by name.
-func (s *Service) DataModels(ctx context.Context, a Actor) ([]auth.ModelEntry, error) {
-	return s.cfg.Directory.ListModels(ctx, a.workspace())
+func (s *Service) DataModels(ctx context.Context, a Actor) ([]customfields.ModelEntry, error) {
+	return s.cfg.Custom.ListModels(ctx, a.workspace())
 }
 
 // DataModel returns data model id of the workspace.
-func (s *Service) DataModel(ctx context.Context, a Actor, id string) (auth.ModelEntry, error) {
-	m, err := s.cfg.Directory.Model(ctx, a.workspace(), id)
+func (s *Service) DataModel(ctx context.Context, a Actor, id string) (customfields.ModelEntry, error) {
+	m, err := s.cfg.Custom.Model(ctx, a.workspace(), id)
 	return m, explain("data model", err)
 }
 
 // CheckDataModelFields returns the problems of a data model's fields (nil: none), without storing
 // anything: the handler reports them with those of the body's shape, all at once.
-func (s *Service) CheckDataModelFields(fields map[string]auth.ModelField) field.ErrorList {
-	return s.cfg.Directory.CheckModelFields(fields)
+func (s *Service) CheckDataModelFields(fields map[string]customfields.ModelField) field.ErrorList {
+	return s.cfg.Custom.CheckModelFields(fields)
 }
 
 // CreateDataModel creates a data model with the checks of recordsctl model create.
-func (s *Service) CreateDataModel(ctx context.Context, a Actor, name string, fields map[string]auth.ModelField) (auth.ModelEntry, error) {
-	m, err := s.cfg.Directory.CreateModelThen(a.scoped(ctx), a.workspace(), name, fields, func(q store.Querier, m auth.ModelEntry) error {
+func (s *Service) CreateDataModel(ctx context.Context, a Actor, name string, fields map[string]customfields.ModelField) (customfields.ModelEntry, error) {
+	m, err := s.cfg.Custom.CreateModelThen(a.scoped(ctx), a.workspace(), name, fields, func(q store.Querier, m customfields.ModelEntry) error {
 		return s.record(a.scoped(ctx), q, a, audit.AdminDataModels, m.ID, audit.ActionCreate, modelValues(m), nil)
 	})
 	return m, explain("data model", err)
 }
 
 // UpdateDataModel renames data model id (name "" keeps it) and replaces its fields (nil keeps them).
-func (s *Service) UpdateDataModel(ctx context.Context, a Actor, id, name string, fields map[string]auth.ModelField) (auth.ModelEntry, error) {
-	m, err := s.cfg.Directory.UpdateModelIn(a.scoped(ctx), a.workspace(), id, name, fields, func(q store.Querier, before, after auth.ModelEntry) error {
+func (s *Service) UpdateDataModel(ctx context.Context, a Actor, id, name string, fields map[string]customfields.ModelField) (customfields.ModelEntry, error) {
+	m, err := s.cfg.Custom.UpdateModelIn(a.scoped(ctx), a.workspace(), id, name, fields, func(q store.Querier, before, after customfields.ModelEntry) error {
 		changes, previous := diff(modelValues(before), modelValues(after))
 		return s.record(a.scoped(ctx), q, a, audit.AdminDataModels, after.ID, audit.ActionUpdate, changes, previous)
 	})
@@ -220,7 +219,7 @@ func (s *Service) UpdateDataModel(ctx context.Context, a Actor, id, name string,
 }
 
 // modelValues are a data model's audited members: its name and fields.
-func modelValues(m auth.ModelEntry) map[string]any {
+func modelValues(m customfields.ModelEntry) map[string]any {
 	return map[string]any{"name": m.Name, "fields": values(m.Fields)}
 }
 

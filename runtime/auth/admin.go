@@ -3,14 +3,10 @@ package auth
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/workspace-records/records/engine/field"
-	"github.com/workspace-records/records/engine/model"
-	"github.com/workspace-records/records/engine/suggest"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -136,54 +132,6 @@ func (d *Directory) SetLimits(ctx context.Context, workspace string, l Limits) e
 	})
 }
 
-// ModelField is one field of a custom data model.
-type ModelField struct {
-	Type     string   `json:"type"`
-	Label    string   `json:"label,omitempty"`
-	Required bool     `json:"required,omitempty"`
-	Options  []string `json:"options,omitempty"`
-	Target   string   `json:"target,omitempty"`
-}
-
-// checkModelFields validates a data model's field definitions: an *InvalidError naming each field as
-// fields.<key>.
-func (d *Directory) checkModelFields(fields map[string]ModelField) error {
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var errs field.ErrorList
-	for _, k := range keys {
-		f := fields[k]
-		t, ok := model.ParseType(f.Type)
-		p := field.NewPath("fields").Child(k)
-		switch {
-		case !keyRE2.MatchString(k) || model.IsManaged(k):
-			errs = append(errs, field.New(field.CodeFormat, p, fmt.Sprintf("field %q: keys are lowercase snake_case and not engine-managed names", k)))
-		case !ok:
-			errs = append(errs, field.New(field.CodeOption, p.Child("type"), fmt.Sprintf("field %q: %s", k, suggest.Unknown("type", f.Type, model.TypeNames()))))
-		case t == model.Reference:
-			if _, ok := d.catalog().Resource(f.Target); !ok {
-				errs = append(errs, field.New(field.CodeOption, p.Child("target"), fmt.Sprintf("field %q: target: %s", k, suggest.Unknown("resource", f.Target, d.catalog().ResourceNames(false)))))
-			}
-		}
-	}
-	if len(errs) > 0 {
-		return &InvalidError{Errors: errs}
-	}
-	return nil
-}
-
-// CheckModelFields returns the problems of a data model's fields, by field (nil: none), without storing
-// anything.
-func (d *Directory) CheckModelFields(fields map[string]ModelField) field.ErrorList {
-	if e, ok := d.checkModelFields(fields).(*InvalidError); ok {
-		return e.Errors
-	}
-	return nil
-}
-
 // InvalidError is a refused argument of an admin operation: ErrInvalid (errors.Is) with the problems
 // by field (errors.As into a field.ErrorList gives them: the API answers them as 422
 // validation_failed).
@@ -218,57 +166,6 @@ func (e *ExistsError) Error() string { return ErrInvalid.Error() + ": " + e.Mess
 // Unwrap gives ErrInvalid.
 func (e *ExistsError) Unwrap() error { return ErrInvalid }
 
-// CreateModel creates a custom data model with fields keyed by field key.
-func (d *Directory) CreateModel(ctx context.Context, workspace, name string, fields map[string]ModelField) (string, error) {
-	m, err := d.CreateModelThen(ctx, workspace, name, fields, nil)
-	if err != nil {
-		return "", err
-	}
-	return m.ID, nil
-}
-
-// CreateModelThen is CreateModel with then, when set, run inside the transaction that stores the model
-// (the admin API writes its audit entry there).
-func (d *Directory) CreateModelThen(ctx context.Context, workspace, name string, fields map[string]ModelField, then func(q store.Querier, m ModelEntry) error) (ModelEntry, error) {
-	workspace = strings.ToLower(workspace)
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return ModelEntry{}, invalid(field.CodeInvalid, "name", "model name must be 1 to 200 characters")
-	}
-	if err := d.checkModelFields(fields); err != nil {
-		return ModelEntry{}, err
-	}
-	if fields == nil {
-		fields = map[string]ModelField{}
-	}
-	data, _ := json.Marshal(fields)
-	now := d.ts()
-	m := ModelEntry{ID: store.NewID(), Workspace: workspace, Name: name, Fields: fields, CreatedAt: now, UpdatedAt: now}
-	err := d.st.Tx(ctx, func(q store.Querier) error {
-		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })
-		if err != nil {
-			return fmt.Errorf("create model: %w", err)
-		}
-		if !found {
-			return fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
-		}
-		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO data_models (workspace_id, id, name, fields, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)", workspace, m.ID, name, string(data), now, now)); err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				return &ExistsError{Message: fmt.Sprintf("a model named %q exists", name)}
-			}
-			return fmt.Errorf("create model: %w", err)
-		}
-		if then != nil {
-			return then(q, m)
-		}
-		return nil
-	})
-	if err != nil {
-		return ModelEntry{}, err
-	}
-	return m, nil
-}
-
 // Workspace returns the workspace id.
 func (d *Directory) Workspace(ctx context.Context, id string) (*Workspace, error) {
 	w := &Workspace{ID: strings.ToLower(id)}
@@ -299,85 +196,4 @@ func (d *Directory) memberWorkspace(ctx context.Context, q store.Querier, member
 		return "", fmt.Errorf("member %s: %w", member, ErrNotFound)
 	}
 	return workspace, nil
-}
-
-// UpdateModel renames a data model (name "" keeps it) and replaces its fields (nil keeps them). Values of
-// removed fields stay stored and reappear if a field of the same key returns.
-func (d *Directory) UpdateModel(ctx context.Context, id, name string, fields map[string]ModelField) error {
-	_, err := d.UpdateModelIn(ctx, "", id, name, fields, nil)
-	return err
-}
-
-// UpdateModelIn is UpdateModel for a model of workspace ("" for the operator: whichever workspace holds
-// it; a model of another workspace is ErrNotFound), with then, when set, run inside the transaction with
-// the model before and after the change (the admin API writes its audit entry there).
-func (d *Directory) UpdateModelIn(ctx context.Context, workspace, id, name string, fields map[string]ModelField, then func(q store.Querier, before, after ModelEntry) error) (ModelEntry, error) {
-	id, workspace = strings.ToLower(id), strings.ToLower(workspace)
-	now := d.ts()
-	sets, args := []string{"updated_at = ?"}, []any{now}
-	if name = strings.TrimSpace(name); name != "" {
-		if len(name) > 200 {
-			return ModelEntry{}, invalid(field.CodeTooLong, "name", "model name must be at most 200 characters")
-		}
-		sets, args = append(sets, "name = ?"), append(args, name)
-	}
-	if fields != nil {
-		if err := d.checkModelFields(fields); err != nil {
-			return ModelEntry{}, err
-		}
-		data, _ := json.Marshal(fields)
-		sets, args = append(sets, "fields = ?"), append(args, string(data))
-	}
-	var after ModelEntry
-	err := d.st.Tx(ctx, func(q store.Querier) error {
-		before, err := d.model(ctx, q, workspace, id)
-		if err != nil {
-			return err
-		}
-		_, err = q.Exec(ctx, d.d.Bind("UPDATE data_models SET "+strings.Join(sets, ", ")+" WHERE workspace_id = ? AND id = ?", append(args, before.Workspace, id)...))
-		if errors.Is(err, store.ErrConflict) {
-			return &ExistsError{Message: fmt.Sprintf("a model named %q exists", name)}
-		}
-		if err != nil {
-			return fmt.Errorf("update model: %w", err)
-		}
-		after = before
-		after.UpdatedAt = now
-		if name != "" {
-			after.Name = name
-		}
-		if fields != nil {
-			after.Fields = fields
-		}
-		if then != nil {
-			return then(q, before, after)
-		}
-		return nil
-	})
-	return after, err
-}
-
-// Model returns data model id of workspace (ErrNotFound when the workspace has none of that id).
-func (d *Directory) Model(ctx context.Context, workspace, id string) (ModelEntry, error) {
-	return d.model(ctx, d.st, strings.ToLower(workspace), strings.ToLower(id))
-}
-
-// model reads data model id of workspace ("": of any workspace).
-func (d *Directory) model(ctx context.Context, q store.Querier, workspace, id string) (ModelEntry, error) {
-	if !model.IsUUID(id) {
-		return ModelEntry{}, fmt.Errorf("model %s: %w", id, ErrNotFound)
-	}
-	sql, args := "SELECT id, workspace_id, name, fields, created_at, updated_at FROM data_models WHERE id = ?", []any{id}
-	if workspace != "" {
-		sql, args = sql+" AND workspace_id = ?", append(args, workspace)
-	}
-	var m ModelEntry
-	found, err := store.QueryOne(ctx, q, d.d.Bind(sql, args...), scanModel(&m))
-	if err != nil {
-		return ModelEntry{}, fmt.Errorf("read model: %w", err)
-	}
-	if !found {
-		return ModelEntry{}, fmt.Errorf("model %s: %w", id, ErrNotFound)
-	}
-	return m, nil
 }

@@ -130,49 +130,6 @@ func (d *Directory) ListRoles(ctx context.Context, workspace string) ([]RoleEntr
 	return out, nil
 }
 
-// ModelEntry is a custom data model as model list shows it.
-type ModelEntry struct {
-	ID        string                `json:"id"`
-	Workspace string                `json:"workspace_id"`
-	Name      string                `json:"name"`
-	Fields    map[string]ModelField `json:"fields"` // by field key
-	CreatedAt time.Time             `json:"created_at"`
-	UpdatedAt time.Time             `json:"updated_at"`
-}
-
-// ListModels returns the data models of workspace, by name.
-func (d *Directory) ListModels(ctx context.Context, workspace string) ([]ModelEntry, error) {
-	workspace = strings.ToLower(workspace)
-	if _, err := d.Workspace(ctx, workspace); err != nil {
-		return nil, err
-	}
-	out := []ModelEntry{}
-	var m ModelEntry
-	scan := scanModel(&m)
-	err := d.st.Query(ctx, d.d.Bind("SELECT id, workspace_id, name, fields, created_at, updated_at FROM data_models WHERE workspace_id = ? ORDER BY name, id", workspace), func(row []any) error {
-		if err := scan(row); err != nil {
-			return err
-		}
-		out = append(out, m)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	return out, nil
-}
-
-// scanModel reads a data model's id, workspace_id, name, fields, created_at and updated_at into m.
-func scanModel(m *ModelEntry) func(row []any) error {
-	return func(row []any) error {
-		*m = ModelEntry{ID: store.UUIDText(row[0]), Workspace: store.UUIDText(row[1]), Name: store.Text(row[2]), Fields: map[string]ModelField{}}
-		if err := json.Unmarshal(store.JSON(row[3]), &m.Fields); err != nil {
-			return fmt.Errorf("fields of model %s: %w", m.ID, err)
-		}
-		return scanTimes(row[4:], &m.CreatedAt, &m.UpdatedAt)
-	}
-}
-
 // scanTimes reads timestamps from row into dst, in order.
 func scanTimes(row []any, dst ...*time.Time) error {
 	for i, p := range dst {

@@ -364,10 +364,18 @@ func (ps problems) err() error {
 	return e
 }
 
-// InvalidError is a definition refused: ErrInvalid (errors.Is) with every problem by field (errors.As
+// InvalidError is a custom field or data model refused: ErrInvalid or ErrInvalidModel (errors.Is) with every problem by field (errors.As
 // into a field.ErrorList gives them: the API answers them as 422 validation_failed).
 type InvalidError struct {
 	Errors field.ErrorList
+	kind   error // ErrInvalid (a custom field, when nil) or ErrInvalidModel
+}
+
+func (e *InvalidError) sentinel() error {
+	if e.kind != nil {
+		return e.kind
+	}
+	return ErrInvalid
 }
 
 func (e *InvalidError) Error() string {
@@ -375,11 +383,11 @@ func (e *InvalidError) Error() string {
 	for i, fe := range e.Errors {
 		texts[i] = fe.Message
 	}
-	return ErrInvalid.Error() + ": " + strings.Join(texts, "; ")
+	return e.sentinel().Error() + ": " + strings.Join(texts, "; ")
 }
 
-// Unwrap gives ErrInvalid and the field errors.
-func (e *InvalidError) Unwrap() []error { return []error{ErrInvalid, e.Errors} }
+// Unwrap gives ErrInvalid (ErrInvalidModel for a data model) and the field errors.
+func (e *InvalidError) Unwrap() []error { return []error{e.sentinel(), e.Errors} }
 
 // DuplicateError is a key a resource of the workspace already has a custom field for (ErrInvalid, as the
 // command line has always said; the API answers 409 conflict).

@@ -11,7 +11,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/admin"
 	"github.com/workspace-records/records/runtime/audit"
-	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/customfields"
 )
 
 // The handlers of the workspace half of the admin API (docs/issue-24.md): custom fields, data models, the
@@ -140,18 +140,18 @@ func (h *Handler) getDataModel(w http.ResponseWriter, req bunrouter.Request) err
 
 // modelFields reads the fields member of a data model body: field key → {type, label, required,
 // options, target}.
-func modelFields(m *strictBody, required bool) map[string]auth.ModelField {
+func modelFields(m *strictBody, required bool) map[string]customfields.ModelField {
 	obj := m.object("fields", required)
 	if obj == nil {
 		return nil
 	}
-	out := map[string]auth.ModelField{}
+	out := map[string]customfields.ModelField{}
 	for key := range obj.obj {
 		f := obj.object(key, true)
 		if f == nil {
 			continue
 		}
-		var mf auth.ModelField
+		var mf customfields.ModelField
 		if s := f.str("type", true); s != nil {
 			mf.Type = *s
 		}

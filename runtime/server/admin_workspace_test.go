@@ -439,7 +439,7 @@ func TestAdminIsolationMatrix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			modelID, err := be.Directory.CreateModel(ctx, ws2, "Theirs", map[string]auth.ModelField{"x": {Type: "string"}})
+			modelID, err := be.Current().Custom.CreateModel(ctx, ws2, "Theirs", map[string]customfields.ModelField{"x": {Type: "string"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,7 +488,7 @@ func TestAdminIsolationMatrix(t *testing.T) {
 			if d, err := be.Current().Custom.Get(ctx, ws2, def.ID); err != nil || d.Label != def.Label || d.Archived {
 				t.Errorf("their custom field: %+v, %v", d, err)
 			}
-			if m, err := be.Directory.Model(ctx, ws2, modelID); err != nil || m.Name != "Theirs" {
+			if m, err := be.Current().Custom.Model(ctx, ws2, modelID); err != nil || m.Name != "Theirs" {
 				t.Errorf("their model: %+v, %v", m, err)
 			}
 			if m, err := be.Directory.Member(ctx, ws2, member2); err != nil || !m.Active || m.Role != "admin" {

@@ -12,6 +12,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -63,7 +64,7 @@ func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	demo := &Demo{Workspace: w.ID, Admin: admin.ID, Secret: secret}
-	modelID, err := b.Directory.CreateModel(ctx, w.ID, "Vendors", map[string]auth.ModelField{
+	modelID, err := g.Custom.CreateModel(ctx, w.ID, "Vendors", map[string]customfields.ModelField{
 		"category": {Type: "string", Label: "Category", Options: []string{"software", "hardware", "services"}},
 		"website":  {Type: "url", Label: "Website"},
 	})

@@ -39,7 +39,7 @@ func fuzzEnv(f *testing.F) (e *servertest.Env, ids map[string]string) {
 		f.Fatal(err)
 	}
 	ids["field"] = d.FilterKey()
-	m, err := dir.CreateModel(ctx, e.Workspace, "Vendors", map[string]auth.ModelField{"employees": {Type: "integer"}})
+	m, err := e.Server.Backend().Current().Custom.CreateModel(ctx, e.Workspace, "Vendors", map[string]customfields.ModelField{"employees": {Type: "integer"}})
 	if err != nil {
 		f.Fatal(err)
 	}

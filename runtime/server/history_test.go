@@ -6,6 +6,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"github.com/workspace-records/records/runtime/customfields"
 	"net/url"
 	"strings"
 	"testing"
@@ -226,11 +227,11 @@ func TestHistory(t *testing.T) {
 
 			// Data model records: model_id as on the other routes there.
 			ctx := context.Background()
-			modelID, err := e.Server.Backend().Directory.CreateModel(ctx, e.Workspace, "Vendors", map[string]auth.ModelField{"category": {Type: "string"}})
+			modelID, err := e.Server.Backend().Current().Custom.CreateModel(ctx, e.Workspace, "Vendors", map[string]customfields.ModelField{"category": {Type: "string"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			otherModel, err := e.Server.Backend().Directory.CreateModel(ctx, e.Workspace, "Partners", map[string]auth.ModelField{"category": {Type: "string"}})
+			otherModel, err := e.Server.Backend().Current().Custom.CreateModel(ctx, e.Workspace, "Partners", map[string]customfields.ModelField{"category": {Type: "string"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/workspace-records/records/runtime/customfields"
 	"net/url"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sample"
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -54,7 +54,7 @@ func idFilter(id string) string {
 func runLifecycle(t *testing.T, e *servertest.Env, only map[string]bool) {
 	b := e.Server.Backend()
 	ctx := context.Background()
-	modelID, err := b.Directory.CreateModel(ctx, e.Workspace, "Vendors", map[string]auth.ModelField{"category": {Type: "string"}})
+	modelID, err := b.Current().Custom.CreateModel(ctx, e.Workspace, "Vendors", map[string]customfields.ModelField{"category": {Type: "string"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ func seedAll(t *testing.T, e *servertest.Env) map[string][]string {
 	refs := func(res string) []string { return ids[res] }
 	seen := map[string]map[string]any{}
 	gen.SetLookup(func(_, id string) map[string]any { return seen[id] })
-	modelID, err := be.Directory.CreateModel(context.Background(), e.Workspace, "Vendors", nil)
+	modelID, err := be.Current().Custom.CreateModel(context.Background(), e.Workspace, "Vendors", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

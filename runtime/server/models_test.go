@@ -3,10 +3,10 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/workspace-records/records/runtime/customfields"
 	"net/url"
 	"testing"
 
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -18,9 +18,9 @@ func TestDataModelFields(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
-			dir := e.Server.Backend().Directory
+			custom := e.Server.Backend().Current().Custom
 			ctx := context.Background()
-			vendors, err := dir.CreateModel(ctx, e.Workspace, "Vendors", map[string]auth.ModelField{
+			vendors, err := custom.CreateModel(ctx, e.Workspace, "Vendors", map[string]customfields.ModelField{
 				"category":  {Type: "string", Options: []string{"software", "hardware"}},
 				"employees": {Type: "integer", Required: true},
 				"website":   {Type: "url"},
@@ -28,7 +28,7 @@ func TestDataModelFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := dir.CreateModel(ctx, e.Workspace, "Partners", map[string]auth.ModelField{"region": {Type: "string"}})
+			other, err := custom.CreateModel(ctx, e.Workspace, "Partners", map[string]customfields.ModelField{"region": {Type: "string"}})
 			if err != nil {
 				t.Fatal(err)
 			}

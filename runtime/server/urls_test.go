@@ -35,7 +35,7 @@ func TestURLFieldsTakeWebAddressesOnly(t *testing.T) {
 			if _, err := be.Current().Custom.Create(ctx, e.Workspace, customfields.Def{Resource: "companies", Key: "homepage", Type: "url"}); err != nil {
 				t.Fatal(err)
 			}
-			modelID, err := be.Directory.CreateModel(ctx, e.Workspace, "Links", map[string]auth.ModelField{"site": {Type: "url"}})
+			modelID, err := be.Current().Custom.CreateModel(ctx, e.Workspace, "Links", map[string]customfields.ModelField{"site": {Type: "url"}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -55,7 +55,7 @@ func TestOnePassValidation(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			modelID, err := be.Directory.CreateModel(ctx, e.Workspace, "Vendors", map[string]auth.ModelField{"employees": {Type: "integer", Required: true}})
+			modelID, err := be.Current().Custom.CreateModel(ctx, e.Workspace, "Vendors", map[string]customfields.ModelField{"employees": {Type: "integer", Required: true}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -70,7 +70,7 @@ func TestWorkspaceOpenAPI(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if _, err := e.Server.Backend().Directory.CreateModel(ctx, e.Workspace, "Vendors", map[string]auth.ModelField{
+			if _, err := e.Server.Backend().Current().Custom.CreateModel(ctx, e.Workspace, "Vendors", map[string]customfields.ModelField{
 				"vendor_rating": {Type: "integer", Required: true}, "category": {Type: "string", Options: []string{"software", "hardware"}}}); err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestWorkspaceOpenAPI(t *testing.T) {
 			}
 			// A workspace whose plan lacks data models (pro) learns nothing of them, nor of another workspace.
 			ws, _, freeKey := e.NewWorkspace("pro", "admin", "read")
-			if _, err := e.Server.Backend().Directory.CreateModel(ctx, ws, "Hidden", map[string]auth.ModelField{"hidden_field": {Type: "string"}}); err != nil {
+			if _, err := e.Server.Backend().Current().Custom.CreateModel(ctx, ws, "Hidden", map[string]customfields.ModelField{"hidden_field": {Type: "string"}}); err != nil {
 				t.Fatal(err)
 			}
 			if r, free := getDoc(t, e.URL, "Authorization", "Bearer "+freeKey); r.StatusCode != 200 || bytes.Contains(free, []byte("hidden_field")) || bytes.Contains(free, []byte("cf__tier")) {

@@ -16,7 +16,6 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/sample"
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/records"
@@ -43,7 +42,7 @@ func (tn *tenant) refs(res string) []string {
 // newTenant creates a workspace (enterprise: the matrix outruns smaller plans' per-minute limits) with
 // two records of every resource (imports for read-only ones), the second archived where it can be, and
 // a data model with modelFields.
-func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[string]auth.ModelField) *tenant {
+func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[string]customfields.ModelField) *tenant {
 	t.Helper()
 	be := e.Server.Backend()
 	ctx := context.Background()
@@ -52,7 +51,7 @@ func newTenant(t *testing.T, e *servertest.Env, seed uint64, modelFields map[str
 	tn.ids["entity_members"] = []string{tn.member}
 	tn.gen.SetLookup(func(_, id string) map[string]any { return tn.seen[id] })
 	var err error
-	if tn.model, err = be.Directory.CreateModel(ctx, tn.ws, "Vendors", modelFields); err != nil {
+	if tn.model, err = be.Current().Custom.CreateModel(ctx, tn.ws, "Vendors", modelFields); err != nil {
 		t.Fatal(err)
 	}
 	actor := records.Actor{Workspace: tn.ws, Member: tn.member}
@@ -124,8 +123,8 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 	cat := be.Current().Catalog
 	ctx := context.Background()
 	const marker = "A-SECRET-MARKER"
-	A := newTenant(t, e, 11, map[string]auth.ModelField{"a_secret_code": {Type: "string"}})
-	B := newTenant(t, e, 12, map[string]auth.ModelField{"partner": {Type: "reference", Target: "companies"}})
+	A := newTenant(t, e, 11, map[string]customfields.ModelField{"a_secret_code": {Type: "string"}})
+	B := newTenant(t, e, 12, map[string]customfields.ModelField{"partner": {Type: "reference", Target: "companies"}})
 	// B's webhook endpoint, taking every event from here on: its payloads are checked with the answers.
 	bHooks := newPayloadReceiver(t)
 	bEndpoint := bHooks.endpoint(t, e, B.ws, B.member)
