@@ -33,7 +33,7 @@ func (d *Directory) ListWorkspaces(ctx context.Context) ([]WorkspaceEntry, error
 				return fmt.Errorf("limits of workspace %s: %w", w.ID, err)
 			}
 		}
-		if err := scanTimes(row[4:], &w.CreatedAt, &w.UpdatedAt); err != nil {
+		if err := store.Times(row[4:], &w.CreatedAt, &w.UpdatedAt); err != nil {
 			return err
 		}
 		out = append(out, w)
@@ -78,7 +78,7 @@ func (d *Directory) ListMembers(ctx context.Context, workspace string) ([]Member
 			}
 			m.MFAVerifiedAt = &t
 		}
-		if err := scanTimes(row[6:], &m.CreatedAt, &m.UpdatedAt); err != nil {
+		if err := store.Times(row[6:], &m.CreatedAt, &m.UpdatedAt); err != nil {
 			return err
 		}
 		out = append(out, m)
@@ -128,18 +128,6 @@ func (d *Directory) ListRoles(ctx context.Context, workspace string) ([]RoleEntr
 		return nil, fmt.Errorf("list roles: %w", err)
 	}
 	return out, nil
-}
-
-// scanTimes reads timestamps from row into dst, in order.
-func scanTimes(row []any, dst ...*time.Time) error {
-	for i, p := range dst {
-		t, err := store.Time(row[i])
-		if err != nil {
-			return err
-		}
-		*p = t
-	}
-	return nil
 }
 
 func nonNil(s []string) []string {

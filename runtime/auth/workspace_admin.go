@@ -55,7 +55,7 @@ func (d *Directory) member(ctx context.Context, q store.Querier, workspace, id s
 			}
 			m.MFAVerifiedAt = &t
 		}
-		return scanTimes(row[5:], &m.CreatedAt, &m.UpdatedAt)
+		return store.Times(row[5:], &m.CreatedAt, &m.UpdatedAt)
 	})
 	if err != nil {
 		return MemberEntry{}, fmt.Errorf("read member: %w", err)

@@ -50,18 +50,6 @@ func (r *Registry) forgetModel(workspace, id string) {
 	r.mu.Unlock()
 }
 
-// scanTimes reads timestamps from row into dst, in order.
-func scanTimes(row []any, dst ...*time.Time) error {
-	for i, p := range dst {
-		t, err := store.Time(row[i])
-		if err != nil {
-			return err
-		}
-		*p = t
-	}
-	return nil
-}
-
 // ModelField is one field of a custom data model.
 type ModelField struct {
 	Type     string   `json:"type"`
@@ -288,6 +276,6 @@ func scanModel(m *ModelEntry) func(row []any) error {
 		if err := json.Unmarshal(store.JSON(row[3]), &m.Fields); err != nil {
 			return fmt.Errorf("fields of model %s: %w", m.ID, err)
 		}
-		return scanTimes(row[4:], &m.CreatedAt, &m.UpdatedAt)
+		return store.Times(row[4:], &m.CreatedAt, &m.UpdatedAt)
 	}
 }

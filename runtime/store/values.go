@@ -68,6 +68,18 @@ func Bool(v any) bool {
 	return false
 }
 
+// Times reads the timestamps of row into dst, in order (Time each).
+func Times(row []any, dst ...*time.Time) error {
+	for i, p := range dst {
+		t, err := Time(row[i])
+		if err != nil {
+			return err
+		}
+		*p = t
+	}
+	return nil
+}
+
 // Time reads a timestamp value (SQLite stores RFC 3339 text).
 func Time(v any) (time.Time, error) {
 	switch x := v.(type) {
