@@ -174,13 +174,18 @@ func (b *Backend) Current() *Generation { return &b.gen.Load().Generation }
 // catalog is the catalog of the version served now (the backend's Directory and Webhooks follow it).
 func (b *Backend) catalog() *model.Catalog { return b.gen.Load().Catalog }
 
-// acquire returns the generation served now, held until its release.
-func (b *Backend) acquire() *generation {
+// acquire returns the generation served now and the function that releases it.
+func (b *Backend) acquire() (*generation, func()) {
 	for {
-		// A generation drained (refs 0) is no longer the one stored: the switch stored its successor
-		// before dropping the served reference, so the next load finds a live one.
-		if g := b.gen.Load(); g.tryAcquire() {
-			return g
+		g := b.gen.Load()
+		if g.tryAcquire() {
+			return g, g.release
+		}
+		// A drained generation (refs 0) that a switch replaced: its successor was stored before the
+		// served reference was dropped, so the next load finds it. One still stored is the last one of
+		// a closed backend: answered unheld, its services refuse (records.ErrRetired) rather than spin.
+		if b.gen.Load() == g {
+			return g, func() {}
 		}
 	}
 }
@@ -196,6 +201,6 @@ func (b *Backend) serve(g *generation) {
 // heldRecords gives the webhook dispatcher the record service of the generation served, held until
 // release (dispatch.Generations).
 func (b *Backend) heldRecords() (*records.Service, func()) {
-	g := b.acquire()
-	return g.Records, g.release
+	g, release := b.acquire()
+	return g.Records, release
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 	"testing"
+	"time"
 )
 
 // The reference counting of a generation and of a plugin host shared between generations, alone: a
@@ -53,4 +54,28 @@ func TestGenerationReferences(t *testing.T) {
 		t.Errorf("refs %d after 64 holders came and went, want 1", next.refs.Load())
 	}
 	g.release()
+}
+
+// A closed backend's last generation (drained, never replaced) is answered unheld instead of spinning:
+// a request that arrives after Close meets retired services, not a busy loop.
+func TestAcquireAfterClose(t *testing.T) {
+	b := &Backend{}
+	g := &generation{host: share(nil), drained: func() {}}
+	g.refs.Store(1)
+	b.gen.Store(g)
+	g.release() // Close drops the served reference
+	done := make(chan *generation, 1)
+	go func() {
+		got, release := b.acquire()
+		release()
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		if got != g || g.refs.Load() != 0 {
+			t.Errorf("acquire after close: %p (want %p), refs %d (want 0)", got, g, g.refs.Load())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("acquire spins on a closed backend")
+	}
 }

@@ -201,8 +201,8 @@ func (s *Server) attach(g *generation) {
 // acquireHandler gives a request the API of the generation served, held until release
 // (httpapi.Config.Generations).
 func (s *Server) acquireHandler() (*httpapi.Handler, func()) {
-	g := s.backend.acquire()
-	return g.handler, g.release
+	g, release := s.backend.acquire()
+	return g.handler, release
 }
 
 // refuse reports a version the server would not serve.

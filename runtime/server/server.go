@@ -479,8 +479,8 @@ func (s *Server) ready(ctx context.Context) []httpapi.Check {
 		})
 	}
 	wg.Go(func() {
-		g := s.backend.acquire()
-		defer g.release()
+		g, release := s.backend.acquire()
+		defer release()
 		plug = g.Plugins.Check(ctx)
 	})
 	var schemas httpapi.Check
