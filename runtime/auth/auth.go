@@ -1,5 +1,8 @@
-// Package auth keeps workspaces, members and API keys, and turns a bearer key into the principal a
-// request acts as. A key is "wsk_" followed by 64 lowercase hex characters; only its SHA-256 is stored.
+// Package auth keeps workspaces, members, workspace roles, limits overrides, API keys, console sessions
+// and key usage, and turns a bearer key or a console session into the principal a request acts as,
+// resolving its role and plan in one definitions version (Directory.For). A key is "wsk_" followed by
+// 64 lowercase hex characters; only its SHA-256 is stored. Notifications and key expiry reminders are
+// runtime/notices'; data models are runtime/customfields'.
 package auth
 
 import (

@@ -1,4 +1,5 @@
-// Package customfields keeps the custom fields that workspace admins add to resources. Values live in
+// Package customfields keeps the custom fields that workspace admins add to resources, and the
+// workspaces' data models (datamodels.go: their writes; models.go: their fields as records see them). Values live in
 // each record's custom_fields column keyed by definition id, so renaming or archiving a definition never
 // loses them. A server keeps one compiled snapshot per workspace for at most MaxAge, so a change made
 // through recordsctl reaches every server within about a second without a restart.

@@ -1,6 +1,7 @@
 // Package server is the composition root: it loads the definitions, opens and migrates the database,
-// and wires the record service, the key directory and the HTTP handler together. recordsd serves with
-// it; recordsctl uses the same Backend for its admin commands.
+// and wires the record service, the key directory and the HTTP handler together. What one definitions
+// version builds is a generation (generation.go), owned and reference-counted, switched live (live.go).
+// recordsd serves with it; recordsctl uses the same Backend for its admin commands.
 package server
 
 import (
