@@ -70,6 +70,29 @@ func AdminOps() []AdminOp {
 	return out
 }
 
+// Unbound compares a binding of admin operations (their handlers, their OpenAPI operations) with the
+// route table: it returns the admin routes whose operation has no entry in bound, and the operations
+// bound that serve no route. The compiler checks that bound's keys are AdminOp constants, each given
+// once; the tests of each binding check that both lists are empty.
+func Unbound[V any](bound map[AdminOp]V) (missing []Route, extra []AdminOp) {
+	routed := map[AdminOp]bool{}
+	for _, rt := range fixed {
+		if rt.Endpoint != Admin {
+			continue
+		}
+		routed[rt.AdminOp] = true
+		if _, ok := bound[rt.AdminOp]; !ok {
+			missing = append(missing, rt)
+		}
+	}
+	for op := range bound {
+		if !routed[op] {
+			extra = append(extra, op)
+		}
+	}
+	return missing, extra
+}
+
 func concatRoutes(lists ...[]Route) []Route {
 	var out []Route
 	for _, l := range lists {

@@ -56,3 +56,23 @@ func TestAdminRoutes(t *testing.T) {
 		}
 	}
 }
+
+// Unbound finds what a binding of admin operations lacks and what it binds to no route.
+func TestUnbound(t *testing.T) {
+	admin := 0
+	for _, rt := range fixed {
+		if rt.Endpoint == Admin {
+			admin++
+		}
+	}
+	if missing, extra := Unbound(map[AdminOp]bool{}); len(missing) != admin || len(extra) != 0 {
+		t.Errorf("an empty binding: %d missing (want %d), %d extra", len(missing), admin, len(extra))
+	}
+	all := map[AdminOp]bool{adminOpEnd: true}
+	for _, op := range AdminOps() {
+		all[op] = true
+	}
+	if missing, extra := Unbound(all); len(missing) != 0 || len(extra) != 1 || extra[0] != adminOpEnd {
+		t.Errorf("every operation and one more: %d missing, extra %v (want [%d])", len(missing), extra, adminOpEnd)
+	}
+}
