@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/runtime/notices"
 	"github.com/workspace-records/records/runtime/store"
 )
 
@@ -182,18 +183,11 @@ func (d *Directory) Workspace(ctx context.Context, id string) (*Workspace, error
 	return w, nil
 }
 
-// memberWorkspace returns the workspace of member.
+// memberWorkspace returns the workspace of member (notices.MemberWorkspace, a missing member ErrNotFound).
 func (d *Directory) memberWorkspace(ctx context.Context, q store.Querier, member string) (string, error) {
-	var workspace string
-	found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
-		workspace = store.UUIDText(row[0])
-		return nil
-	})
-	if err != nil {
-		return "", err
+	ws, found, err := notices.MemberWorkspace(ctx, q, d.d, member)
+	if err == nil && !found {
+		err = fmt.Errorf("member %s: %w", member, ErrNotFound)
 	}
-	if !found {
-		return "", fmt.Errorf("member %s: %w", member, ErrNotFound)
-	}
-	return workspace, nil
+	return ws, err
 }

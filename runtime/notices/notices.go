@@ -38,20 +38,23 @@ func New(st store.Store, now func() time.Time) *Service {
 
 func (s *Service) ts() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// memberWorkspace returns the workspace of member, read inside q.
-func (s *Service) memberWorkspace(ctx context.Context, q store.Querier, member string) (string, error) {
-	var ws string
-	found, err := store.QueryOne(ctx, q, s.d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
+// MemberWorkspace returns the workspace of member, read inside q; found is false when there is no such
+// member (runtime/auth reads it the same way).
+func MemberWorkspace(ctx context.Context, q store.Querier, d sqlgen.Dialect, member string) (ws string, found bool, err error) {
+	found, err = store.QueryOne(ctx, q, d.Bind("SELECT workspace_id FROM members WHERE id = ?", member), func(row []any) error {
 		ws = store.UUIDText(row[0])
 		return nil
 	})
-	if err != nil {
-		return "", err
+	return ws, found, err
+}
+
+// memberWorkspace is MemberWorkspace with a missing member ErrNotFound.
+func (s *Service) memberWorkspace(ctx context.Context, q store.Querier, member string) (string, error) {
+	ws, found, err := MemberWorkspace(ctx, q, s.d, member)
+	if err == nil && !found {
+		err = fmt.Errorf("member %s: %w", member, ErrNotFound)
 	}
-	if !found {
-		return "", fmt.Errorf("member %s: %w", member, ErrNotFound)
-	}
-	return ws, nil
+	return ws, err
 }
 
 // NotificationKeyExpiring is the kind of the notification an expiry reminder leaves for a key's owner.
