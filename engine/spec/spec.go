@@ -6,6 +6,7 @@ package spec
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -317,6 +318,9 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 	for _, ne := range dups {
 		d.errs = append(d.errs, placed(ne))
 	}
+	if validated.has(meta, data) {
+		return d
+	}
 	if err := meta.Validate(generic); err != nil {
 		var ve *jsonschema.ValidationError
 		if !asValidation(err, &ve) {
@@ -324,8 +328,47 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 			return d
 		}
 		d.errs = append(d.errs, schemaErrors(d.index, node, ve)...)
+		return d
 	}
+	validated.add(meta, data)
 	return d
+}
+
+// validated remembers the texts the meta-schemas accepted, by meta-schema and SHA-256 of the text, so
+// that a process reading the same definitions again (a server building each generation, a test process
+// starting hundreds of servers) validates each text once: validation is a pure function of the two,
+// and it is most of the time a read of the definitions takes. A refused text is not remembered: its
+// problems are found again. At most maxValidated texts are kept; past that the memory starts anew.
+var validated = validatedTexts{byKey: map[validatedKey]struct{}{}}
+
+const maxValidated = 4096
+
+type validatedKey struct {
+	meta *jsonschema.Schema
+	sum  [sha256.Size]byte
+}
+
+type validatedTexts struct {
+	mu    sync.Mutex
+	byKey map[validatedKey]struct{}
+}
+
+func (v *validatedTexts) has(meta *jsonschema.Schema, data []byte) bool {
+	k := validatedKey{meta, sha256.Sum256(data)}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.byKey[k]
+	return ok
+}
+
+func (v *validatedTexts) add(meta *jsonschema.Schema, data []byte) {
+	k := validatedKey{meta, sha256.Sum256(data)}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.byKey) >= maxValidated {
+		clear(v.byKey)
+	}
+	v.byKey[k] = struct{}{}
 }
 
 // yamlLine finds the line number in yaml.v3's error text ("yaml: line 3: did not find expected key").

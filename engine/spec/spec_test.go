@@ -223,3 +223,25 @@ func TestSyntaxErrorLine(t *testing.T) {
 		}
 	}
 }
+
+// TestValidatedTextsRemembered: a text the meta-schema accepted is not validated again, and reading it
+// again answers the same; a refused text is refused every time, and a text that differs by one
+// character from an accepted one is validated on its own.
+func TestValidatedTextsRemembered(t *testing.T) {
+	for range 3 {
+		rs, errs := spec.ParseRoles("workspace roles", []byte(roles))
+		if len(errs) > 0 || len(rs) != 2 {
+			t.Fatalf("roles %+v, errors %v", rs, errs)
+		}
+	}
+	bad := strings.Replace(roles, "label: Viewer", "label: Viewer\n    colour: red", 1)
+	for range 3 {
+		if rs, errs := spec.ParseRoles("workspace roles", []byte(bad)); rs != nil || len(errs) != 1 {
+			t.Fatalf("a refused text read again: roles %v errors %v", rs, errs)
+		}
+	}
+	// Accepted once as a whole, then changed in one key: the change is validated.
+	if _, errs := spec.ParseRoles("workspace roles", []byte(strings.Replace(roles, "label: Viewer", "lable: Viewer", 1))); len(errs) == 0 {
+		t.Fatal("a misspelt key in a text close to an accepted one was accepted")
+	}
+}

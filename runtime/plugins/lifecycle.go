@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -197,7 +198,9 @@ func (h *Host) launch(e *entry, slot **proc) (*proc, *sdk.Client, sdk.Descriptio
 	return p, hooks, desc, prog, nil
 }
 
-// readProgram hashes the program at path (SHA-256) and returns it with its file's state.
+// readProgram hashes the program at path (SHA-256) and returns it with its file's state. A file whose
+// identity is unchanged since it was last hashed (see programID) is not read again: a plugin binary is
+// tens of megabytes, and every start, restart and swap of every host in the process asks for its sum.
 func readProgram(path string) (program, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -208,11 +211,59 @@ func readProgram(path string) (program, error) {
 	if err != nil {
 		return program{}, fmt.Errorf("program: %w", err)
 	}
-	sum := sha256.New()
-	if _, err := io.Copy(sum, f); err != nil {
+	id, known := programID(info)
+	if known {
+		if sum, ok := programSums.get(id); ok {
+			return program{info: info, sum: sum}, nil
+		}
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
 		return program{}, fmt.Errorf("program: %w", err)
 	}
-	return program{info: info, sum: hex.EncodeToString(sum.Sum(nil))}, nil
+	sum := hex.EncodeToString(h.Sum(nil))
+	// Kept only when the file did not change while it was read (a program being written in place).
+	if after, err := f.Stat(); err == nil && known {
+		if id2, ok := programID(after); ok && id2 == id {
+			programSums.put(id, sum)
+		}
+	}
+	return program{info: info, sum: sum}, nil
+}
+
+// fileID is what identifies a file's content without reading it: device and inode, size, and the
+// modification and status-change times in nanoseconds. Any write changes the status-change time, which
+// no user can set (touch and cp -p set the modification time only), so a file rewritten in place with
+// the same size and modification time is still a new identity.
+type fileID struct {
+	dev, ino, size, mtime, ctime int64
+}
+
+// programSums remembers the SHA-256 of the programs this process hashed, by file identity, at most
+// maxProgramSums of them (a process serving its plugins from one directory has a handful).
+var programSums = sumCache{byID: map[fileID]string{}}
+
+const maxProgramSums = 256
+
+type sumCache struct {
+	mu   sync.Mutex
+	byID map[fileID]string
+}
+
+func (c *sumCache) get(id fileID) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum, ok := c.byID[id]
+	return sum, ok
+}
+
+func (c *sumCache) put(id fileID, sum string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byID) >= maxProgramSums {
+		clear(c.byID)
+	}
+	c.byID[id] = sum
 }
 
 // pid returns p's process id, or 0 when it has none (not started, or gone).

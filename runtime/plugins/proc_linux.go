@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"errors"
+	"os"
 	"runtime"
 	"syscall"
 )
@@ -35,4 +36,14 @@ func startPinned(start func(), release <-chan struct{}) {
 // processAlive reports whether process pid may exist (it does, or it is not ours to ask about).
 func processAlive(pid int) bool {
 	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// programID is the identity of the file info describes (see fileID); false when the system does not
+// say its inode and status-change time.
+func programID(info os.FileInfo) (fileID, bool) {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{dev: int64(st.Dev), ino: int64(st.Ino), size: st.Size, mtime: info.ModTime().UnixNano(), ctime: st.Ctim.Nano()}, true
 }
