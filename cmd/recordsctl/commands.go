@@ -9,8 +9,8 @@ import (
 	"io"
 
 	"github.com/workspace-records/records/engine/suggest"
-	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -35,9 +35,9 @@ func commands() map[string]command {
 		"member create":         {"member create --workspace W --email E --role R [--department D]", "add a member to a workspace", cmdMemberCreate},
 		"member list":           {"member list --workspace W", "list the members of a workspace", cmdMemberList},
 		"member set-role":       {"member set-role ID --role R", "change a member's role", cmdMemberSetRole},
-		"member deactivate":     {"member deactivate ID", "deactivate a member, revoke their keys and end their console sessions", memberAction((*auth.Directory).Deactivate)},
-		"member activate":       {"member activate ID", "activate a member again (their revoked keys stay revoked, their console sessions ended)", memberAction((*auth.Directory).Activate)},
-		"member mfa-verified":   {"member mfa-verified ID", "record that a member verified a new MFA factor now", memberAction((*auth.Directory).MFAVerified)},
+		"member deactivate":     {"member deactivate ID", "deactivate a member, revoke their keys and end their console sessions", memberAction((*members.Service).Deactivate)},
+		"member activate":       {"member activate ID", "activate a member again (their revoked keys stay revoked, their console sessions ended)", memberAction((*members.Service).Activate)},
+		"member mfa-verified":   {"member mfa-verified ID", "record that a member verified a new MFA factor now", memberAction((*members.Service).MFAVerified)},
 		"member notifications":  {"member notifications ID --key-expiry on|off", "turn a member's key-expiry reminders on or off", cmdMemberNotifications},
 		"notification list":     {notificationListUsage, "list a workspace's notifications (key expiry reminders), newest first", cmdNotificationList},
 		"notification read":     {"notification read ID", "mark a notification read", cmdNotificationRead},

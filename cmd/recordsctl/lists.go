@@ -82,7 +82,7 @@ func cmdMemberList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			list, err := b.Directory.ListMembers(e.ctx, *ws)
+			list, err := b.Members.ListMembers(e.ctx, *ws)
 			if err != nil {
 				return err
 			}
@@ -109,7 +109,7 @@ func cmdRoleList(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			list, err := b.Directory.ListRoles(e.ctx, *ws)
+			list, err := b.Members.ListRoles(e.ctx, *ws)
 			if err != nil {
 				return err
 			}

@@ -90,7 +90,7 @@ func cmdRolePut(create bool) func(*flag.FlagSet) func(*env, config.Config, []str
 				return err
 			}
 			return withBackend(e, cfg, func(b *server.Backend) error {
-				names, err := b.Directory.PutRoles(e.ctx, *ws, filepath.Base(*file), data, create)
+				names, err := b.Members.PutRoles(e.ctx, *ws, filepath.Base(*file), data, create)
 				if err != nil {
 					return err
 				}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server"
 )
 
@@ -67,7 +68,7 @@ func cmdWorkspaceSetLimits(fs *flag.FlagSet) func(*env, config.Config, []string)
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			if err := b.Directory.SetLimits(e.ctx, pos[0], l); err != nil {
+			if err := b.Members.SetLimits(e.ctx, pos[0], l); err != nil {
 				return err
 			}
 			return e.emit(map[string]any{"id": strings.ToLower(pos[0])}, pos[0])
@@ -85,7 +86,7 @@ func cmdMemberCreate(fs *flag.FlagSet) func(*env, config.Config, []string) error
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			m, err := b.Directory.CreateMember(e.ctx, *ws, auth.MemberProfile{Email: *email, Role: *role, Department: *dept})
+			m, err := b.Members.CreateMember(e.ctx, *ws, members.MemberProfile{Email: *email, Role: *role, Department: *dept})
 			if err != nil {
 				return err
 			}
@@ -101,7 +102,7 @@ func cmdMemberSetRole(fs *flag.FlagSet) func(*env, config.Config, []string) erro
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			if err := b.Directory.SetRole(e.ctx, pos[0], *role); err != nil {
+			if err := b.Members.SetRole(e.ctx, pos[0], *role); err != nil {
 				return err
 			}
 			return e.emit(map[string]any{"id": strings.ToLower(pos[0]), "role": *role}, pos[0])
@@ -109,14 +110,14 @@ func cmdMemberSetRole(fs *flag.FlagSet) func(*env, config.Config, []string) erro
 	}
 }
 
-func memberAction(act func(*auth.Directory, context.Context, string) error) func(*flag.FlagSet) func(*env, config.Config, []string) error {
+func memberAction(act func(*members.Service, context.Context, string) error) func(*flag.FlagSet) func(*env, config.Config, []string) error {
 	return func(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 		return func(e *env, cfg config.Config, pos []string) error {
 			if err := need(pos, 1, fs.Name()+" ID"); err != nil {
 				return err
 			}
 			return withBackend(e, cfg, func(b *server.Backend) error {
-				if err := act(b.Directory, e.ctx, pos[0]); err != nil {
+				if err := act(b.Members, e.ctx, pos[0]); err != nil {
 					return err
 				}
 				return e.emit(map[string]any{"id": strings.ToLower(pos[0])}, pos[0])

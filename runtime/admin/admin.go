@@ -11,6 +11,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/dispatch"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -20,6 +21,7 @@ type Config struct {
 	Catalog   *model.Catalog
 	Store     store.Store
 	Directory *auth.Directory
+	Members   *members.Service
 	Custom    *customfields.Registry
 	Webhooks  *dispatch.Registry
 	Records   *records.Service

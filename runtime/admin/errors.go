@@ -8,6 +8,7 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/members"
 )
 
 // explain turns an error of the layers below into the API error it stands for: kind names the object
@@ -22,7 +23,7 @@ func explain(kind string, err error) error {
 	}
 	var list field.ErrorList
 	var dupField *customfields.DuplicateError
-	var exists *auth.ExistsError
+	var exists *members.ExistsError
 	var modelExists *customfields.ExistsError
 	switch {
 	case errors.Is(err, auth.ErrNotFound), errors.Is(err, customfields.ErrNotFound), errors.Is(err, customfields.ErrModelNotFound),
@@ -37,7 +38,7 @@ func explain(kind string, err error) error {
 	case errors.As(err, &modelExists):
 		return &apierr.Error{Code: apierr.Conflict, Message: upperFirst(modelExists.Message) + ".",
 			Errors: field.ErrorList{field.New(field.CodeDuplicate, field.NewPath("name"), modelExists.Message)}, Err: err}
-	case errors.Is(err, auth.ErrLastManager):
+	case errors.Is(err, members.ErrLastManager):
 		return &apierr.Error{Code: apierr.Conflict, Message: "This would leave the workspace without an active member holding api.manage; give another member such a role first.", Err: err}
 	case errors.As(err, &list) && len(list) > 0:
 		return apierr.Refused(list)

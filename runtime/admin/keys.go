@@ -141,7 +141,7 @@ func (s *Service) keyView(k *auth.Key, emails map[string]string, now time.Time) 
 
 // memberEmails returns the emails of workspace's members by id.
 func (s *Service) memberEmails(ctx context.Context, workspace string) (map[string]string, error) {
-	members, err := s.cfg.Directory.ListMembers(ctx, workspace)
+	members, err := s.cfg.Members.ListMembers(ctx, workspace)
 	if err != nil {
 		return nil, fmt.Errorf("members of the workspace: %w", err)
 	}

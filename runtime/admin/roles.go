@@ -11,23 +11,23 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/audit"
-	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/store"
 )
 
 // Role is a role as the admin API shows it: its id in the audit trail and its roles.yaml entry.
 type Role struct {
 	ID string `json:"id"`
-	auth.RoleEntry
+	members.RoleEntry
 }
 
-func (s *Service) role(a Actor, e auth.RoleEntry) Role {
-	return Role{ID: auth.RoleID(a.workspace(), e.Name), RoleEntry: e}
+func (s *Service) role(a Actor, e members.RoleEntry) Role {
+	return Role{ID: members.RoleID(a.workspace(), e.Name), RoleEntry: e}
 }
 
 // Roles lists the roles of the workspace: the built-in ones, then the workspace's by name.
 func (s *Service) Roles(ctx context.Context, a Actor) ([]Role, error) {
-	list, err := s.cfg.Directory.ListRoles(ctx, a.workspace())
+	list, err := s.cfg.Members.ListRoles(ctx, a.workspace())
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (s *Service) Roles(ctx context.Context, a Actor) ([]Role, error) {
 
 // Role returns role name, built-in or the workspace's.
 func (s *Service) Role(ctx context.Context, a Actor, name string) (Role, error) {
-	e, err := s.cfg.Directory.Role(ctx, a.workspace(), name)
+	e, err := s.cfg.Members.Role(ctx, a.workspace(), name)
 	if err != nil {
 		return Role{}, explain("role", err)
 	}
@@ -51,7 +51,7 @@ func (s *Service) Role(ctx context.Context, a Actor, name string) (Role, error) 
 // (label, description, permissions, resources, record_rules, field_rules), checked as recordsctl role
 // create checks them. It may grant nothing the actor's own role lacks (403 permission_denied).
 func (s *Service) CreateRole(ctx context.Context, a Actor, name string, definition []byte) (Role, error) {
-	r, err := s.cfg.Directory.CompileRole(name, definition)
+	r, err := s.cfg.Members.CompileRole(name, definition)
 	if err != nil {
 		return Role{}, explain("role", err)
 	}
@@ -62,7 +62,7 @@ func (s *Service) CreateRole(ctx context.Context, a Actor, name string, definiti
 // checks the result as CreateRole does. Built-in roles do not change (409 conflict); taking api.manage
 // from the last active members holding it is 409 conflict too.
 func (s *Service) UpdateRole(ctx context.Context, a Actor, name string, patch map[string]any) (Role, error) {
-	cur, err := s.cfg.Directory.Role(ctx, a.workspace(), name)
+	cur, err := s.cfg.Members.Role(ctx, a.workspace(), name)
 	if err != nil {
 		return Role{}, explain("role", err)
 	}
@@ -86,7 +86,7 @@ func (s *Service) UpdateRole(ctx context.Context, a Actor, name string, patch ma
 	if err != nil {
 		return Role{}, fmt.Errorf("update role %s: %w", name, err)
 	}
-	r, err := s.cfg.Directory.CompileRole(name, data)
+	r, err := s.cfg.Members.CompileRole(name, data)
 	if err != nil {
 		return Role{}, explain("role", err)
 	}
@@ -104,13 +104,13 @@ func (s *Service) putRole(ctx context.Context, a Actor, r *model.Role, create bo
 	if create {
 		action = audit.ActionCreate
 	}
-	after := auth.RoleEntryOf(r, false)
-	err := s.cfg.Directory.PutRole(a.scoped(ctx), a.workspace(), r, create, allow, func(q store.Querier, before *model.Role) error {
+	after := members.RoleEntryOf(r, false)
+	err := s.cfg.Members.PutRole(a.scoped(ctx), a.workspace(), r, create, allow, func(q store.Querier, before *model.Role) error {
 		changes, previous := values(after), map[string]any(nil)
 		if before != nil {
-			changes, previous = diff(values(auth.RoleEntryOf(before, false)), changes)
+			changes, previous = diff(values(members.RoleEntryOf(before, false)), changes)
 		}
-		return s.record(a.scoped(ctx), q, a, audit.AdminRoles, auth.RoleID(a.workspace(), r.Name), action, changes, previous)
+		return s.record(a.scoped(ctx), q, a, audit.AdminRoles, members.RoleID(a.workspace(), r.Name), action, changes, previous)
 	})
 	if err != nil {
 		return Role{}, explain("role", err)

@@ -200,6 +200,23 @@ func (d *Directory) forget() {
 	}
 }
 
+// Forget drops every remembered principal here and in every other server: a writer of keys, members,
+// roles, plans or limits outside this package (runtime/members) calls it once its change is committed.
+func (d *Directory) Forget() { d.forget() }
+
+// EndAccess ends member's console sessions (of workspace) still going, at, in q's transaction, and with
+// revokeKeys revokes every key the member holds: a deactivation does both, for good; an activation
+// ends the sessions only, so that none from before the deactivation comes back. The caller calls
+// Forget once committed.
+func (d *Directory) EndAccess(ctx context.Context, q store.Querier, workspace, member string, at time.Time, revokeKeys bool) error {
+	if revokeKeys {
+		if _, err := q.Exec(ctx, d.d.Bind("UPDATE api_keys SET revoked_at = ? WHERE workspace_id = ? AND member_id = ? AND revoked_at IS NULL", at, workspace, member)); err != nil {
+			return fmt.Errorf("revoke keys of member: %w", err)
+		}
+	}
+	return d.endSessions(ctx, q, workspace, member, at)
+}
+
 // Watching reports whether the Directory learns of other processes' changes, and so remembers keys:
 // always on SQLite (the change count), while listening on PostgreSQL.
 func (d *Directory) Watching() bool { return d.counted || d.watching.Load() }
@@ -285,78 +302,6 @@ func (d *Directory) SetPlan(ctx context.Context, id, plan string) error {
 	return nil
 }
 
-// MemberProfile is what CreateMember records besides the role.
-type MemberProfile struct {
-	Email      string
-	Role       string
-	Department string // optional entity_departments id
-	FirstName  string
-	LastName   string
-}
-
-var emailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
-
-// CreateMember adds a member to workspace. The member also appears as an entity_members record with
-// the same id, so that owner_id references resolve.
-func (d *Directory) CreateMember(ctx context.Context, workspace string, p MemberProfile) (*Member, error) {
-	p.Email = strings.ToLower(strings.TrimSpace(p.Email))
-	if !emailRE.MatchString(p.Email) || len(p.Email) > 254 {
-		return nil, fmt.Errorf("%w: invalid email %q", ErrInvalid, p.Email)
-	}
-	if p.Department != "" && !model.IsUUID(p.Department) {
-		return nil, fmt.Errorf("%w: department must be a UUID", ErrInvalid)
-	}
-	workspace = strings.ToLower(workspace)
-	m := &Member{ID: store.NewID(), Email: p.Email, Role: p.Role, Active: true}
-	ctx = store.WithWorkspace(ctx, workspace)
-	now := d.ts()
-	err := d.st.Tx(ctx, func(q store.Querier) error {
-		found, err := store.QueryOne(ctx, q, d.d.Bind("SELECT 1 FROM workspaces WHERE id = ?", workspace), func([]any) error { return nil })
-		if err != nil {
-			return err
-		}
-		if !found {
-			return fmt.Errorf("workspace %s: %w", workspace, ErrNotFound)
-		}
-		if err := d.checkRole(ctx, q, workspace, p.Role); err != nil {
-			return err
-		}
-		var dept any
-		if p.Department != "" {
-			dept = strings.ToLower(p.Department)
-		}
-		if _, err := q.Exec(ctx, d.d.Bind("INSERT INTO members (workspace_id, id, email, role, department_id, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			workspace, m.ID, m.Email, m.Role, dept, true, now, now)); err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				return fmt.Errorf("%w: %s is already a member of this workspace", ErrInvalid, m.Email)
-			}
-			return err
-		}
-		if res, ok := d.catalog().Resource("entity_members"); ok {
-			values := map[string]any{"created_at": now, "updated_at": now, "custom_fields": "{}", "owner_id": m.ID}
-			set := func(key string, v any) {
-				if f, ok := res.Field(key); ok && !f.Managed && v != nil && v != "" {
-					values[f.Column] = v
-				}
-			}
-			set("email", m.Email)
-			set("first_name", p.FirstName)
-			set("last_name", p.LastName)
-			set("status", "active")
-			set("role", p.Role)
-			set("department_id", dept)
-			if _, err := q.Exec(ctx, d.d.Insert(res, sqlgen.Key{Workspace: workspace, ID: m.ID}, values)); err != nil {
-				return fmt.Errorf("entity_members record: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("create member: %w", err)
-	}
-	return m, nil
-}
-
 // KeyOptions are the restrictions of a new key.
 type KeyOptions struct {
 	Access    string   // read, write or admin (AccessAdmin)
@@ -414,14 +359,14 @@ LEFT JOIN workspace_roles wr ON wr.workspace_id = m.workspace_id AND wr.name = m
 		return nil, "", fmt.Errorf("%w: member %s is inactive", ErrInvalid, member)
 	}
 	// A key acts as its owner: an owner without api.access could create keys that every request refuses.
-	role, err := resolveRole(d.catalog(), roleName, roleDef)
+	role, err := ResolveRole(d.catalog(), roleName, roleDef)
 	if err != nil {
 		return nil, "", fmt.Errorf("create key: %w", err)
 	}
-	if role == nil || !hasPermission(role, "api.access") {
+	if role == nil || !HasPermission(role, "api.access") {
 		return nil, "", fmt.Errorf("%w: member %s has role %s, which lacks the api.access permission; give the member a role with api.access first", ErrNotPermitted, member, roleName)
 	}
-	if o.Access == AccessAdmin && !hasPermission(role, PermManage) {
+	if o.Access == AccessAdmin && !HasPermission(role, PermManage) {
 		return nil, "", fmt.Errorf("%w: member %s has role %s, which lacks the api.manage permission an admin key needs", ErrNotPermitted, member, roleName)
 	}
 	raw := make([]byte, 32)
@@ -701,11 +646,11 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	if err := p.setPlan(plan, overrides); err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	role, err := resolveRole(cat, p.Member.Role, roleDef)
+	role, err := ResolveRole(cat, p.Member.Role, roleDef)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if role == nil || !hasPermission(role, "api.access") {
+	if role == nil || !HasPermission(role, "api.access") {
 		return nil, &apierr.Error{Code: apierr.PermissionDenied, Message: "The key's owner no longer has the api.access permission."}
 	}
 	p.Role = role
@@ -731,7 +676,8 @@ func (p *Principal) setPlan(plan *model.Plan, overrides any) error {
 	return nil
 }
 
-func hasPermission(r *model.Role, perm string) bool {
+// HasPermission reports whether role r grants perm.
+func HasPermission(r *model.Role, perm string) bool {
 	for _, p := range r.Permissions {
 		if p == perm {
 			return true

@@ -12,6 +12,7 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -91,7 +92,7 @@ func TestAuthenticateQueries(t *testing.T) {
 			n := 0
 			member := func(role string) string {
 				n++
-				m, err := dir.CreateMember(ctx, ws.ID, auth.MemberProfile{Email: fmt.Sprintf("m%d@count.example", n), Role: role})
+				m, err := be.Members.CreateMember(ctx, ws.ID, members.MemberProfile{Email: fmt.Sprintf("m%d@count.example", n), Role: role})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,7 +118,7 @@ func TestAuthenticateQueries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m2, err := dir.CreateMember(ctx, ws2.ID, auth.MemberProfile{Email: "d@count.example", Role: "admin"})
+			m2, err := be.Members.CreateMember(ctx, ws2.ID, members.MemberProfile{Email: "d@count.example", Role: "admin"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func TestAuthenticateQueries(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * time.Millisecond)
-			for _, err := range []error{dir.RevokeKey(ctx, rk.ID), dir.MFAVerified(ctx, sm), dir.Deactivate(ctx, dm), dir.SetRole(ctx, pm, "no_api"), dir.SetPlan(ctx, ws2.ID, "free")} {
+			for _, err := range []error{dir.RevokeKey(ctx, rk.ID), be.Members.MFAVerified(ctx, sm), be.Members.Deactivate(ctx, dm), be.Members.SetRole(ctx, pm, "no_api"), dir.SetPlan(ctx, ws2.ID, "free")} {
 				if err != nil {
 					t.Fatal(err)
 				}

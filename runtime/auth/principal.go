@@ -62,7 +62,7 @@ func (p *Principal) ResourceAccessByKey(resource string) bool {
 
 // HasPermission reports whether the principal's role holds perm (PermAccess, PermManage, …).
 func (p *Principal) HasPermission(perm string) bool {
-	return p.Role != nil && hasPermission(p.Role, perm)
+	return p.Role != nil && HasPermission(p.Role, perm)
 }
 
 // Administer checks that the principal may call the admin API: an admin key (a data key is 403

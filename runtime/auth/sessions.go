@@ -261,7 +261,7 @@ WHERE s.token_hash = ?`, hashSecret(secret)), func(row []any) error {
 	if err := p.setPlan(plan, overrides); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
-	if p.Role, err = resolveRole(cat, p.Member.Role, roleDef); err != nil {
+	if p.Role, err = ResolveRole(cat, p.Member.Role, roleDef); err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	if p.Role == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server/servertest"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -27,7 +28,7 @@ func TestDailyCountsAndWorkspaceRevocation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				m, err := one.CreateMember(ctx, ws.ID, auth.MemberProfile{Email: "a@" + name + ".example", Role: "admin"})
+				m, err := be.Members.CreateMember(ctx, ws.ID, members.MemberProfile{Email: "a@" + name + ".example", Role: "admin"})
 				if err != nil {
 					t.Fatal(err)
 				}

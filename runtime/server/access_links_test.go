@@ -133,7 +133,7 @@ func TestRecordRulesLinks(t *testing.T) {
 				t.Fatal("no association's target is restricted by the record rule of a role with API access")
 			}
 			yml, _ := json.Marshal(map[string]any{"version": 1, "roles": managers})
-			if _, err := be.Directory.PutRoles(ctx, e.Workspace, "roles.yaml", yml, true); err != nil {
+			if _, err := be.Members.PutRoles(ctx, e.Workspace, "roles.yaml", yml, true); err != nil {
 				t.Fatal(err)
 			}
 

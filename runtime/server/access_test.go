@@ -76,7 +76,7 @@ func TestMasksMatrix(t *testing.T) {
 			vm := map[string]any{"label": "Viewer manager", "permissions": []string{"api.access", "api.manage"}, "resources": viewer.Resources,
 				"record_rules": viewer.RecordRules, "field_rules": viewer.FieldRules}
 			vmYAML, _ := json.Marshal(map[string]any{"version": 1, "roles": map[string]any{"viewer_manager": vm}})
-			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", vmYAML, true); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(context.Background(), e.Workspace, "roles.yaml", vmYAML, true); err != nil {
 				t.Fatal(err)
 			}
 			vmkey := e.NewKey(e.NewMember("viewer-manager@x.example", "viewer_manager", ""), auth.KeyOptions{Access: auth.AccessAdmin})
@@ -689,7 +689,7 @@ func TestMasksMatrixWrites(t *testing.T) {
 				doc[wr.name] = map[string]any{"label": wr.name, "permissions": []string{"api.access"}, "resources": map[string]string{"*": "write"}, "record_rules": wr.records, "field_rules": wr.fields}
 			}
 			yaml, _ := json.Marshal(map[string]any{"version": 1, "roles": doc})
-			if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", yaml, true); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(context.Background(), e.Workspace, "roles.yaml", yaml, true); err != nil {
 				t.Fatal(err)
 			}
 			checked := 0

@@ -416,11 +416,10 @@ func TestAdminKeysMatrices(t *testing.T) {
 			lead := a.NewMember("lead@adminkeys.example", "admin", "")
 			demoted := a.NewKey(lead, auth.KeyOptions{Access: auth.AccessAdmin})
 			roles := `{"version": 1, "roles": {"integrator": {"label": "Integrator", "permissions": ["api.access"], "resources": {"*": "read"}}}}`
-			dir := a.Server.Backend().Directory
-			if _, err := dir.PutRoles(f.ctx, a.Workspace, "roles.yaml", []byte(roles), true); err != nil {
+			if _, err := a.Server.Backend().Members.PutRoles(f.ctx, a.Workspace, "roles.yaml", []byte(roles), true); err != nil {
 				t.Fatal(err)
 			}
-			if err := dir.SetRole(f.ctx, lead, "integrator"); err != nil {
+			if err := a.Server.Backend().Members.SetRole(f.ctx, lead, "integrator"); err != nil {
 				t.Fatal(err)
 			}
 			myKeyID := adminKeyIDOf(t, a, a.Key)
@@ -572,8 +571,7 @@ func TestAdminKeysUsage(t *testing.T) {
 			// 429s are refusals: B's workspace allows each key 2 requests a minute, then the limit is lifted
 			// again for the report.
 			lim, lifted := int64(2), int64(1_000_000_000)
-			bdir := f.b.Server.Backend().Directory
-			if err := bdir.SetLimits(f.ctx, f.b.Workspace, auth.Limits{KeyPerMinute: &lim}); err != nil {
+			if err := f.b.Server.Backend().Members.SetLimits(f.ctx, f.b.Workspace, auth.Limits{KeyPerMinute: &lim}); err != nil {
 				t.Fatal(err)
 			}
 			tight := f.b.NewKey(f.b.Member, auth.KeyOptions{Access: "read"})
@@ -591,7 +589,7 @@ func TestAdminKeysUsage(t *testing.T) {
 			if limited < 2 {
 				t.Fatalf("%d of 4 requests past a limit of 2 a minute were refused", limited)
 			}
-			if err := bdir.SetLimits(f.ctx, f.b.Workspace, auth.Limits{KeyPerMinute: &lifted}); err != nil {
+			if err := f.b.Server.Backend().Members.SetLimits(f.ctx, f.b.Workspace, auth.Limits{KeyPerMinute: &lifted}); err != nil {
 				t.Fatal(err)
 			}
 			reader := f.b.NewKey(f.b.Member, auth.KeyOptions{Access: auth.AccessAdmin})

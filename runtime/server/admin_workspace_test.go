@@ -14,6 +14,7 @@ import (
 	"github.com/workspace-records/records/runtime/audit"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -305,7 +306,7 @@ func TestAdminModelsMembersRoles(t *testing.T) {
 				"resources": map[string]string{"*": "read"}, "field_rules": map[string]any{"deals": map[string]string{"amount": "masked"}}})
 			e.Expect(r, 201, "")
 			roleID := r.Data()["id"].(string)
-			if roleID != auth.RoleID(e.Workspace, "analyst") {
+			if roleID != members.RoleID(e.Workspace, "analyst") {
 				t.Errorf("role id %s, want the one derived from workspace and name", roleID)
 			}
 			r = e.DoKey(ak, "POST", "/v1/admin/roles", map[string]any{"name": "bad", "label": "", "permissions": []string{"api.fly"}, "resources": map[string]string{"nope": "read"}})
@@ -389,15 +390,14 @@ func TestAdminPermissionMatrix(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			dir := e.Server.Backend().Directory
 			const roles = "version: 1\nroles:\n  keeper:\n    label: Keeper\n    permissions: [api.access]\n    resources: {\"*\": write}\n"
-			if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(roles), true); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(roles), true); err != nil {
 				t.Fatal(err)
 			}
 			demoted := e.NewMember("demoted@adminws.example", "admin", "")
 			demotedKey := e.NewKey(demoted, auth.KeyOptions{Access: auth.AccessAdmin})
 			e.Expect(e.DoKey(demotedKey, "GET", "/v1/admin/members", nil), 200, "")
-			if err := dir.SetRole(ctx, demoted, "keeper"); err != nil {
+			if err := e.Server.Backend().Members.SetRole(ctx, demoted, "keeper"); err != nil {
 				t.Fatal(err)
 			}
 			routes := wsAdminRoutes(false)
@@ -444,7 +444,7 @@ func TestAdminIsolationMatrix(t *testing.T) {
 				t.Fatal(err)
 			}
 			const roles = "version: 1\nroles:\n  theirs:\n    label: Theirs\n    permissions: [api.access]\n    resources: {\"*\": read}\n"
-			if _, err := be.Directory.PutRoles(ctx, ws2, "roles.yaml", []byte(roles), true); err != nil {
+			if _, err := be.Members.PutRoles(ctx, ws2, "roles.yaml", []byte(roles), true); err != nil {
 				t.Fatal(err)
 			}
 			ids := map[string]map[string]string{
@@ -491,10 +491,10 @@ func TestAdminIsolationMatrix(t *testing.T) {
 			if m, err := be.Current().Custom.Model(ctx, ws2, modelID); err != nil || m.Name != "Theirs" {
 				t.Errorf("their model: %+v, %v", m, err)
 			}
-			if m, err := be.Directory.Member(ctx, ws2, member2); err != nil || !m.Active || m.Role != "admin" {
+			if m, err := be.Members.Member(ctx, ws2, member2); err != nil || !m.Active || m.Role != "admin" {
 				t.Errorf("their member: %+v, %v", m, err)
 			}
-			if r, err := be.Directory.Role(ctx, ws2, "theirs"); err != nil || r.Label != "Theirs" {
+			if r, err := be.Members.Role(ctx, ws2, "theirs"); err != nil || r.Label != "Theirs" {
 				t.Errorf("their role: %+v, %v", r, err)
 			}
 			// Their objects are in none of this workspace's lists.
@@ -521,9 +521,8 @@ func TestAdminEscalationAndLockout(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			dir := e.Server.Backend().Directory
 			const lead = "version: 1\nroles:\n  lead:\n    label: Lead\n    permissions: [api.access, api.manage]\n    resources: {\"*\": read, deals: write}\n    field_rules: {deals: {amount: masked}}\n"
-			if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(lead), true); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(lead), true); err != nil {
 				t.Fatal(err)
 			}
 			leader := e.NewMember("lead@adminws.example", "lead", "")
@@ -548,17 +547,17 @@ func TestAdminEscalationAndLockout(t *testing.T) {
 			e.Expect(e.DoKey(lk, "PATCH", "/v1/admin/members/"+worker, map[string]any{"role": "dealer"}), 200, "")
 			// Activating a member whose role grants more than the lead's is that grant: refused.
 			boss := e.NewMember("boss@adminws.example", "admin", "")
-			if err := dir.Deactivate(ctx, boss); err != nil {
+			if err := e.Server.Backend().Members.Deactivate(ctx, boss); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey(lk, "POST", "/v1/admin/members/"+boss+"/activate", nil), 403, "permission_denied")
-			if m, _ := dir.Member(ctx, e.Workspace, boss); m.Active {
+			if m, _ := e.Server.Backend().Members.Member(ctx, e.Workspace, boss); m.Active {
 				t.Error("the refused activation activated the member")
 			}
-			if m, _ := dir.Member(ctx, e.Workspace, leader); m.Role != "lead" {
+			if m, _ := e.Server.Backend().Members.Member(ctx, e.Workspace, leader); m.Role != "lead" {
 				t.Errorf("the lead's role is %s", m.Role)
 			}
-			trail := wsTrail(t, e, lk, audit.AdminRoles, auth.RoleID(e.Workspace, "writer"))
+			trail := wsTrail(t, e, lk, audit.AdminRoles, members.RoleID(e.Workspace, "writer"))
 			if len(trail) != 0 {
 				t.Errorf("a refused role was audited: %v", trail)
 			}
@@ -573,7 +572,7 @@ func TestAdminEscalationAndLockout(t *testing.T) {
 			e.Expect(e.DoKey(sk, "PATCH", "/v1/admin/roles/boss", map[string]any{"permissions": []string{"api.access"}}), 409, "conflict")
 			e.Expect(e.DoKey(sk, "GET", "/v1/admin/members/"+solo, nil), 200, "")
 			// With a second manager, the first may step down.
-			m2, err := dir.CreateMember(ctx, ws, auth.MemberProfile{Email: "second@adminws.example", Role: "admin"})
+			m2, err := e.Server.Backend().Members.CreateMember(ctx, ws, members.MemberProfile{Email: "second@adminws.example", Role: "admin"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -599,7 +598,7 @@ func TestAdminChangesReachOtherServer(t *testing.T) {
 			ak := e1.NewKey(e1.Member, auth.KeyOptions{Access: auth.AccessAdmin})
 			ctx := context.Background()
 			const roles = "version: 1\nroles:\n  clerk:\n    label: Clerk\n    permissions: [api.access]\n    resources: {\"*\": write}\n"
-			if _, err := e1.Server.Backend().Directory.PutRoles(ctx, e1.Workspace, "roles.yaml", []byte(roles), true); err != nil {
+			if _, err := e1.Server.Backend().Members.PutRoles(ctx, e1.Workspace, "roles.yaml", []byte(roles), true); err != nil {
 				t.Fatal(err)
 			}
 			clerk := e1.NewMember("clerk@adminws.example", "clerk", "")

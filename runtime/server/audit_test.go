@@ -387,7 +387,7 @@ func TestAuditLogAsMember(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{})
 			be := e.Server.Backend()
 			ctx := context.Background()
-			if _, err := be.Directory.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(auditRoles), true); err != nil {
+			if _, err := be.Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(auditRoles), true); err != nil {
 				t.Fatal(err)
 			}
 			viewer := e.NewMember("viewer@audit.example", "viewer", "")

@@ -85,7 +85,7 @@ func TestKeyCache(t *testing.T) {
 			}
 			waitAnnounced(t, backend, func() bool { return e.Do("GET", "/v1/companies", nil).Status == 200 })
 			e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
-			if err := other.Directory.Deactivate(ctx, e.Member); err != nil {
+			if err := other.Members.Deactivate(ctx, e.Member); err != nil {
 				t.Fatal(err)
 			}
 			waitAnnounced(t, backend, func() bool { return e.Do("GET", "/v1/companies", nil).Status == 401 })

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -20,7 +21,7 @@ func TestAuthCodes(t *testing.T) {
 			ctx := context.Background()
 			dir := e.Server.Backend().Directory
 			member := func(ws, role string) string {
-				m, err := dir.CreateMember(ctx, ws, auth.MemberProfile{Email: role + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "") + "@x.example", Role: role})
+				m, err := e.Server.Backend().Members.CreateMember(ctx, ws, members.MemberProfile{Email: role + strings.ReplaceAll(time.Now().Format("150405.000000"), ".", "") + "@x.example", Role: role})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +63,7 @@ func TestAuthCodes(t *testing.T) {
 			stale := e.NewKey(mfa, auth.KeyOptions{Access: "read"})
 			e.Expect(get(stale, "/v1/me"), 200, "")
 			time.Sleep(2 * time.Millisecond) // the factor is verified after the key was made
-			dir.MFAVerified(ctx, mfa)
+			e.Server.Backend().Members.MFAVerified(ctx, mfa)
 			e.Expect(get(stale, "/v1/me"), 401, "key_assurance_stale")
 			fresh := e.NewKey(mfa, auth.KeyOptions{Access: "read"})
 			e.Expect(get(fresh, "/v1/me"), 200, "")
@@ -80,7 +81,7 @@ func TestAuthCodes(t *testing.T) {
 			pd := member(e.Workspace, "admin")
 			pdKey := e.NewKey(pd, auth.KeyOptions{Access: "read"})
 			e.Expect(get(pdKey, "/v1/me"), 200, "")
-			dir.SetRole(ctx, pd, "no_api")
+			e.Server.Backend().Members.SetRole(ctx, pd, "no_api")
 			e.Expect(get(pdKey, "/v1/me"), 403, "permission_denied")
 
 			// plan_upgrade_required: the workspace moves to a plan without API access

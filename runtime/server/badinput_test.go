@@ -172,12 +172,11 @@ func TestKeysAndTenancy(t *testing.T) {
 			if l := e.DoKey(scoped, "GET", "/v1/resources", nil).List(); len(l) != 1 || l[0]["name"] != "deals" {
 				t.Errorf("scoped key lists resources %v", l)
 			}
-			dir := e.Server.Backend().Directory
-			if err := dir.Deactivate(context.Background(), omember); err != nil {
+			if err := e.Server.Backend().Members.Deactivate(context.Background(), omember); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey(read, "GET", "/v1/companies", nil), 401, "invalid_api_key")
-			if err := dir.Activate(context.Background(), omember); err != nil {
+			if err := e.Server.Backend().Members.Activate(context.Background(), omember); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey(read, "GET", "/v1/companies", nil), 401, "invalid_api_key")

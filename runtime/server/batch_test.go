@@ -122,7 +122,7 @@ func TestBatch(t *testing.T) {
 			// A batch counts one request per item against the rate limit (a Growth plan's key: 300 a minute).
 			gw, _, growth := e.NewWorkspace("growth", "admin", "write")
 			perMinute, lifted := int64(300), int64(1_000_000_000)
-			if err := e.Server.Backend().Directory.SetLimits(context.Background(), gw, auth.Limits{KeyPerMinute: &perMinute, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}); err != nil {
+			if err := e.Server.Backend().Members.SetLimits(context.Background(), gw, auth.Limits{KeyPerMinute: &perMinute, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}); err != nil {
 				t.Fatal(err)
 			}
 			one := e.DoKey(growth, "POST", "/v1/companies/batch", map[string]any{"items": []any{map[string]any{"op": "create", "body": map[string]any{"name": "Rate 0"}}}})

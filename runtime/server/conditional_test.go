@@ -31,7 +31,7 @@ roles:
 // penKey installs penRoles in e's workspace and returns a write key of a new member with the pen role.
 func penKey(t *testing.T, e *servertest.Env) string {
 	t.Helper()
-	if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
+	if _, err := e.Server.Backend().Members.PutRoles(context.Background(), e.Workspace, "roles.yaml", []byte(penRoles), true); err != nil {
 		t.Fatal(err)
 	}
 	return e.NewKey(e.NewMember("pen@x.example", "pen", ""), auth.KeyOptions{Access: "write"})

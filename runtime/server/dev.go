@@ -13,6 +13,7 @@ import (
 	"github.com/workspace-records/records/engine/sample"
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -47,15 +48,15 @@ func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	admin, err := b.Directory.CreateMember(ctx, w.ID, auth.MemberProfile{Email: "ada.admin@demo.example", Role: "admin", FirstName: "Ada", LastName: "Admin"})
+	admin, err := b.Members.CreateMember(ctx, w.ID, members.MemberProfile{Email: "ada.admin@demo.example", Role: "admin", FirstName: "Ada", LastName: "Admin"})
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	for _, m := range []auth.MemberProfile{
+	for _, m := range []members.MemberProfile{
 		{Email: "sam.rivera@demo.example", Role: "member", FirstName: "Sam", LastName: "Rivera"},
 		{Email: "vic.chen@demo.example", Role: "viewer", FirstName: "Vic", LastName: "Chen"},
 	} {
-		if _, err := b.Directory.CreateMember(ctx, w.ID, m); err != nil {
+		if _, err := b.Members.CreateMember(ctx, w.ID, m); err != nil {
 			return nil, fmt.Errorf("demo: %w", err)
 		}
 	}

@@ -526,7 +526,7 @@ func checkExpandMasks(t *testing.T, e *servertest.Env, roles ...string) {
 	// field it hides is unknown, as the field is. The catalog says so.
 	roles2, _ := json.Marshal(map[string]any{"version": 1, "roles": map[string]any{"refmask": map[string]any{"label": "refmask", "permissions": []string{"api.access"},
 		"resources": map[string]string{"*": "read"}, "field_rules": map[string]any{"deals": map[string]string{"company_id": "masked", "stage_id": "hidden"}}}}})
-	if _, err := e.Server.Backend().Directory.PutRoles(context.Background(), e.Workspace, "roles.yaml", roles2, true); err != nil {
+	if _, err := e.Server.Backend().Members.PutRoles(context.Background(), e.Workspace, "roles.yaml", roles2, true); err != nil {
 		t.Fatal(err)
 	}
 	rkey := e.NewKey(e.NewMember("refmask@x.example", "refmask", ""), auth.KeyOptions{Access: "read"})

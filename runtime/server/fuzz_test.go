@@ -18,9 +18,8 @@ import (
 func fuzzEnv(f *testing.F) (e *servertest.Env, ids map[string]string) {
 	e = servertest.Start(f, servertest.SQLite, servertest.Options{})
 	ctx := context.Background()
-	dir := e.Server.Backend().Directory
 	lifted := int64(1_000_000_000_000)
-	if err := dir.SetLimits(ctx, e.Workspace, auth.Limits{MonthlyQuota: &lifted}); err != nil {
+	if err := e.Server.Backend().Members.SetLimits(ctx, e.Workspace, auth.Limits{MonthlyQuota: &lifted}); err != nil {
 		f.Fatal(err)
 	}
 	ids = map[string]string{}

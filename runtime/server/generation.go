@@ -13,6 +13,7 @@ import (
 	"github.com/workspace-records/records/runtime/defset"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/plugins"
 	"github.com/workspace-records/records/runtime/records"
 )
@@ -29,8 +30,9 @@ type Generation struct {
 	Admin   *admin.Service
 	// Plugins runs the rules plugins the catalog names (nil until a server or StartPlugins starts them).
 	Plugins *plugins.Host
-	// Directory and Webhooks are the backend's, resolving plans, roles and resources in Catalog.
+	// Directory, Members and Webhooks are the backend's, resolving plans, roles and resources in Catalog.
 	Directory *auth.Directory
+	Members   *members.Service
 	Webhooks  *dispatch.Registry
 }
 
@@ -106,6 +108,7 @@ func (b *Backend) newGeneration(set *defset.Set, schemas *schema.Set, host *shar
 	g := &generation{host: host}
 	g.Set, g.Catalog, g.Schemas, g.Plugins = set, set.Catalog, schemas, host.host
 	g.Directory, g.Webhooks = b.Directory.For(set.Catalog), b.Webhooks.For(set.Catalog)
+	g.Members = members.New(b.Store, g.Directory, func() *model.Catalog { return set.Catalog })
 	g.Custom = customfields.New(b.Store, set.Catalog)
 	rc := b.recordsConfig
 	rc.Catalog, rc.Schemas, rc.Custom = set.Catalog, schemas, g.Custom
@@ -113,7 +116,7 @@ func (b *Backend) newGeneration(set *defset.Set, schemas *schema.Set, host *shar
 		rc.Hooks = host.host
 	}
 	g.Records = records.New(rc)
-	g.Admin = admin.New(admin.Config{Catalog: set.Catalog, Store: b.Store, Directory: g.Directory, Custom: g.Custom, Webhooks: g.Webhooks, Records: g.Records,
+	g.Admin = admin.New(admin.Config{Catalog: set.Catalog, Store: b.Store, Directory: g.Directory, Members: g.Members, Custom: g.Custom, Webhooks: g.Webhooks, Records: g.Records,
 		CursorSecret: rc.CursorSecret})
 	g.refs.Store(1)
 	b.hosts.Lock()

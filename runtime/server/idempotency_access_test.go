@@ -127,7 +127,7 @@ func idemAuthBeforeReplay(t *testing.T, e *servertest.Env, b servertest.Backend)
 
 	c = newCaller("deactivated@i11.example")
 	first = start(c)
-	if err := dir.Deactivate(ctx, c.member); err != nil {
+	if err := e.Server.Backend().Members.Deactivate(ctx, c.member); err != nil {
 		t.Fatal(err)
 	}
 	check("member deactivated", c, first, 401, "")
@@ -135,7 +135,7 @@ func idemAuthBeforeReplay(t *testing.T, e *servertest.Env, b servertest.Backend)
 	for _, role := range []string{"viewer", "no_api"} {
 		c = newCaller(role + "@i11.example")
 		first = start(c)
-		if err := dir.SetRole(ctx, c.member, role); err != nil {
+		if err := e.Server.Backend().Members.SetRole(ctx, c.member, role); err != nil {
 			t.Fatal(err)
 		}
 		if role == "viewer" {
@@ -152,7 +152,7 @@ func idemAuthBeforeReplay(t *testing.T, e *servertest.Env, b servertest.Backend)
 		} else {
 			check("role "+role, c, first, 403, "")
 		}
-		if err := dir.SetRole(ctx, c.member, "admin"); err != nil {
+		if err := e.Server.Backend().Members.SetRole(ctx, c.member, "admin"); err != nil {
 			t.Fatal(err)
 		}
 		replays("role "+role+" then admin again", c, first)
@@ -165,7 +165,7 @@ func idemAuthBeforeReplay(t *testing.T, e *servertest.Env, b servertest.Backend)
 	if !strings.Contains(string(first.Raw), "7654321") {
 		t.Fatalf("admin does not see the revenue: %s", first.Raw)
 	}
-	if err := dir.SetRole(ctx, c.member, "member"); err != nil {
+	if err := e.Server.Backend().Members.SetRole(ctx, c.member, "member"); err != nil {
 		t.Fatal(err)
 	}
 	var masked *servertest.Response

@@ -107,7 +107,7 @@ func TestReplayAppliesCurrentMasks(t *testing.T) {
 	if !strings.Contains(string(first.Raw), "7654321") {
 		t.Fatalf("admin does not see the revenue: %s", first.Raw)
 	}
-	if err := e.Server.Backend().Directory.SetRole(context.Background(), m, "member"); err != nil {
+	if err := e.Server.Backend().Members.SetRole(context.Background(), m, "member"); err != nil {
 		t.Fatal(err)
 	}
 	again := e.DoKey(key, "POST", "/v1/companies", map[string]any{"name": "Secretive", "annual_revenue": 7654321}, "Idempotency-Key", "mask-1")
@@ -183,7 +183,7 @@ func TestReplayUnderNarrowedRecordRule(t *testing.T) {
 			created := e.DoKey(key, "POST", "/v1/deals", map[string]any{"name": "Member's deal"}, "Idempotency-Key", "create-1")
 			e.Expect(created, 201, "")
 
-			if err := e.Server.Backend().Directory.SetRole(context.Background(), member, "member"); err != nil {
+			if err := e.Server.Backend().Members.SetRole(context.Background(), member, "member"); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey(key, "GET", "/v1/deals/"+theirs, nil), 404, "not_found")

@@ -23,7 +23,7 @@ func TestKeyCreateNeedsAPIAccess(t *testing.T) {
 			ctx := context.Background()
 			dir := e.Server.Backend().Directory
 			const appOnly = "version: 1\nroles:\n  app_only:\n    label: App only\n    permissions: [api.manage]\n    resources: {\"*\": read}\n    record_rules: {\"*\": all}\n"
-			if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(appOnly), true); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(appOnly), true); err != nil {
 				t.Fatal(err)
 			}
 			before, err := dir.ListKeys(ctx, e.Workspace)
@@ -38,7 +38,7 @@ func TestKeyCreateNeedsAPIAccess(t *testing.T) {
 				} else if !strings.Contains(err.Error(), "api.access") || !strings.Contains(err.Error(), role) {
 					t.Errorf("role %s: the message does not say what is missing: %v", role, err)
 				}
-				if err := dir.SetRole(ctx, m, "member"); err != nil {
+				if err := e.Server.Backend().Members.SetRole(ctx, m, "member"); err != nil {
 					t.Fatal(err)
 				}
 				if _, _, err := dir.CreateKey(ctx, m, auth.KeyOptions{Access: "read", ExpiresIn: 24 * time.Hour}); err != nil {

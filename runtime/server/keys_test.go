@@ -214,7 +214,7 @@ func TestKeys(t *testing.T) {
 				for _, k := range keys {
 					e.Expect(l.do(t, k, "GET", "/v1/me", nil), 200, "")
 				}
-				if err := dir.Deactivate(ctx, m); err != nil {
+				if err := e.Server.Backend().Members.Deactivate(ctx, m); err != nil {
 					t.Fatal(err)
 				}
 				for _, k := range keys {
@@ -245,7 +245,7 @@ func TestKeys(t *testing.T) {
 						t.Errorf("revocation times differ: %v", stamps)
 					}
 				}
-				if err := dir.Activate(ctx, m); err != nil {
+				if err := e.Server.Backend().Members.Activate(ctx, m); err != nil {
 					t.Fatal(err)
 				}
 				for _, k := range keys {
@@ -259,7 +259,7 @@ func TestKeys(t *testing.T) {
 				key := l.newKey(m, auth.KeyOptions{Access: "read"})
 				e.Expect(l.do(t, key, "GET", "/v1/me", nil), 200, "")
 				time.Sleep(2 * time.Millisecond)
-				if err := dir.MFAVerified(ctx, m); err != nil {
+				if err := e.Server.Backend().Members.MFAVerified(ctx, m); err != nil {
 					t.Fatal(err)
 				}
 				res := l.do(t, key, "GET", "/v1/companies", nil)
@@ -292,7 +292,7 @@ func TestKeys(t *testing.T) {
 				pm := member("admin")
 				pk := l.newKey(pm, auth.KeyOptions{Access: "read"})
 				e.Expect(l.do(t, pk, "GET", "/v1/me", nil), 200, "")
-				if err := dir.SetRole(ctx, pm, "no_api"); err != nil {
+				if err := e.Server.Backend().Members.SetRole(ctx, pm, "no_api"); err != nil {
 					t.Fatal(err)
 				}
 				e.Expect(l.do(t, pk, "GET", "/v1/me", nil), 403, "permission_denied")

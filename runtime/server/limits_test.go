@@ -13,7 +13,7 @@ import (
 
 func setLimits(t *testing.T, e *servertest.Env, ws string, l auth.Limits) {
 	t.Helper()
-	if err := e.Server.Backend().Directory.SetLimits(context.Background(), ws, l); err != nil {
+	if err := e.Server.Backend().Members.SetLimits(context.Background(), ws, l); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -200,8 +200,7 @@ func massWrites(t *testing.T, e *servertest.Env) {
 // read, or the title of a record the caller's record rule hides, must not reach the caller.
 func maskedExposure(t *testing.T, e *servertest.Env, b servertest.Backend) {
 	ctx := context.Background()
-	dir := e.Server.Backend().Directory
-	if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(massRoles), true); err != nil {
+	if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(massRoles), true); err != nil {
 		t.Fatal(err)
 	}
 	clerk := e.NewKey(e.NewMember("clerk@mass.example", "clerk", ""), auth.KeyOptions{Access: "write"})
@@ -295,7 +294,7 @@ func maskedExposure(t *testing.T, e *servertest.Env, b servertest.Backend) {
 		t.Fatalf("rep's own phone: %v", first.Data()["phone"])
 	}
 	seen = seen[:len(seen)-1] // rep could read it then
-	if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(massRolesStricter), false); err != nil {
+	if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(massRolesStricter), false); err != nil {
 		t.Fatal(err)
 	}
 	// The server's own Directory forgets its cached principals before PutRoles returns: no wait.

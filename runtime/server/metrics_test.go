@@ -72,7 +72,7 @@ func TestMetricsAfterTraffic(t *testing.T) {
 			// A key allowed one request a minute: the second is refused.
 			ws, member, _ := e.NewWorkspace("growth", "admin", "read")
 			one := int64(1)
-			if err := e.Server.Backend().Directory.SetLimits(context.Background(), ws, auth.Limits{KeyPerMinute: &one}); err != nil {
+			if err := e.Server.Backend().Members.SetLimits(context.Background(), ws, auth.Limits{KeyPerMinute: &one}); err != nil {
 				t.Fatal(err)
 			}
 			limited := e.NewKey(member, auth.KeyOptions{Access: "read"})

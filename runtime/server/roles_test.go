@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
 
@@ -28,11 +29,10 @@ func TestWorkspaceRoles(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			dir := e.Server.Backend().Directory
-			if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(auditorRoles), true); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(auditorRoles), true); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(auditorRoles), true); !errors.Is(err, auth.ErrInvalid) {
+			if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(auditorRoles), true); !errors.Is(err, auth.ErrInvalid) {
 				t.Errorf("creating an existing role: %v", err)
 			}
 			for _, bad := range []string{
@@ -41,7 +41,7 @@ func TestWorkspaceRoles(t *testing.T) {
 				strings.Replace(auditorRoles, "amount: masked", "nope: masked", 1),
 				strings.Replace(auditorRoles, "label: Auditor", "lable: Auditor", 1),
 			} {
-				if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(bad), false); err == nil {
+				if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(bad), false); err == nil {
 					t.Errorf("accepted a bad role file:\n%s", bad)
 				}
 			}
@@ -55,12 +55,12 @@ func TestWorkspaceRoles(t *testing.T) {
 			}
 			// Another workspace cannot use this workspace's role.
 			ws2, _, _ := e.NewWorkspace("growth", "admin", "write")
-			if _, err := dir.CreateMember(ctx, ws2, auth.MemberProfile{Email: "x@y.example", Role: "auditor"}); !errors.Is(err, auth.ErrInvalid) {
+			if _, err := e.Server.Backend().Members.CreateMember(ctx, ws2, members.MemberProfile{Email: "x@y.example", Role: "auditor"}); !errors.Is(err, auth.ErrInvalid) {
 				t.Errorf("role of another workspace accepted: %v", err)
 			}
 			// An update applies to the next request.
 			open := strings.Replace(auditorRoles, `"*": none`, `"*": read`, 1)
-			if _, err := dir.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(open), false); err != nil {
+			if _, err := e.Server.Backend().Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(open), false); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey(key, "GET", "/v1/companies", nil), 200, "")

@@ -32,6 +32,7 @@ import (
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/limits"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/notices"
@@ -82,6 +83,8 @@ type Backend struct {
 	// served at each call (Current); a generation has views of them fixed to its version.
 	Directory *auth.Directory
 	Webhooks  *dispatch.Registry
+	// Members keeps members, workspace roles and limits, resolving built-in roles in the version served.
+	Members *members.Service
 	// Notices keeps members' notifications and key expiry reminders.
 	Notices   *notices.Service
 	Migration *migrate.Result
@@ -169,6 +172,7 @@ func open(ctx context.Context, cfg config.Config, o openOptions) (*Backend, erro
 	b.recordsConfig.Store, b.recordsConfig.Idempotency, b.recordsConfig.Events = b.Store, idempotency.New(b.Store, nil), b.Events
 	// The backend's directory and registry resolve in the version served, whichever it is when asked.
 	b.Directory = auth.NewDirectory(b.Store, set.Catalog, nil).Following(b.catalog)
+	b.Members = members.New(b.Store, b.Directory, b.catalog)
 	b.Notices = notices.New(b.Store, nil)
 	b.Webhooks = dispatch.NewRegistry(b.Store, set.Catalog, cfg.WebhookAllowPrivate).Following(b.catalog)
 	b.hosts.live = map[*sharedHost]struct{}{}

@@ -146,12 +146,12 @@ func TestConsoleSession(t *testing.T) {
 			m := e.NewMember("mfa@session.example", "member", "")
 			ms := signIn(t, e, m)
 			time.Sleep(2 * time.Millisecond)
-			if err := dir.MFAVerified(ctx, m); err != nil {
+			if err := e.Server.Backend().Members.MFAVerified(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey("", "GET", "/console/session", nil, "Cookie", "records_session="+ms.secret), 401, "key_assurance_stale")
 			ds := signIn(t, e, m)
-			if err := dir.Deactivate(ctx, m); err != nil {
+			if err := e.Server.Backend().Members.Deactivate(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey("", "GET", "/console/session", nil, "Cookie", "records_session="+ds.secret), 401, "invalid_api_key")
@@ -289,7 +289,7 @@ func TestOwnKeys(t *testing.T) {
 			assured := signIn(t, e, m)
 			fresh := e.DoKey("", "POST", "/v1/me/keys", map[string]any{"access": "read"}, assured.headers()...).Data()["secret"].(string)
 			time.Sleep(2 * time.Millisecond)
-			if err := dir.MFAVerified(ctx, m); err != nil {
+			if err := e.Server.Backend().Members.MFAVerified(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 			e.Expect(e.DoKey(fresh, "GET", "/v1/me", nil), 401, "key_assurance_stale")
@@ -367,7 +367,6 @@ func TestConsoleSessionLifecycle(t *testing.T) {
 			t.Parallel()
 			e := servertest.Start(t, b, servertest.Options{})
 			ctx := context.Background()
-			dir := e.Server.Backend().Directory
 			ak := e.NewKey(e.Member, auth.KeyOptions{Access: auth.AccessAdmin})
 			admin := func(method, path string, body any) {
 				t.Helper()
@@ -398,20 +397,20 @@ func TestConsoleSessionLifecycle(t *testing.T) {
 				}, probes: ended("invalid_api_key")},
 				{name: "a new MFA factor verified after the sign-in", event: func(t *testing.T, m string, s consoleSession) {
 					setSession(t, e, s, "signed_in_at", time.Now().Add(-time.Minute))
-					if err := dir.MFAVerified(ctx, m); err != nil {
+					if err := e.Server.Backend().Members.MFAVerified(ctx, m); err != nil {
 						t.Fatal(err)
 					}
 				}, probes: ended("key_assurance_stale"), signInAgain: true},
 				{name: "deactivated (recordsctl)", event: func(t *testing.T, m string, _ consoleSession) {
-					if err := dir.Deactivate(ctx, m); err != nil {
+					if err := e.Server.Backend().Members.Deactivate(ctx, m); err != nil {
 						t.Fatal(err)
 					}
 				}, probes: ended("invalid_api_key")},
 				{name: "deactivated, then activated again (recordsctl)", event: func(t *testing.T, m string, _ consoleSession) {
-					if err := dir.Deactivate(ctx, m); err != nil {
+					if err := e.Server.Backend().Members.Deactivate(ctx, m); err != nil {
 						t.Fatal(err)
 					}
-					if err := dir.Activate(ctx, m); err != nil {
+					if err := e.Server.Backend().Members.Activate(ctx, m); err != nil {
 						t.Fatal(err)
 					}
 				}, probes: ended("invalid_api_key"), signInAgain: true},

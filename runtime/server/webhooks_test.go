@@ -399,7 +399,7 @@ roles:
     record_rules: {deals: owned}
     field_rules: {deals: {amount: hidden}}
 `
-			if _, err := be.Directory.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(roles), true); err != nil {
+			if _, err := be.Members.PutRoles(ctx, e.Workspace, "roles.yaml", []byte(roles), true); err != nil {
 				t.Fatal(err)
 			}
 			owner := e.NewMember("owner@hooks.example", "manager", "")

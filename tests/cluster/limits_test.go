@@ -13,6 +13,7 @@ import (
 
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/server/servertest"
 )
@@ -104,7 +105,7 @@ func (c *cluster) limitsTenants(t *testing.T, ls limitsScale) *limitsTenants {
 	}
 	member := func(ws, email string) string {
 		t.Helper()
-		m, err := dir.CreateMember(ctx, ws, auth.MemberProfile{Email: email, Role: "admin"})
+		m, err := b.Members.CreateMember(ctx, ws, members.MemberProfile{Email: email, Role: "admin"})
 		must(err)
 		return m.ID
 	}
@@ -113,8 +114,8 @@ func (c *cluster) limitsTenants(t *testing.T, ls limitsScale) *limitsTenants {
 		t.Helper()
 		w, err := dir.CreateWorkspace(ctx, name+" "+c.runID, "growth")
 		must(err)
-		must(dir.SetLimits(ctx, w.ID, auth.Limits{KeyPerMinute: &lifted, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}))
-		must(dir.SetLimits(ctx, w.ID, l))
+		must(b.Members.SetLimits(ctx, w.ID, auth.Limits{KeyPerMinute: &lifted, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}))
+		must(b.Members.SetLimits(ctx, w.ID, l))
 		tn := tenant{ws: w.ID, member: member(w.ID, "admin@"+strings.ReplaceAll(name, " ", "-")+".example")}
 		tn.keyID, tn.key = key(tn.member, "write")
 		return tn

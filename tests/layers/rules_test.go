@@ -32,6 +32,9 @@ var layers = []layer{
 	{"records", pkgs("./runtime/records")},
 	{"change feed reads", pkgs("./runtime/feed")}, // the feed as one reader may see it, over the trail's redaction
 	{"audit trail and change feed", pkgs("./runtime/audit", "./runtime/events")},
+	// Members, roles and limits are written here; auth resolves them for each request, and is told of a
+	// change (Forget) and of a member losing access (EndAccess) within it.
+	{"members and roles", pkgs("./runtime/members")},
 	{"services", pkgs("./runtime/auth", "./runtime/limits", "./runtime/idempotency",
 		"./runtime/customfields", "./runtime/migrate", "./runtime/plugins")},
 	{"member notices", pkgs("./runtime/notices")}, // notifications and key expiry reminders (auth schedules them)

@@ -34,6 +34,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/httpapi"
+	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/store"
@@ -356,10 +357,10 @@ func (e *Env) NewWorkspace(plan, role, access string) (workspace, member, key st
 	}
 	// Behaviour tests make thousands of requests a minute; limit tests set their own numbers.
 	lifted := int64(1_000_000_000)
-	if err := dir.SetLimits(ctx, w.ID, auth.Limits{KeyPerMinute: &lifted, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}); err != nil {
+	if err := e.Server.Backend().Members.SetLimits(ctx, w.ID, auth.Limits{KeyPerMinute: &lifted, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}); err != nil {
 		e.T.Fatal(err)
 	}
-	m, err := dir.CreateMember(ctx, w.ID, auth.MemberProfile{Email: role + "@" + w.ID[:8] + ".example", Role: role, FirstName: "Test", LastName: "Member"})
+	m, err := e.Server.Backend().Members.CreateMember(ctx, w.ID, members.MemberProfile{Email: role + "@" + w.ID[:8] + ".example", Role: role, FirstName: "Test", LastName: "Member"})
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func (e *Env) NewWorkspace(plan, role, access string) (workspace, member, key st
 // NewMember adds a member of role (in department, optional) to the env's workspace and returns its id.
 func (e *Env) NewMember(email, role, department string) string {
 	e.T.Helper()
-	m, err := e.Server.Backend().Directory.CreateMember(context.Background(), e.Workspace, auth.MemberProfile{Email: email, Role: role, Department: department})
+	m, err := e.Server.Backend().Members.CreateMember(context.Background(), e.Workspace, members.MemberProfile{Email: email, Role: role, Department: department})
 	if err != nil {
 		e.T.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestQuotaRedisOutage(t *testing.T) {
 			e := servertest.Start(t, b, servertest.Options{Redis: rs.URL(), Log: logs, Metrics: true})
 			const q = 100
 			quota := int64(q)
-			if err := e.Server.Backend().Directory.SetLimits(context.Background(), e.Workspace, auth.Limits{MonthlyQuota: &quota}); err != nil {
+			if err := e.Server.Backend().Members.SetLimits(context.Background(), e.Workspace, auth.Limits{MonthlyQuota: &quota}); err != nil {
 				t.Fatal(err)
 			}
 			c := rs.Client()
