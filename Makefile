@@ -78,15 +78,18 @@ test-profile:
 test-race:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-# The race detector, as .ci/run runs it after make test: every runtime package but runtime/server and
-# runtime/server/solo in full, and of runtime/server (whose behaviour suites make test runs without it,
-# and which take a quarter of an hour under -race on 2 cores) the tests whose point is concurrency:
-# parallel writers, idempotent and hooked concurrent creates, exact limits under load, concurrent
-# migrations, the key cache, plugins killed during writes, the pool's workspace setting. (solo holds the
-# long chaos and fault suites of runtime/server, which were never in this selection.) make test-race
-# runs everything under -race.
+# The race detector, as .ci/run runs it after make test: of the runtime packages but runtime/server and
+# runtime/server/solo, those whose code or tests start goroutines (a `go` statement or a WaitGroup's Go:
+# the detector finds nothing where one goroutine runs; config, jsonenc, records, members… have none), in
+# full; and of runtime/server (whose behaviour suites make test runs without it, and which take a
+# quarter of an hour under -race on 2 cores) the tests whose point is concurrency: parallel writers,
+# idempotent and hooked concurrent creates, exact limits under load, concurrent migrations, the key
+# cache, plugins killed during writes, the pool's workspace setting. (solo holds the long chaos and
+# fault suites of runtime/server, which were never in this selection.) make test-race runs everything
+# under -race.
 RACE_SERVER_RUN ?= ^(TestParallelPatches|TestRuleInvariantsUnderParallelWriters|TestIdempotentConcurrentCreates|TestIdempotencyConcurrentHookedCreates|TestRateLimitExact|TestConcurrentMigrations|TestKeyCache|TestPluginKilledDuringWrites|TestPoolWorkspaceLeak|TestUniqueKeyConcurrentCreates|TestUniqueCustomField|TestUpsertConcurrent)$$
-RACE_PKGS = $$($(GO) list ./runtime/... | grep -v -e '/runtime/server$$' -e '/runtime/server/solo$$')
+RACE_PKGS = $$($(GO) list -f '{{.ImportPath}} {{.Dir}}' ./runtime/... | grep -v -e '/runtime/server ' -e '/runtime/server/solo ' | \
+	while read -r pkg dir; do grep -qE '^[[:space:]]*go (func|[[:alnum:]_.]+[(])|[.]Go[(]' "$$dir"/*.go 2>/dev/null && echo "$$pkg"; done)
 # The two runs go side by side (runtime/defset alone takes a minute under -race, runtime/server's
 # selection 40 s); runtime/server's output follows the packages'.
 test-race-ci:

@@ -48,7 +48,7 @@ func cmdWorkspaceList(fs *flag.FlagSet) func(*env, config.Config, []string) erro
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			list, err := b.Directory.ListWorkspaces(e.ctx)
+			list, err := b.Members.ListWorkspaces(e.ctx)
 			if err != nil {
 				return err
 			}

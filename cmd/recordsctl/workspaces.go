@@ -21,7 +21,7 @@ func cmdWorkspaceCreate(fs *flag.FlagSet) func(*env, config.Config, []string) er
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			w, err := b.Directory.CreateWorkspace(e.ctx, *name, *plan)
+			w, err := b.Members.CreateWorkspace(e.ctx, *name, *plan)
 			if err != nil {
 				return err
 			}
@@ -37,7 +37,7 @@ func cmdWorkspaceSetPlan(fs *flag.FlagSet) func(*env, config.Config, []string) e
 			return err
 		}
 		return withBackend(e, cfg, func(b *server.Backend) error {
-			if err := b.Directory.SetPlan(e.ctx, pos[0], *plan); err != nil {
+			if err := b.Members.SetPlan(e.ctx, pos[0], *plan); err != nil {
 				return err
 			}
 			return e.emit(map[string]any{"id": strings.ToLower(pos[0]), "plan": *plan}, pos[0]+" "+*plan)

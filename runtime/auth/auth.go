@@ -1,8 +1,10 @@
-// Package auth keeps workspaces, members, workspace roles, limits overrides, API keys, console sessions
-// and key usage, and turns a bearer key or a console session into the principal a request acts as,
-// resolving its role and plan in one definitions version (Directory.For). A key is "wsk_" followed by
-// 64 lowercase hex characters; only its SHA-256 is stored. Notifications and key expiry reminders are
-// runtime/notices'; data models are runtime/customfields'.
+// Package auth keeps API keys, console sessions and key usage, and turns a bearer key or a console
+// session into the principal a request acts as, reading its member, workspace, plan, limits and role
+// (built-in or the workspace's) and resolving them in one definitions version (Directory.For). A key is
+// "wsk_" followed by 64 lowercase hex characters; only its SHA-256 is stored. Workspaces, members, roles
+// and limit overrides are written by runtime/members, which tells the directory of each change (Forget,
+// EndAccess); notifications and key expiry reminders are runtime/notices'; data models are
+// runtime/customfields'.
 package auth
 
 import (
@@ -267,40 +269,6 @@ func (d *directory) Following(source func() *model.Catalog) *Directory {
 func (d *Directory) catalog() *model.Catalog { return d.cat() }
 
 func (d *Directory) ts() time.Time { return d.now().UTC().Truncate(time.Microsecond) }
-
-// CreateWorkspace creates a workspace on plan.
-func (d *Directory) CreateWorkspace(ctx context.Context, name, plan string) (*Workspace, error) {
-	name = strings.TrimSpace(name)
-	if name == "" || len(name) > 200 {
-		return nil, fmt.Errorf("%w: workspace name must be 1 to 200 characters", ErrInvalid)
-	}
-	if _, ok := d.catalog().Plan(plan); !ok {
-		return nil, fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.catalog().PlanNames()))
-	}
-	w := &Workspace{ID: store.NewID(), Name: name, Plan: plan}
-	now := d.ts()
-	_, err := d.st.Exec(ctx, d.d.Bind("INSERT INTO workspaces (id, name, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?)", w.ID, w.Name, w.Plan, now, now))
-	if err != nil {
-		return nil, fmt.Errorf("create workspace: %w", err)
-	}
-	return w, nil
-}
-
-// SetPlan moves a workspace to plan.
-func (d *Directory) SetPlan(ctx context.Context, id, plan string) error {
-	defer d.forget()
-	if _, ok := d.catalog().Plan(plan); !ok {
-		return fmt.Errorf("%w: %s", ErrInvalid, suggest.Unknown("plan", plan, d.catalog().PlanNames()))
-	}
-	n, err := d.st.Exec(ctx, d.d.Bind("UPDATE workspaces SET plan = ?, updated_at = ? WHERE id = ?", plan, d.ts(), strings.ToLower(id)))
-	if err != nil {
-		return fmt.Errorf("set plan: %w", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("workspace %s: %w", id, ErrNotFound)
-	}
-	return nil
-}
 
 // KeyOptions are the restrictions of a new key.
 type KeyOptions struct {

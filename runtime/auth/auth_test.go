@@ -85,7 +85,7 @@ func TestAuthenticateQueries(t *testing.T) {
 			ctx := context.Background()
 			be := servertest.OpenBackend(t, b)
 			dir := be.Directory
-			ws, err := dir.CreateWorkspace(ctx, "Counted", "growth")
+			ws, err := be.Members.CreateWorkspace(ctx, "Counted", "growth")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestAuthenticateQueries(t *testing.T) {
 			_, deactivated := key(dm, time.Hour)
 			pm := member("admin")
 			_, noAPI := key(pm, time.Hour)
-			ws2, err := dir.CreateWorkspace(ctx, "Downgraded", "growth")
+			ws2, err := be.Members.CreateWorkspace(ctx, "Downgraded", "growth")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestAuthenticateQueries(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(2 * time.Millisecond)
-			for _, err := range []error{dir.RevokeKey(ctx, rk.ID), be.Members.MFAVerified(ctx, sm), be.Members.Deactivate(ctx, dm), be.Members.SetRole(ctx, pm, "no_api"), dir.SetPlan(ctx, ws2.ID, "free")} {
+			for _, err := range []error{dir.RevokeKey(ctx, rk.ID), be.Members.MFAVerified(ctx, sm), be.Members.Deactivate(ctx, dm), be.Members.SetRole(ctx, pm, "no_api"), be.Members.SetPlan(ctx, ws2.ID, "free")} {
 				if err != nil {
 					t.Fatal(err)
 				}

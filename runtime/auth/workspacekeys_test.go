@@ -24,7 +24,7 @@ func TestDailyCountsAndWorkspaceRevocation(t *testing.T) {
 			be := servertest.OpenBackend(t, b)
 			one, two := be.Directory, auth.NewDirectory(be.Store, be.Current().Catalog, nil)
 			keyOf := func(name string) *auth.Key {
-				ws, err := one.CreateWorkspace(ctx, name, "growth")
+				ws, err := be.Members.CreateWorkspace(ctx, name, "growth")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,7 +22,7 @@ func TestSnapshotCache(t *testing.T) {
 			be := servertest.OpenBackend(t, b)
 			var workspaces []string
 			for _, name := range []string{"Burst", "Idle", "Busy", "Late"} {
-				ws, err := be.Directory.CreateWorkspace(ctx, name, "growth")
+				ws, err := be.Members.CreateWorkspace(ctx, name, "growth")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -22,11 +22,11 @@ func TestModelOperations(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			be := servertest.OpenBackend(t, b)
-			ws, err := be.Directory.CreateWorkspace(ctx, "Models", "growth")
+			ws, err := be.Members.CreateWorkspace(ctx, "Models", "growth")
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := be.Directory.CreateWorkspace(ctx, "Other", "growth")
+			other, err := be.Members.CreateWorkspace(ctx, "Other", "growth")
 			if err != nil {
 				t.Fatal(err)
 			}

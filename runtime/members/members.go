@@ -1,5 +1,5 @@
-// Package members keeps a workspace's members, its roles and its limits: who belongs to a workspace,
-// with which role, what each workspace role grants, and the overrides of the plan's limits. recordsctl
+// Package members keeps the workspaces and who belongs to them: a workspace's plan and the overrides of
+// its limits, its members with their roles, and what each workspace role grants. recordsctl
 // and the admin API write them here; runtime/auth reads them when it resolves a key or a console session
 // to a principal.
 //

@@ -15,7 +15,7 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// The members service on both backends: what it refuses and with which error, what a deactivation ends
+// The members service on both backends: workspaces and plans, what it refuses and with which error, what a deactivation ends
 // (keys and console sessions, in its transaction, for good), the last-manager rule on member and role
 // changes, workspace roles from a file and one at a time, and limit overrides merged.
 func TestMemberOperations(t *testing.T) {
@@ -25,13 +25,31 @@ func TestMemberOperations(t *testing.T) {
 			ctx := context.Background()
 			be := servertest.OpenBackend(t, b)
 			dir, mem := be.Directory, be.Members
-			ws, err := dir.CreateWorkspace(ctx, "Members", "growth")
+			ws, err := mem.CreateWorkspace(ctx, "Members", "growth")
 			if err != nil {
 				t.Fatal(err)
 			}
-			other, err := dir.CreateWorkspace(ctx, "Other", "growth")
+			other, err := mem.CreateWorkspace(ctx, "Other", "growth")
 			if err != nil {
 				t.Fatal(err)
+			}
+			for name, err := range map[string]error{
+				"empty name":   errOf(mem.CreateWorkspace(ctx, " ", "growth")),
+				"unknown plan": errOf(mem.CreateWorkspace(ctx, "X", "gold")),
+				"set plan":     mem.SetPlan(ctx, ws.ID, "gold"),
+			} {
+				if !errors.Is(err, auth.ErrInvalid) {
+					t.Errorf("workspace, %s: %v, want ErrInvalid", name, err)
+				}
+			}
+			if err := mem.SetPlan(ctx, store.NewID(), "free"); !errors.Is(err, auth.ErrNotFound) {
+				t.Errorf("the plan of a workspace that is not there: %v", err)
+			}
+			if err := mem.SetPlan(ctx, other.ID, "free"); err != nil {
+				t.Fatal(err)
+			}
+			if w, err := dir.Workspace(ctx, other.ID); err != nil || w.Plan != "free" {
+				t.Errorf("after SetPlan: %+v %v", w, err)
 			}
 			admin, err := mem.CreateMember(ctx, ws.ID, members.MemberProfile{Email: " Ada@Members.example ", Role: "admin", FirstName: "Ada"})
 			if err != nil {
@@ -209,7 +227,7 @@ func TestMemberOperations(t *testing.T) {
 			if err := mem.SetLimits(ctx, store.NewID(), auth.Limits{MonthlyQuota: &nine}); !errors.Is(err, auth.ErrNotFound) {
 				t.Errorf("limits of a workspace that is not there: %v", err)
 			}
-			all, err := dir.ListWorkspaces(ctx)
+			all, err := mem.ListWorkspaces(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -75,12 +75,12 @@ func TestKeyCache(t *testing.T) {
 			e.Expect(e.DoKey(key, "GET", "/v1/companies", nil), 401, "invalid_api_key")
 
 			e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
-			if err := other.Directory.SetPlan(ctx, e.Workspace, "free"); err != nil {
+			if err := other.Members.SetPlan(ctx, e.Workspace, "free"); err != nil {
 				t.Fatal(err)
 			}
 			waitAnnounced(t, backend, func() bool { return e.Do("GET", "/v1/companies", nil).Status == 403 })
 			e.Expect(e.Do("GET", "/v1/companies", nil), 403, "plan_upgrade_required")
-			if err := other.Directory.SetPlan(ctx, e.Workspace, "growth"); err != nil {
+			if err := other.Members.SetPlan(ctx, e.Workspace, "growth"); err != nil {
 				t.Fatal(err)
 			}
 			waitAnnounced(t, backend, func() bool { return e.Do("GET", "/v1/companies", nil).Status == 200 })
@@ -132,7 +132,7 @@ func TestKeyCacheSQLite(t *testing.T) {
 	// Counted changes: the plan, through the other process's Directory.
 	e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
 	e.Expect(e.Do("GET", "/v1/companies", nil), 200, "")
-	if err := other.Directory.SetPlan(ctx, e.Workspace, "free"); err != nil {
+	if err := other.Members.SetPlan(ctx, e.Workspace, "free"); err != nil {
 		t.Fatal(err)
 	}
 	e.Expect(e.Do("GET", "/v1/companies", nil), 403, "plan_upgrade_required")

@@ -87,7 +87,7 @@ func TestAuthCodes(t *testing.T) {
 			// plan_upgrade_required: the workspace moves to a plan without API access
 			ws2, _, key2 := e.NewWorkspace("growth", "admin", "write")
 			e.Expect(get(key2, "/v1/me"), 200, "")
-			dir.SetPlan(ctx, ws2, "free")
+			e.Server.Backend().Members.SetPlan(ctx, ws2, "free")
 			e.Expect(get(key2, "/v1/companies"), 403, "plan_upgrade_required")
 
 			// insufficient_scope: read key writing; resource outside the allowlist

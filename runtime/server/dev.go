@@ -44,7 +44,7 @@ func SeedDemo(ctx context.Context, b *Backend, now time.Time) (*Demo, error) {
 	if found {
 		return nil, nil
 	}
-	w, err := b.Directory.CreateWorkspace(ctx, "Demo Workspace", "growth")
+	w, err := b.Members.CreateWorkspace(ctx, "Demo Workspace", "growth")
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}

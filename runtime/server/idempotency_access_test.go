@@ -180,11 +180,11 @@ func idemAuthBeforeReplay(t *testing.T, e *servertest.Env, b servertest.Backend)
 	ws, member, secret := e.NewWorkspace("growth", "admin", "write")
 	pc := caller{member: member, secret: secret}
 	first = start(pc)
-	if err := dir.SetPlan(ctx, ws, "free"); err != nil {
+	if err := e.Server.Backend().Members.SetPlan(ctx, ws, "free"); err != nil {
 		t.Fatal(err)
 	}
 	check("plan free", pc, first, 403, "plan_upgrade_required")
-	if err := dir.SetPlan(ctx, ws, "growth"); err != nil {
+	if err := e.Server.Backend().Members.SetPlan(ctx, ws, "growth"); err != nil {
 		t.Fatal(err)
 	}
 	replays("plan growth again", pc, first)

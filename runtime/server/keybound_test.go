@@ -111,7 +111,7 @@ func TestKeyRejectionBound(t *testing.T) {
 			mm, mkey := mk("admin", auth.KeyOptions{Access: "read"})
 			add(&scenario{name: "new MFA factor", key: mkey, code: "key_assurance_stale", bound: cached, apply: func() error { return other.Members.MFAVerified(ctx, mm) }})
 			ws, _, pk := e.NewWorkspace("growth", "admin", "read")
-			add(&scenario{name: "plan downgrade", key: pk, code: "plan_upgrade_required", bound: cached, apply: func() error { return od.SetPlan(ctx, ws, "free") }})
+			add(&scenario{name: "plan downgrade", key: pk, code: "plan_upgrade_required", bound: cached, apply: func() error { return other.Members.SetPlan(ctx, ws, "free") }})
 			am, ak := mk("admin", auth.KeyOptions{Access: "read"})
 			add(&scenario{name: "api.access removed", key: ak, code: "permission_denied", bound: cached, apply: func() error { return other.Members.SetRole(ctx, am, "no_api") }})
 			_, hk := mk("admin", auth.KeyOptions{Access: "read"})

@@ -273,7 +273,7 @@ func TestKeys(t *testing.T) {
 				ws, wm, key := e.NewWorkspace("growth", "admin", "write")
 				l.secret(key)
 				e.Expect(l.do(t, key, "GET", "/v1/companies", nil), 200, "")
-				if err := dir.SetPlan(ctx, ws, "free"); err != nil {
+				if err := e.Server.Backend().Members.SetPlan(ctx, ws, "free"); err != nil {
 					t.Fatal(err)
 				}
 				for _, c := range []struct{ method, path string }{{"GET", "/v1/me"}, {"GET", "/v1/companies"}, {"POST", "/v1/companies"}, {"GET", "/v1/resources"}} {
@@ -284,7 +284,7 @@ func TestKeys(t *testing.T) {
 					e.Expect(l.do(t, key, c.method, c.path, body), 403, "plan_upgrade_required")
 				}
 				guessed(t, "plan-downgraded", key)
-				if err := dir.SetPlan(ctx, ws, "pro"); err != nil {
+				if err := e.Server.Backend().Members.SetPlan(ctx, ws, "pro"); err != nil {
 					t.Fatal(err)
 				}
 				e.Expect(l.do(t, key, "GET", "/v1/companies", nil), 200, "") // a plan change revokes nothing

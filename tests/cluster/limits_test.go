@@ -112,7 +112,7 @@ func (c *cluster) limitsTenants(t *testing.T, ls limitsScale) *limitsTenants {
 	lifted := int64(1_000_000)
 	mk := func(name string, l auth.Limits) tenant {
 		t.Helper()
-		w, err := dir.CreateWorkspace(ctx, name+" "+c.runID, "growth")
+		w, err := b.Members.CreateWorkspace(ctx, name+" "+c.runID, "growth")
 		must(err)
 		must(b.Members.SetLimits(ctx, w.ID, auth.Limits{KeyPerMinute: &lifted, KeyPerHour: &lifted, WorkspacePerMinute: &lifted}))
 		must(b.Members.SetLimits(ctx, w.ID, l))

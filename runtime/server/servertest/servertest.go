@@ -350,8 +350,7 @@ func listen(h http.Handler, guard *serverErrors) *httptest.Server {
 func (e *Env) NewWorkspace(plan, role, access string) (workspace, member, key string) {
 	e.T.Helper()
 	ctx := context.Background()
-	dir := e.Server.Backend().Directory
-	w, err := dir.CreateWorkspace(ctx, "Test "+plan, plan)
+	w, err := e.Server.Backend().Members.CreateWorkspace(ctx, "Test "+plan, plan)
 	if err != nil {
 		e.T.Fatal(err)
 	}
