@@ -215,20 +215,9 @@ func (s *Service) ListMembers(ctx context.Context, workspace string) ([]MemberEn
 		return nil, err
 	}
 	out := []MemberEntry{}
-	err := s.st.Query(ctx, s.d.Bind("SELECT id, email, role, department_id, active, mfa_verified_at, created_at, updated_at FROM members WHERE workspace_id = ? ORDER BY email, id", workspace), func(row []any) error {
-		m := MemberEntry{ID: store.UUIDText(row[0]), Workspace: workspace, Email: store.Text(row[1]), Role: store.Text(row[2]), Active: store.Bool(row[4])}
-		if row[3] != nil {
-			dept := store.UUIDText(row[3])
-			m.Department = &dept
-		}
-		if row[5] != nil {
-			t, err := store.Time(row[5])
-			if err != nil {
-				return err
-			}
-			m.MFAVerifiedAt = &t
-		}
-		if err := store.Times(row[6:], &m.CreatedAt, &m.UpdatedAt); err != nil {
+	err := s.st.Query(ctx, s.d.Bind("SELECT "+memberColumns+" FROM members WHERE workspace_id = ? ORDER BY email, id", workspace), func(row []any) error {
+		m, err := scanMember(workspace, row)
+		if err != nil {
 			return err
 		}
 		out = append(out, m)
@@ -238,6 +227,29 @@ func (s *Service) ListMembers(ctx context.Context, workspace string) ([]MemberEn
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	return out, nil
+}
+
+// memberColumns are the columns scanMember reads, in its order.
+const memberColumns = "id, email, role, department_id, active, mfa_verified_at, created_at, updated_at"
+
+// scanMember reads a member of workspace from a row of memberColumns.
+func scanMember(workspace string, row []any) (MemberEntry, error) {
+	m := MemberEntry{ID: store.UUIDText(row[0]), Workspace: workspace, Email: store.Text(row[1]), Role: store.Text(row[2]), Active: store.Bool(row[4])}
+	if row[3] != nil {
+		dept := store.UUIDText(row[3])
+		m.Department = &dept
+	}
+	if row[5] != nil {
+		t, err := store.Time(row[5])
+		if err != nil {
+			return MemberEntry{}, fmt.Errorf("member %s: %w", m.ID, err)
+		}
+		m.MFAVerifiedAt = &t
+	}
+	if err := store.Times(row[6:], &m.CreatedAt, &m.UpdatedAt); err != nil {
+		return MemberEntry{}, fmt.Errorf("member %s: %w", m.ID, err)
+	}
+	return m, nil
 }
 
 // MemberProfile is what CreateMember records besides the role.
@@ -331,21 +343,11 @@ func (s *Service) member(ctx context.Context, q store.Querier, workspace, id str
 	if !model.IsUUID(id) {
 		return MemberEntry{}, fmt.Errorf("member %s: %w", id, auth.ErrNotFound)
 	}
-	m := MemberEntry{ID: id, Workspace: workspace}
-	found, err := store.QueryOne(ctx, q, s.d.Bind("SELECT email, role, department_id, active, mfa_verified_at, created_at, updated_at FROM members WHERE workspace_id = ? AND id = ?", workspace, id), func(row []any) error {
-		m.Email, m.Role, m.Active = store.Text(row[0]), store.Text(row[1]), store.Bool(row[3])
-		if row[2] != nil {
-			dept := store.UUIDText(row[2])
-			m.Department = &dept
-		}
-		if row[4] != nil {
-			t, err := store.Time(row[4])
-			if err != nil {
-				return err
-			}
-			m.MFAVerifiedAt = &t
-		}
-		return store.Times(row[5:], &m.CreatedAt, &m.UpdatedAt)
+	var m MemberEntry
+	found, err := store.QueryOne(ctx, q, s.d.Bind("SELECT "+memberColumns+" FROM members WHERE workspace_id = ? AND id = ?", workspace, id), func(row []any) error {
+		var err error
+		m, err = scanMember(workspace, row)
+		return err
 	})
 	if err != nil {
 		return MemberEntry{}, fmt.Errorf("read member: %w", err)
