@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/workspace-records/records/engine/apierr"
@@ -74,11 +75,15 @@ func (s *Service) updateEdit(a Actor, c *Collection, b *schema.Body, ci *customI
 			current, _ := cur["custom_fields"].(map[string]any)
 			custom := c.stored(ci, current)
 			ids := c.ids(ci)
-			if err := s.syncCustom(ctx, q, c.Workspace, cur["id"].(string), c.Fields, custom, ids); err != nil {
-				return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
-			}
-			if err := s.checkCustomKeys(ctx, q, c, cur["id"].(string), custom, ids); err != nil {
-				return nil, err
+			// Values equal to the stored ones are not written again: an update that changes nothing
+			// writes nothing (change).
+			if slices.ContainsFunc(ids, func(id string) bool { return !audit.Same(current[id], custom[id]) }) {
+				if err := s.syncCustom(ctx, q, c.Workspace, cur["id"].(string), c.Fields, custom, ids); err != nil {
+					return nil, fmt.Errorf("custom values of %s: %w", r.Name, err)
+				}
+				if err := s.checkCustomKeys(ctx, q, c, cur["id"].(string), custom, ids); err != nil {
+					return nil, err
+				}
 			}
 			e.values["custom_fields"] = jsonText(custom)
 			e.changes["custom_fields"] = b.Custom

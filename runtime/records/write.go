@@ -205,6 +205,12 @@ func (s *Service) change(a Actor, c *Collection, id string, m *IfMatch, decide f
 		if e == nil {
 			return &outcome{rec: c.view(cur)}, nil
 		}
+		changes, previous := editValues(c, cur, e)
+		if e.action == audit.ActionUpdate && len(changes) == 0 {
+			// Every value given equals the stored one (after the Before hooks): a no-op, as an empty
+			// PATCH is. The version and ETag stay, and no audit entry, event or delivery is written.
+			return &outcome{rec: c.view(cur)}, nil
+		}
 		key := c.key(id, nil) // the locked read above already applied the record rule
 		now, ok := e.values["updated_at"].(time.Time)
 		if !ok {
@@ -217,7 +223,6 @@ func (s *Service) change(a Actor, c *Collection, id string, m *IfMatch, decide f
 		if err != nil {
 			return nil, keyConflict(r, fmt.Errorf("%s %s: %w", e.action, r.Name, err))
 		}
-		changes, previous := editValues(c, cur, e)
 		return s.settle(ctx, q, a, c, key.ID, e.action, changes, previous, now, e.changes, rec)
 	}
 }
