@@ -26,6 +26,7 @@ import (
 
 	"github.com/workspace-records/records/definitions"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/internal/memo"
 )
 
 // Set is everything one definitions directory declares.
@@ -318,7 +319,8 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 	for _, ne := range dups {
 		d.errs = append(d.errs, placed(ne))
 	}
-	if validated.has(meta, data) {
+	accepted := validatedKey{meta, sha256.Sum256(data)}
+	if _, ok := validated.Get(accepted); ok {
 		return d
 	}
 	if err := meta.Validate(generic); err != nil {
@@ -330,7 +332,7 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 		d.errs = append(d.errs, schemaErrors(d.index, node, ve)...)
 		return d
 	}
-	validated.add(meta, data)
+	validated.Put(accepted, struct{}{})
 	return d
 }
 
@@ -338,37 +340,12 @@ func parseDoc(file string, data []byte, meta *jsonschema.Schema) doc {
 // that a process reading the same definitions again (a server building each generation, a test process
 // starting hundreds of servers) validates each text once: validation is a pure function of the two,
 // and it is most of the time a read of the definitions takes. A refused text is not remembered: its
-// problems are found again. At most maxValidated texts are kept; past that the memory starts anew.
-var validated = validatedTexts{byKey: map[validatedKey]struct{}{}}
-
-const maxValidated = 4096
+// problems are found again.
+var validated = memo.Map[validatedKey, struct{}]{Limit: 4096}
 
 type validatedKey struct {
 	meta *jsonschema.Schema
 	sum  [sha256.Size]byte
-}
-
-type validatedTexts struct {
-	mu    sync.Mutex
-	byKey map[validatedKey]struct{}
-}
-
-func (v *validatedTexts) has(meta *jsonschema.Schema, data []byte) bool {
-	k := validatedKey{meta, sha256.Sum256(data)}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	_, ok := v.byKey[k]
-	return ok
-}
-
-func (v *validatedTexts) add(meta *jsonschema.Schema, data []byte) {
-	k := validatedKey{meta, sha256.Sum256(data)}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(v.byKey) >= maxValidated {
-		clear(v.byKey)
-	}
-	v.byKey[k] = struct{}{}
 }
 
 // yamlLine finds the line number in yaml.v3's error text ("yaml: line 3: did not find expected key").

@@ -9,12 +9,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/workspace-records/records/internal/memo"
 	"github.com/workspace-records/records/plugins/sdk"
 )
 
@@ -213,7 +213,7 @@ func readProgram(path string) (program, error) {
 	}
 	id, known := programID(info)
 	if known {
-		if sum, ok := programSums.get(id); ok {
+		if sum, ok := programSums.Get(id); ok {
 			return program{info: info, sum: sum}, nil
 		}
 	}
@@ -225,7 +225,7 @@ func readProgram(path string) (program, error) {
 	// Kept only when the file did not change while it was read (a program being written in place).
 	if after, err := f.Stat(); err == nil && known {
 		if id2, ok := programID(after); ok && id2 == id {
-			programSums.put(id, sum)
+			programSums.Put(id, sum)
 		}
 	}
 	return program{info: info, sum: sum}, nil
@@ -239,32 +239,9 @@ type fileID struct {
 	dev, ino, size, mtime, ctime int64
 }
 
-// programSums remembers the SHA-256 of the programs this process hashed, by file identity, at most
-// maxProgramSums of them (a process serving its plugins from one directory has a handful).
-var programSums = sumCache{byID: map[fileID]string{}}
-
-const maxProgramSums = 256
-
-type sumCache struct {
-	mu   sync.Mutex
-	byID map[fileID]string
-}
-
-func (c *sumCache) get(id fileID) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sum, ok := c.byID[id]
-	return sum, ok
-}
-
-func (c *sumCache) put(id fileID, sum string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.byID) >= maxProgramSums {
-		clear(c.byID)
-	}
-	c.byID[id] = sum
-}
+// programSums remembers the SHA-256 of the programs this process hashed, by file identity (a process
+// serving its plugins from one directory has a handful).
+var programSums = memo.Map[fileID, string]{Limit: 256}
 
 // pid returns p's process id, or 0 when it has none (not started, or gone).
 func pid(p *proc) int {

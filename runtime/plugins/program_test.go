@@ -55,7 +55,7 @@ func TestReadProgramRemembersSums(t *testing.T) {
 	if !ok {
 		t.Fatal("no identity for a file on Linux")
 	}
-	if sum, ok := programSums.get(id); !ok || sum != p.sum {
+	if sum, ok := programSums.Get(id); !ok || sum != p.sum {
 		t.Fatalf("the sum was not remembered: %q %v", sum, ok)
 	}
 	check("first version")

@@ -53,6 +53,8 @@ var layers = []layer{
 	{"engine leaves", pkgs("./engine/field", "./engine/strictjson", "./engine/suggest", "./engine/fulltext")},
 	// The plugin contract and the definitions are peers at the bottom: neither imports the other.
 	{"contract and data", pkgs("./plugins/sdk/...", "./definitions")},
+	// A bounded memory of pure results, for any layer (the definitions' validation, plugins' checksums).
+	{"memory", pkgs("./internal/memo")},
 }
 
 // siblings lists the imports allowed between packages of one layer, as "importer → imported".
