@@ -51,6 +51,7 @@ func components(cat *model.Catalog) map[string]any {
 		"X-Quota-Remaining":      intHeader("Requests left in this month's quota (absent when uncapped)."),
 		"X-Quota-Reset":          intHeader("Seconds until the monthly quota resets."),
 		"Location":               map[string]any{"description": "URL of the created record.", "required": true, "schema": map[string]any{"type": "string"}},
+		"Record-Unchanged":       map[string]any{"description": "`true` when every value sent equals the stored one: nothing was written, so the version, `ETag`, audit trail, events and webhook deliveries are as they were. Absent when the write changed the record.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
 		"Idempotent-Replayed":    map[string]any{"description": "`true` when this is the stored response of an earlier request with the same `Idempotency-Key`.", "schema": map[string]any{"type": "string", "enum": []string{"true"}}},
 		"Retry-After":            map[string]any{"description": "Seconds to wait before retrying.", "schema": map[string]any{"type": "integer", "minimum": 0}},
 		"ETag":                   map[string]any{"description": "The record's entity tag, `\"<version>-<hash>\"`: the version (the record's `updated_at` in microseconds since the epoch, strictly greater after every write of it) and a hash of this response's body, so callers under different field rules, or asking for different `fields`, get different tags. Send it in `If-None-Match` on a get (304 when unchanged) or `If-Match` on update, archive and restore (412 when the version moved on); a gzip-encoded answer carries it with `-gzip` appended.", "schema": map[string]any{"type": "string"}},
@@ -108,10 +109,11 @@ func components(cat *model.Catalog) map[string]any {
 			"type": "object", "required": []string{"status"}, "additionalProperties": false,
 			"description": "One item's result: `data` (and `etag`) when it was written, `error` when it was refused.",
 			"properties": map[string]any{
-				"status": map[string]any{"type": "integer", "description": "The status the item's own request would have had: 200, 201 when it made the record, or the error's (424 `batch_aborted` for an item of a failed atomic batch that was not refused itself)."},
-				"data":   map[string]any{"type": "object", "additionalProperties": true, "description": "The record as the caller sees it (the resource's record schema)."},
-				"etag":   str("The record's entity tag, for `if_match` in a later item or `If-Match` on a later request."),
-				"error":  schemaRef("ItemError"),
+				"status":    map[string]any{"type": "integer", "description": "The status the item's own request would have had: 200, 201 when it made the record, or the error's (424 `batch_aborted` for an item of a failed atomic batch that was not refused itself)."},
+				"data":      map[string]any{"type": "object", "additionalProperties": true, "description": "The record as the caller sees it (the resource's record schema)."},
+				"etag":      str("The record's entity tag, for `if_match` in a later item or `If-Match` on a later request."),
+				"unchanged": unchangedMember,
+				"error":     schemaRef("ItemError"),
 			},
 		},
 		"ListMeta": map[string]any{

@@ -215,7 +215,7 @@ func (d *doc) operation(rt route.Route) map[string]any {
 		op["description"] = "Sets the fields in the body (null clears an optional one), with the same rules as create. An archived record cannot be updated (409)."
 		params = append(params, ref("parameters", "Id"), ref("parameters", "IdempotencyKey"), ref("parameters", "IfMatch"))
 		op["requestBody"] = map[string]any{"required": true, "content": jsonContent(schemaRef(name + "Update"))}
-		withResponses(op, "200", ok("The updated record.", written, "Idempotent-Replayed", "ETag"), conditional...)
+		withResponses(op, "200", ok("The updated record, or the record as it was when every value sent equals the stored one (then marked `Record-Unchanged: true`, nothing written).", written, "Idempotent-Replayed", "ETag", "Record-Unchanged"), conditional...)
 	case model.OpArchive:
 		op["summary"] = "Archive a " + lowerFirst(r.Label)
 		op["description"] = "Soft delete, with an optional reason; the record can be restored. Archiving an archived record is 409."

@@ -45,7 +45,7 @@ func (d *doc) upsertOperation(r *model.Resource) map[string]any {
 		},
 		"requestBody": map[string]any{"required": true, "content": jsonContent(schemaRef(name + "Update"))},
 	}
-	withResponses(op, "200", ok("The updated record (or the record unchanged when the body changes nothing).", rec, "Idempotent-Replayed", "ETag"),
+	withResponses(op, "200", ok("The updated record, or the record as it was when every value sent equals the stored one (then marked `Record-Unchanged: true`, nothing written).", rec, "Idempotent-Replayed", "ETag", "Record-Unchanged"),
 		"400", "401", "403", "404", "405", "409", "412", "413", "422", "429", "500", "503")
 	op["responses"].(map[string]any)["201"] = ok("Created.", rec, "Location", "Idempotent-Replayed", "ETag")
 	return op
@@ -93,10 +93,11 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 		"type": "object", "required": []string{"status"}, "additionalProperties": false,
 		"description": "One item's result: `data` and `etag` when it was written, `error` when it was refused.",
 		"properties": map[string]any{
-			"status": map[string]any{"type": "integer", "description": "200, 201 when the item made the record, or the status of the item's error."},
-			"data":   schemaRef(name + "Plain"),
-			"etag":   str("The record's entity tag."),
-			"error":  schemaRef("ItemError"),
+			"status":    map[string]any{"type": "integer", "description": "200, 201 when the item made the record, or the status of the item's error."},
+			"data":      schemaRef(name + "Plain"),
+			"etag":      str("The record's entity tag."),
+			"unchanged": unchangedMember,
+			"error":     schemaRef("ItemError"),
 		},
 	}
 	op := map[string]any{
@@ -118,9 +119,13 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 			"data": map[string]any{"type": "array", "items": result},
 			"meta": map[string]any{"type": "object", "required": []string{"mode", "succeeded", "failed"}, "additionalProperties": false, "properties": map[string]any{
 				"mode":      map[string]any{"type": "string", "enum": []string{"atomic", "per_item"}},
-				"succeeded": map[string]any{"type": "integer", "minimum": 0},
+				"succeeded": map[string]any{"type": "integer", "minimum": 0, "description": "Items written, or left as they were (`unchanged`)."},
 				"failed":    map[string]any{"type": "integer", "minimum": 0},
+				"unchanged": map[string]any{"type": "integer", "minimum": 0, "description": "Items of the succeeded whose values all equalled the stored ones: nothing was written for them."},
 			}},
 		}})}
 	return withResponses(op, "200", resp, "400", "401", "403", "404", "405", "409", "413", "422", "429", "500", "503")
 }
+
+// unchangedMember is a batch item result's marker of an update that changed nothing.
+var unchangedMember = map[string]any{"type": "boolean", "enum": []bool{true}, "description": "Present (true) when every value the item sent equals the stored one: nothing was written for it (its version and `etag` are as they were; no audit entry, event or webhook delivery)."}

@@ -91,7 +91,13 @@ func (h *Handler) batch(res *model.Resource) bunrouter.HandlerFunc {
 // results' own bytes (each record is encoded once, in batchResults).
 func batchResponse(mode string, results []records.BatchResult, requestID string) idempotency.Response {
 	items, ok := batchResults(results, requestID)
-	meta := encode(map[string]any{"mode": mode, "succeeded": ok, "failed": len(results) - ok})
+	unchanged := 0
+	for _, r := range results {
+		if r.Err == nil && r.Effect == records.Unchanged {
+			unchanged++
+		}
+	}
+	meta := encode(map[string]any{"mode": mode, "succeeded": ok, "failed": len(results) - ok, "unchanged": unchanged})
 	body := append(make([]byte, 0, 64+len(meta)+sizeOf(items)), `{"data":[`...)
 	for i, it := range items {
 		if i > 0 {
@@ -159,6 +165,9 @@ func writtenItem(r records.BatchResult) (json.RawMessage, error) {
 	if v, has := records.VersionOf(r.Record); has {
 		tag, _ := json.Marshal(records.ETag(v, slices.Concat([]byte(`{"data":`), data, []byte("}\n"))))
 		item = append(append(item, `,"etag":`...), tag...)
+	}
+	if r.Effect == records.Unchanged {
+		item = append(item, `,"unchanged":true`...)
 	}
 	return append(item, fmt.Sprintf(`,"status":%d}`, r.Status)...), nil
 }

@@ -105,12 +105,14 @@ func (h *Handler) operation(rt route.Route) bunrouter.HandlerFunc {
 				}
 				return loc
 			}
-			wr.run = func(rc *records.Receipt) (records.Record, bool, error) {
+			wr.run = func(rc *records.Receipt) (records.Record, records.Effect, error) {
 				rec, err := h.svc.Create(ctx, a, c, body, rc)
-				return rec, true, err
+				return rec, records.Created, err
 			}
 		case model.OpUpdate:
-			wr.run = changed(func(rc *records.Receipt) (records.Record, error) { return h.svc.Update(ctx, a, c, id, body, m, rc) })
+			wr.run = func(rc *records.Receipt) (records.Record, records.Effect, error) {
+				return h.svc.Update(ctx, a, c, id, body, m, rc)
+			}
 		case model.OpArchive:
 			wr.run = changed(func(rc *records.Receipt) (records.Record, error) { return h.svc.Archive(ctx, a, c, id, body, m, rc) })
 		case model.OpRestore:

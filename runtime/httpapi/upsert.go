@@ -51,7 +51,7 @@ func (h *Handler) upsert(res *model.Resource) bunrouter.HandlerFunc {
 		return h.write(w, req, a, c, body, write{
 			status:   http.StatusOK,
 			location: func(rec records.Record) string { return "/v1/" + res.Name + "/" + rec["id"].(string) },
-			run: func(rc *records.Receipt) (records.Record, bool, error) {
+			run: func(rc *records.Receipt) (records.Record, records.Effect, error) {
 				return h.svc.Upsert(ctx, a, c, key, value, body, cond, rc)
 			},
 		})

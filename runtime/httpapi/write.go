@@ -42,31 +42,39 @@ const releaseGrace = 250 * time.Millisecond
 
 // write is one write as the handler runs it: the status of its answer (201 instead when the write made
 // the record), the Location of a made record, and the service call, given the receipt to store with the
-// write (nil without an Idempotency-Key); created is false unless the call made a record.
+// write (nil without an Idempotency-Key), which says what the write did to the record.
 type write struct {
 	status   int
 	location func(records.Record) string // nil: no Location header
-	run      func(rc *records.Receipt) (rec records.Record, created bool, err error)
+	run      func(rc *records.Receipt) (rec records.Record, e records.Effect, err error)
 }
 
-// changed is the run of a write that changes a record and never makes one.
-func changed(run func(rc *records.Receipt) (records.Record, error)) func(rc *records.Receipt) (records.Record, bool, error) {
-	return func(rc *records.Receipt) (records.Record, bool, error) {
+// changed is the run of a write that changes a record and never makes one or leaves it as it was.
+func changed(run func(rc *records.Receipt) (records.Record, error)) func(rc *records.Receipt) (records.Record, records.Effect, error) {
+	return func(rc *records.Receipt) (records.Record, records.Effect, error) {
 		rec, err := run(rc)
-		return rec, false, err
+		return rec, records.Changed, err
 	}
 }
+
+// UnchangedHeader marks the answer of an update or upsert that changed nothing: every value sent equalled
+// the stored one, so nothing was written (the version, ETag, audit trail, events and webhooks are as they
+// were).
+const UnchangedHeader = "Record-Unchanged"
 
 // write runs a record write under the Idempotency-Key rules (idempotent): its response, stored in the
 // write's own transaction when a key was sent, is the record with its ETag (and Location when the write
 // made it).
 func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, wr write) error {
-	respond := func(rec records.Record, created bool) idempotency.Response {
+	respond := func(rec records.Record, e records.Effect) idempotency.Response {
 		r := idempotency.Response{Status: wr.status, Header: http.Header{}, Body: encode(map[string]any{"data": rec})}
 		if v, ok := records.VersionOf(rec); ok {
 			r.Header.Set("ETag", records.ETag(v, r.Body))
 		}
-		if created {
+		if e == records.Unchanged {
+			r.Header.Set(UnchangedHeader, "true")
+		}
+		if e == records.Created {
 			r.Status = http.StatusCreated
 			if wr.location != nil {
 				r.Header.Set("Location", wr.location(rec))
@@ -78,16 +86,16 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		var rc *records.Receipt
 		var stored idempotency.Response
 		if claim != nil {
-			rc = &records.Receipt{Claim: claim, Respond: func(rec records.Record, created bool) idempotency.Response {
-				stored = respond(rec, created)
+			rc = &records.Receipt{Claim: claim, Respond: func(rec records.Record, e records.Effect) idempotency.Response {
+				stored = respond(rec, e)
 				return stored
 			}}
 		}
-		rec, created, err := wr.run(rc)
+		rec, e, err := wr.run(rc)
 		if err != nil || claim != nil {
 			return stored, err
 		}
-		return respond(rec, created), nil
+		return respond(rec, e), nil
 	})
 }
 

@@ -77,7 +77,7 @@ func Fingerprint(method, path, rawQuery string, body map[string]any) string {
 // Response is a stored first response.
 type Response struct {
 	Status int
-	Header http.Header // only the headers that are replayed (Location)
+	Header http.Header // the headers a replay repeats (Location, ETag, Record-Unchanged)
 	Body   []byte
 }
 
@@ -425,18 +425,4 @@ func (k *Keys) Cleanup(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("clean up idempotency keys: %w", err)
 	}
 	return n, nil
-}
-
-// Replayable lists the response headers a replay repeats.
-var Replayable = []string{"Location"}
-
-// HeaderOf keeps the replayable headers of h.
-func HeaderOf(h http.Header) http.Header {
-	out := http.Header{}
-	for _, name := range Replayable {
-		if v := h.Get(name); v != "" {
-			out.Set(name, v)
-		}
-	}
-	return out
 }

@@ -75,10 +75,10 @@ type BatchItem struct {
 // BatchResult is the outcome of one item: a record (Status 200, or 201 when the item made it), or an
 // error.
 type BatchResult struct {
-	Status  int
-	Record  Record
-	Created bool
-	Err     *apierr.Error
+	Status int
+	Record Record
+	Effect Effect // what a written item did to its record
+	Err    *apierr.Error
 }
 
 // BatchFailedError is an atomic batch that wrote nothing: Results has every item's outcome.
@@ -154,7 +154,7 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 				outs, err := s.savepoint(ctx, q, func() ([]*outcome, error) { return s.insertMany(ctx, q, a, c, prepared[i:j]) })
 				if err == nil {
 					for k, out := range outs {
-						results[i+k] = BatchResult{Status: http.StatusCreated, Record: out.rec, Created: true}
+						results[i+k] = BatchResult{Status: http.StatusCreated, Record: out.rec, Effect: Created}
 						afters = appendAfter(afters, out)
 					}
 					i = j
@@ -173,8 +173,8 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 				out, err := s.runItem(ctx, q, a, c, &prepared[i])
 				switch {
 				case err == nil:
-					results[i] = BatchResult{Status: http.StatusOK, Record: out.rec, Created: out.created}
-					if out.created {
+					results[i] = BatchResult{Status: http.StatusOK, Record: out.rec, Effect: out.effect}
+					if out.effect == Created {
 						results[i].Status = http.StatusCreated
 					}
 					afters = appendAfter(afters, out)
@@ -383,7 +383,7 @@ func (s *Service) insertMany(ctx context.Context, q store.Querier, a Actor, c *C
 		if !ok {
 			return nil, fmt.Errorf("insert %s: record %s not returned", r.Name, id)
 		}
-		out := &outcome{created: true}
+		out := &outcome{effect: Created}
 		var full Record
 		if s.events != nil || (s.hooks != nil && len(r.Hooks) > 0) {
 			full = stored(c, rec)

@@ -126,7 +126,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 // it wrote.
 func (s *Service) WriteLoad(ctx context.Context, l *Load) (int, error) {
 	a, c, r := l.a, l.c, l.c.Resource
-	_, err := s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
+	_, _, err := s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
 		if err := s.checkReferences(ctx, q, a, r, c.Workspace, l.values...); err != nil {
 			return nil, err
 		}

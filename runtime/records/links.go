@@ -175,7 +175,7 @@ func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *mo
 		storedTarget = c.Resource.Name
 	}
 	other := strings.ToLower(otherID)
-	return s.commit(ctx, a, c, rc, func(ctx context.Context, q store.Querier) (*outcome, error) {
+	rec, _, err := s.commit(ctx, a, c, rc, func(ctx context.Context, q store.Querier) (*outcome, error) {
 		if err := s.bothVisible(ctx, q, a, c, l, other); err != nil {
 			return nil, err
 		}
@@ -207,6 +207,7 @@ func (s *Service) PutLink(ctx context.Context, a Actor, c *Collection, assoc *mo
 		rec, err := s.readLink(ctx, q, assoc, l, other)
 		return &outcome{rec: rec}, err
 	})
+	return rec, err
 }
 
 // DeleteLink removes the link from record id of c to otherID and returns it; it takes no body.
@@ -216,7 +217,7 @@ func (s *Service) DeleteLink(ctx context.Context, a Actor, c *Collection, assoc 
 	}
 	l := s.link(a, c.Resource, assoc, id)
 	other := strings.ToLower(otherID)
-	return s.commit(ctx, a, c, rc, func(ctx context.Context, q store.Querier) (*outcome, error) {
+	rec, _, err := s.commit(ctx, a, c, rc, func(ctx context.Context, q store.Querier) (*outcome, error) {
 		if err := s.bothVisible(ctx, q, a, c, l, other); err != nil {
 			return nil, err
 		}
@@ -240,6 +241,7 @@ func (s *Service) DeleteLink(ctx context.Context, a Actor, c *Collection, assoc 
 		}
 		return &outcome{rec: rec}, nil
 	})
+	return rec, err
 }
 
 // bothVisible checks, inside a link write, that both records exist in the workspace inside the caller's

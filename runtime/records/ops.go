@@ -22,15 +22,17 @@ func (s *Service) Create(ctx context.Context, a Actor, c *Collection, body map[s
 	if err != nil {
 		return nil, err
 	}
-	return s.commit(ctx, a, c, rc, s.insert(a, c, b.Values, ci))
+	rec, _, err := s.commit(ctx, a, c, rc, s.insert(a, c, b.Values, ci))
+	return rec, err
 }
 
 // Update validates body and changes the given fields of record id of c, under the precondition m (nil:
-// none).
-func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, m *IfMatch, rc *Receipt) (Record, error) {
+// none). It returns the record and Changed, or Unchanged when every value given equals the stored one
+// (nothing was written).
+func (s *Service) Update(ctx context.Context, a Actor, c *Collection, id string, body map[string]any, m *IfMatch, rc *Receipt) (Record, Effect, error) {
 	b, ci, err := s.checkBody(a, c, body, schema.Update) // refused before any lock is taken
 	if err != nil {
-		return nil, s.withRules(ctx, c, id, body, err)
+		return nil, 0, s.withRules(ctx, c, id, body, err)
 	}
 	return s.changeOne(ctx, a, c, rc, id, m, s.updateEdit(a, c, b, ci))
 }
@@ -102,7 +104,8 @@ func (s *Service) Archive(ctx context.Context, a Actor, c *Collection, id string
 	if err != nil {
 		return nil, err
 	}
-	return s.changeOne(ctx, a, c, rc, id, m, s.archiveEdit(a, c, reason))
+	rec, _, err := s.changeOne(ctx, a, c, rc, id, m, s.archiveEdit(a, c, reason))
+	return rec, err
 }
 
 // archiveEdit decides the edit of an archive of a record of c with the reason (nil: none).
@@ -160,7 +163,8 @@ func (s *Service) Restore(ctx context.Context, a Actor, c *Collection, id string
 	if len(body) > 0 {
 		return nil, apierr.Invalid("restore takes no body.", nil)
 	}
-	return s.changeOne(ctx, a, c, rc, id, m, s.restoreEdit(a, c))
+	rec, _, err := s.changeOne(ctx, a, c, rc, id, m, s.restoreEdit(a, c))
+	return rec, err
 }
 
 // restoreEdit decides the edit of a restore of a record of c.
@@ -183,9 +187,9 @@ func (s *Service) restoreEdit(a Actor, c *Collection) func(ctx context.Context, 
 
 // changeOne commits the change of record id of c that decide makes, under the precondition m; an id that
 // is no UUID names no record.
-func (s *Service) changeOne(ctx context.Context, a Actor, c *Collection, rc *Receipt, id string, m *IfMatch, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) (Record, error) {
+func (s *Service) changeOne(ctx context.Context, a Actor, c *Collection, rc *Receipt, id string, m *IfMatch, decide func(ctx context.Context, q store.Querier, cur Record) (*edit, error)) (Record, Effect, error) {
 	if !model.IsUUID(id) {
-		return nil, ErrNotFound
+		return nil, 0, ErrNotFound
 	}
 	return s.commit(ctx, a, c, rc, s.change(a, c, id, m, decide))
 }

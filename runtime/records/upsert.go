@@ -164,21 +164,21 @@ type upsert struct {
 
 // Upsert creates the record of c whose unique key keyName holds the value raw (a path segment), or
 // changes the active record that holds it: body is a create's body (the key's member may be left out, or
-// must hold the same value) or, for an existing record, an update's. It returns the record and whether
-// it made it.
-func (s *Service) Upsert(ctx context.Context, a Actor, c *Collection, keyName, raw string, body map[string]any, cond UpsertConditions, rc *Receipt) (Record, bool, error) {
+// must hold the same value) or, for an existing record, an update's. It returns the record and what the
+// upsert did: Created, Changed, or Unchanged when the body changes nothing of the record there was.
+func (s *Service) Upsert(ctx context.Context, a Actor, c *Collection, keyName, raw string, body map[string]any, cond UpsertConditions, rc *Receipt) (Record, Effect, error) {
 	u, err := s.planUpsert(a, c, keyName, raw, body, cond)
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
-	rec, err := s.commit(ctx, a, c, rc, s.upsertStep(a, c, u))
+	rec, e, err := s.commit(ctx, a, c, rc, s.upsertStep(a, c, u))
 	if u.retry(err) {
-		rec, err = s.commit(ctx, a, c, rc, s.upsertStep(a, c, u))
+		rec, e, err = s.commit(ctx, a, c, rc, s.upsertStep(a, c, u))
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
-	return rec, u.created, nil
+	return rec, e, nil
 }
 
 // planUpsert validates an upsert of c before any transaction.

@@ -37,15 +37,25 @@ import (
 // with an Idempotency-Key, made from the written record as the caller sees it.
 type Receipt struct {
 	Claim *idempotency.Claim
-	// Respond makes the response of the write of rec; created is true when the write made the record.
-	Respond func(rec Record, created bool) idempotency.Response
+	// Respond makes the response of the write of rec, which had the effect e.
+	Respond func(rec Record, e Effect) idempotency.Response
 }
 
-// outcome is what one step wrote: the record as the caller sees it, and the After hooks' call.
+// Effect is what a write did to its record.
+type Effect uint8
+
+const (
+	Changed   Effect = iota // the write changed the record (a new version)
+	Created                 // the write made the record
+	Unchanged               // every value equalled the stored one: nothing was written, the version stays
+)
+
+// outcome is what one step wrote: the record as the caller sees it, what the step did to it, and the
+// After hooks' call.
 type outcome struct {
-	rec     Record
-	created bool       // the step made the record (a create, or an upsert that created)
-	after   *afterCall // nil: nothing to tell the plugins
+	rec    Record
+	effect Effect
+	after  *afterCall // nil: nothing to tell the plugins
 }
 
 // afterCall is a committed write as the After hooks are told of it.
@@ -60,8 +70,8 @@ type afterCall struct {
 type step func(ctx context.Context, q store.Querier) (*outcome, error)
 
 // commit runs st in one transaction of c's workspace with the receipt rc (nil: none), then tells the
-// After hooks.
-func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receipt, st step) (Record, error) {
+// After hooks. It returns the record as the caller sees it and what the write did to it.
+func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receipt, st step) (Record, Effect, error) {
 	ctx = store.WithWorkspace(ctx, c.Workspace)
 	var out *outcome
 	err := s.st.Tx(ctx, func(q store.Querier) error {
@@ -77,16 +87,16 @@ func (s *Service) commit(ctx context.Context, a Actor, c *Collection, rc *Receip
 		if rc == nil {
 			return nil
 		}
-		return s.idem.Complete(ctx, q, rc.Claim, rc.Respond(out.rec, out.created))
+		return s.idem.Complete(ctx, q, rc.Claim, rc.Respond(out.rec, out.effect))
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	s.numberEvents(c.Workspace)
 	if out.after != nil {
 		s.afterHooks(a, out.after)
 	}
-	return out.rec, nil
+	return out.rec, out.effect, nil
 }
 
 // startClaim claims a fresh Idempotency-Key with the write's first statement, first thing in its
@@ -148,7 +158,7 @@ func (s *Service) insert(a Actor, c *Collection, values map[string]any, ci *cust
 		}
 		out, err := s.settle(ctx, q, a, c, id, audit.ActionCreate, createdValues(c, values, custom), nil, now, values, rec)
 		if out != nil {
-			out.created = true
+			out.effect = Created
 		}
 		return out, err
 	}
@@ -203,13 +213,13 @@ func (s *Service) change(a Actor, c *Collection, id string, m *IfMatch, decide f
 			return nil, err
 		}
 		if e == nil {
-			return &outcome{rec: c.view(cur)}, nil
+			return &outcome{rec: c.view(cur), effect: Unchanged}, nil
 		}
 		changes, previous := editValues(c, cur, e)
 		if e.action == audit.ActionUpdate && len(changes) == 0 {
 			// Every value given equals the stored one (after the Before hooks): a no-op, as an empty
 			// PATCH is. The version and ETag stay, and no audit entry, event or delivery is written.
-			return &outcome{rec: c.view(cur)}, nil
+			return &outcome{rec: c.view(cur), effect: Unchanged}, nil
 		}
 		key := c.key(id, nil) // the locked read above already applied the record rule
 		now, ok := e.values["updated_at"].(time.Time)

@@ -202,7 +202,7 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			// A receipt whose claim another request took over fails after the audit row is written,
 			// inside the write's transaction: the write and its audit row roll back together.
 			lost := &records.Receipt{Claim: &idempotency.Claim{APIKey: store.NewID(), Key: "taken-over"},
-				Respond: func(records.Record, bool) idempotency.Response { return idempotency.Response{Status: 200} }}
+				Respond: func(records.Record, records.Effect) idempotency.Response { return idempotency.Response{Status: 200} }}
 			a := records.Actor{Workspace: e.Workspace, Member: e.Member, RequestID: "req-rolled-back"}
 			deals, _ := be.Current().Catalog.Resource("deals")
 			contacts, _ := be.Current().Catalog.Resource("contacts")
@@ -218,7 +218,7 @@ func TestAuditRolledBackWrites(t *testing.T) {
 			if _, err := be.Current().Records.Create(ctx, a, dc, map[string]any{"name": "Never"}, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("create: %v", err)
 			}
-			if _, err := be.Current().Records.Update(ctx, a, dc, deal, map[string]any{"name": "Never"}, nil, lost); !errors.Is(err, idempotency.ErrLost) {
+			if _, _, err := be.Current().Records.Update(ctx, a, dc, deal, map[string]any{"name": "Never"}, nil, lost); !errors.Is(err, idempotency.ErrLost) {
 				t.Errorf("update: %v", err)
 			}
 			if _, err := be.Current().Records.Restore(ctx, a, cc, contact, nil, nil, lost); !errors.Is(err, idempotency.ErrLost) {
