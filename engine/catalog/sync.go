@@ -106,7 +106,7 @@ func (d *doc) batchOperation(r *model.Resource) map[string]any {
 		"description": "Runs the items in order, each exactly as its own request would run (validation, field and record rules, plugin hooks, one audit entry per item), and answers one result per item, in order. " +
 			"`atomic` (the default) writes all or nothing: when an item is refused, nothing is written and the answer is 422 `batch_failed` with every item's result in `details.results` (the refused ones with their errors, the others 424 `batch_aborted`). " +
 			"`per_item` commits the items that succeed; the answer is 200 whatever the items' outcomes, `meta` counting them. " +
-			"One `Idempotency-Key` covers the whole batch: a repeat returns the same results and writes nothing. The batch counts one request per item against the rate limits and the monthly quota. " +
+			"One `Idempotency-Key` covers the whole batch: a repeat returns the same results and writes nothing. The batch counts as one request against the rate limits (so that batching buys throughput) and as one request per item against the monthly quota (429 `quota_exceeded`, nothing written, when fewer are left). " +
 			"A key that may not write the resource gets its refusal (403) as every item's result. A failure of the service itself (5xx) fails the whole batch with nothing written.",
 		"parameters":  []any{ref("parameters", "IdempotencyKey")},
 		"requestBody": map[string]any{"required": true, "content": jsonContent(req)},

@@ -65,31 +65,21 @@ func (h *Handler) admit(ctx context.Context, w http.ResponseWriter, p *auth.Prin
 	return context.WithValue(ctx, keyUsage, &usage{rate: d, quotaUsed: used, quotaLimit: p.Limits.MonthlyQuota, quotaReset: reset}), nil
 }
 
-// admitMore consumes n more units of p's rate windows and monthly quota for a request admit has
-// already admitted once (a batch of N items calls it with N-1 once it knows N), with the same rules:
-// all n units fit in every window or none is consumed (429 rate_limited with Retry-After: when all n
-// would fit; a batch larger than a limit never fits and is told to wait a whole period), then all n fit
-// in the quota or none is counted (429 quota_exceeded; the rate units stay consumed, as for admit). The
-// X-RateLimit-* and X-Quota-* headers are set again to the state after this call, and so is the usage
-// GET /v1/me reports. n ≤ 0 does nothing.
+// admitMore counts n more units of p's monthly quota for a request admit has already admitted once (a
+// batch of N items calls it with N-1 once it knows N): all n fit in what is left or none is counted (429
+// quota_exceeded with Retry-After). The rate windows are not charged again: a batch is one request against
+// them, as HubSpot counts it, so that batching buys throughput, while the quota counts the records a batch
+// writes. The X-Quota-* headers are set again to the state after this call, and so is the usage GET
+// /v1/me reports. n ≤ 0 does nothing.
 func (h *Handler) admitMore(ctx context.Context, w http.ResponseWriter, p *auth.Principal, n int64) error {
 	if n <= 0 {
 		return nil
 	}
-	now := h.now()
-	ws := windows(p)
-	for i := range ws {
-		ws[i].Cost = n
-	}
-	u, _ := ctx.Value(keyUsage).(*usage)
-	d, used, reset, err := h.admitUnits(ctx, w, p, ws, n, now)
-	if u != nil && d.Allowed {
-		u.rate = d
-	}
+	_, used, reset, err := h.admitUnits(ctx, w, p, nil, n, h.now())
 	if err != nil {
 		return err
 	}
-	if u != nil {
+	if u, _ := ctx.Value(keyUsage).(*usage); u != nil {
 		u.quotaUsed, u.quotaReset = used, reset
 	}
 	return nil

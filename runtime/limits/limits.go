@@ -2,7 +2,7 @@
 // Limit requests per Period lets Limit requests through at once and then one every Period/Limit. All the
 // windows of a request are checked and consumed together, atomically, so a request refused by one window
 // consumes nothing from the others, and N concurrent requests against a fresh limit of N get exactly N
-// through. A request may weigh more than one (Window.Cost, e.g. a batch of N items): it is allowed only
+// through. A request may weigh more than one (Window.Cost; no route weighs one now, a batch counts one): it is allowed only
 // if all its units fit in every window, and then consumes them all; refused, it consumes nothing.
 package limits
 
