@@ -272,6 +272,9 @@ func components(cat *model.Catalog) map[string]any {
 	for name, sc := range filterSchemas() {
 		schemas[name] = sc
 	}
+	for name, sc := range jobSchemas() {
+		schemas[name] = sc
+	}
 	return map[string]any{
 		"schemas":       schemas,
 		"requestBodies": map[string]any{},

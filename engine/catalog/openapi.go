@@ -107,7 +107,8 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 	}
 	tags = append(tags, map[string]any{"name": "discovery", "x-displayName": "Discovery", "description": "The API's entry point, this contract, the calling key and the catalog of resources and fields."},
 		map[string]any{"name": "probes", "x-displayName": "Probes", "description": "Liveness and readiness for load balancers and orchestrators, outside the versioned API. No key needed."},
-		map[string]any{"name": "events", "x-displayName": "Change feed", "description": "Every committed write as an event, in a per-workspace sequence to resume from; the same events are delivered to webhook endpoints (Standard Webhooks signatures)."})
+		map[string]any{"name": "events", "x-displayName": "Change feed", "description": "Every committed write as an event, in a per-workspace sequence to resume from; the same events are delivered to webhook endpoints (Standard Webhooks signatures)."},
+		jobsTag)
 	for _, r := range cat.Resources {
 		tag := map[string]any{"name": r.Name, "x-displayName": r.LabelPlural, "description": r.Description}
 		if refused[r.Name] != nil {
@@ -117,7 +118,7 @@ func OpenAPIFor(cat *model.Catalog, schemas *schema.Set, ws *Workspace) map[stri
 		tags = append(tags, tag)
 	}
 	tags = append(tags, adminTags...)
-	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes", "events"}}}, groups...)
+	groups = append([]any{map[string]any{"name": "Discovery", "tags": []string{"discovery", "probes", "events", "jobs"}}}, groups...)
 	groups = append(groups, map[string]any{"name": "Administration", "tags": adminTagNames()})
 	description := apiDescription
 	if ws != nil {
@@ -252,6 +253,7 @@ func (d *doc) discovery() {
 				"properties": map[string]any{"data": map[string]any{"type": "array", "items": schemaRef("Event")}, "meta": schemaRef("EventsMeta")}})},
 		"400", "401", "403", "404", "422", "429", "500", "503")
 	d.consoleSessionOperations(ops)
+	jobOperations(ops)
 	admin := d.adminOperations()
 	for _, rt := range d.table {
 		if rt.Resource != nil || !rt.Documented {

@@ -70,6 +70,9 @@ type Params struct {
 	// Expand are the expand paths as sent (resolved by Expand, not by Build: they name other
 	// resources, and change what each record holds, not which records a page has).
 	Expand []string
+	// MaxPage is the largest page_size allowed: 0 is MaxPageSize, the API's; an export job walks in
+	// larger pages (no request sets it).
+	MaxPage int
 }
 
 // Position is where a keyset walk resumes: after the row with sort value Key (nil for NULL) and ID.
@@ -308,8 +311,12 @@ func Build(res *model.Resource, p Params, scope Scope) (*Plan, field.ErrorList) 
 	readable := func(key string) bool { return scope.Policy == nil || scope.Policy.Readable(key) }
 
 	if p.PageSize != nil {
-		if *p.PageSize < 1 || *p.PageSize > MaxPageSize {
-			errs = append(errs, field.New(field.CodeRange, field.NewPath("page_size"), fmt.Sprintf("must be between 1 and %d", MaxPageSize)))
+		maxPage := MaxPageSize
+		if p.MaxPage > 0 {
+			maxPage = p.MaxPage
+		}
+		if *p.PageSize < 1 || *p.PageSize > maxPage {
+			errs = append(errs, field.New(field.CodeRange, field.NewPath("page_size"), fmt.Sprintf("must be between 1 and %d", maxPage)))
 		} else {
 			plan.PageSize = *p.PageSize
 		}

@@ -321,7 +321,7 @@ func sameAttributes(a, b []*Field) bool {
 // ReservedNames are the first path segments under /v1 that the API's own routes use (engine/route's
 // fixed routes, and those of later versions planned), and the resources of the change feed's notices
 // (runtime/events): no resource may be named after them.
-var ReservedNames = map[string]bool{"resources": true, "me": true, "events": true, "openapi.json": true, "admin": true, "webhooks": true,
+var ReservedNames = map[string]bool{"resources": true, "me": true, "events": true, "openapi.json": true, "admin": true, "webhooks": true, "jobs": true,
 	"api_keys": true, "webhook_endpoints": true}
 
 // reservedAssociation are path segments an association may not be named after.

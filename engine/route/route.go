@@ -54,6 +54,16 @@ const (
 	ConsoleSignIn                       // POST /console/session: redeem a sign-in link, start a session
 	ConsoleSession                      // GET /console/session: the signed-in member and the CSRF token
 	ConsoleSignOut                      // DELETE /console/session
+	// Bulk jobs (/v1/jobs…): imports and exports of one resource, run in the background.
+	JobList      // GET /v1/jobs
+	JobCreate    // POST /v1/jobs
+	JobGet       // GET /v1/jobs/:id
+	JobPart      // PUT /v1/jobs/:id/parts/:part
+	JobClose     // POST /v1/jobs/:id/close
+	JobCancel    // POST /v1/jobs/:id/cancel
+	JobFailures  // GET /v1/jobs/:id/failures
+	JobSuccesses // GET /v1/jobs/:id/successes
+	JobDownload  // GET /v1/jobs/:id/download
 	// Admin is a route of the admin API (/v1/admin/…) or of one's own keys (/v1/me/keys…): its AdminOp
 	// names the operation, which picks both its handler (httpapi) and its OpenAPI operation (catalog).
 	Admin
@@ -114,6 +124,15 @@ var discoveryRoutes = []Route{
 	{Method: "GET", Path: "/v1/resources", Endpoint: Resources, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/resources/:resource", Endpoint: ResourceCatalog, Label: "catalog", Key: true, Documented: true},
 	{Method: "GET", Path: "/v1/events", Endpoint: Events, Label: "events", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/jobs", Endpoint: JobList, Label: "job_list", Key: true, Documented: true},
+	{Method: "POST", Path: "/v1/jobs", Endpoint: JobCreate, Label: "job_create", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/jobs/:id", Endpoint: JobGet, Label: "job_get", Key: true, Documented: true},
+	{Method: "PUT", Path: "/v1/jobs/:id/parts/:part", Endpoint: JobPart, Label: "job_part", Key: true, Documented: true},
+	{Method: "POST", Path: "/v1/jobs/:id/close", Endpoint: JobClose, Label: "job_close", Key: true, Documented: true},
+	{Method: "POST", Path: "/v1/jobs/:id/cancel", Endpoint: JobCancel, Label: "job_cancel", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/jobs/:id/failures", Endpoint: JobFailures, Label: "job_failures", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/jobs/:id/successes", Endpoint: JobSuccesses, Label: "job_successes", Key: true, Documented: true},
+	{Method: "GET", Path: "/v1/jobs/:id/download", Endpoint: JobDownload, Label: "job_download", Key: true, Documented: true},
 	// The console's session (docs/issue-24.md): outside /v1, authenticated by its own cookie.
 	{Method: "POST", Path: "/console/session", Endpoint: ConsoleSignIn, Label: "console_sign_in", Documented: true},
 	{Method: "GET", Path: "/console/session", Endpoint: ConsoleSession, Label: "console_session", Documented: true},
@@ -334,7 +353,7 @@ func Match(cat *model.Catalog, path string) (r *model.Resource, s Shape, unknown
 	segs := strings.Split(strings.TrimSuffix(rest, "/"), "/")
 	name := segs[0]
 	switch name {
-	case "resources", "me", "openapi.json":
+	case "resources", "me", "openapi.json", "jobs":
 		return nil, 0, false
 	}
 	r, ok = cat.Resource(name)

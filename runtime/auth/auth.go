@@ -557,8 +557,25 @@ func (d *Directory) changes(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// KeyPrincipal is Authenticate for the key id of workspace instead of a secret, uncached: what a bulk
+// job acts as when it runs outside the request that made it (runtime/jobs). A key revoked or expired
+// since, an owner deactivated or without api.access, or a plan without API access are refused as
+// Authenticate refuses them.
+func (d *Directory) KeyPrincipal(ctx context.Context, workspace, id string) (*Principal, error) {
+	if !model.IsUUID(id) || !model.IsUUID(workspace) {
+		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is unknown or has been revoked."}
+	}
+	return d.lookup(ctx, d.catalog(), "k.id = ? AND k.workspace_id = ?", []any{strings.ToLower(id), strings.ToLower(workspace)}, "")
+}
+
 // authenticate reads and checks the key with secret hash hash, resolving its role and plan in cat.
 func (d *Directory) authenticate(ctx context.Context, cat *model.Catalog, hash string) (*Principal, error) {
+	return d.lookup(ctx, cat, "k.secret_hash = ?", []any{hash}, hash)
+}
+
+// lookup reads and checks the key where selects (args its values), resolving its role and plan in cat;
+// hash, when given, must be the key's secret hash.
+func (d *Directory) lookup(ctx context.Context, cat *model.Catalog, where string, args []any, hash string) (*Principal, error) {
 	var p Principal
 	var storedHash string
 	var active any
@@ -569,7 +586,7 @@ func (d *Directory) authenticate(ctx context.Context, cat *model.Catalog, hash s
   k.assured_at, k.name, k.rolled_from, k.rolled_to, k.secret_hash, m.email, m.role, m.active, w.name, w.plan, m.mfa_verified_at, m.department_id, wr.definition, w.limits
 FROM api_keys k JOIN members m ON m.id = k.member_id JOIN workspaces w ON w.id = k.workspace_id
 LEFT JOIN workspace_roles wr ON wr.workspace_id = k.workspace_id AND wr.name = m.role
-WHERE k.secret_hash = ?`, hash), func(row []any) error {
+WHERE `+where, args...), func(row []any) error {
 		var err error
 		if p.Key, err = scanKey(row[:keyColumnCount]); err != nil {
 			return err
@@ -594,7 +611,7 @@ WHERE k.secret_hash = ?`, hash), func(row []any) error {
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if !found || subtle.ConstantTimeCompare([]byte(storedHash), []byte(hash)) != 1 || p.Key.RevokedAt != nil {
+	if !found || (hash != "" && subtle.ConstantTimeCompare([]byte(storedHash), []byte(hash)) != 1) || p.Key.RevokedAt != nil {
 		return nil, &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key is unknown or has been revoked."}
 	}
 	if !d.now().Before(p.Key.ExpiresAt) {

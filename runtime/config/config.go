@@ -52,6 +52,8 @@ type Config struct {
 	WebhookAllowPrivate bool
 	// WebhookLease is how long a server holds a webhook delivery it attempts (dispatch.DefaultLease).
 	WebhookLease time.Duration
+	// JobLease is how long a server holds a bulk job it runs without renewing it (jobs.Service.Lease).
+	JobLease time.Duration
 	Dev          bool   // seed a demo workspace into an empty database
 	DevKeyFile   string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
@@ -170,6 +172,10 @@ func (c Config) check(s Setting) error {
 		}
 	case "webhook_lease":
 		if c.WebhookLease < time.Second {
+			return fmt.Errorf("%s: want a duration of at least 1s", shown)
+		}
+	case "job_lease":
+		if c.JobLease < time.Second {
 			return fmt.Errorf("%s: want a duration of at least 1s", shown)
 		}
 	case "event_retention":

@@ -154,13 +154,13 @@ func TestContractNames(t *testing.T) {
 	cfg := Default(env(map[string]string{"RECORDS_DB": "postgres://u@h/db", "RECORDS_DEFINITIONS": "/d", "RECORDS_PLUGINS": "/p",
 		"RECORDS_ADDR": ":1", "RECORDS_CURSOR_SECRET": "s", "RECORDS_TRUSTED_PROXIES": "10.0.0.1", "RECORDS_REDIS": "redis://r",
 		"RECORDS_PUBLIC_URL": "https://x.example/", "RECORDS_DEBUG_ADDR": ":2", "RECORDS_PLUGIN_TIMEOUT": "3s", "RECORDS_REQUEST_TIMEOUT": "4s",
-		"RECORDS_FAILED_AUTH_PER_MINUTE": " 25", "RECORDS_REDIS_TIMEOUT": "1500ms", "RECORDS_WEBHOOK_LEASE": "5s", "RECORDS_PLUGIN_WATCH": "250ms",
+		"RECORDS_FAILED_AUTH_PER_MINUTE": " 25", "RECORDS_REDIS_TIMEOUT": "1500ms", "RECORDS_WEBHOOK_LEASE": "5s", "RECORDS_JOB_LEASE": "7s", "RECORDS_PLUGIN_WATCH": "250ms",
 		"RECORDS_PLUGIN_AFTER_LIMIT": "32"}))
 	want := Config{DB: "postgres://u@h/db", DefinitionsDir: "/d", PluginsDir: "/p", Addr: ":1", CursorSecret: "s",
 		TrustedProxies: "10.0.0.1", Redis: "redis://r", PublicURL: "https://x.example", DebugAddr: ":2", PluginTimeout: 3 * time.Second,
 		PluginWatch: 250 * time.Millisecond, PluginAfterLimit: 32, RequestTimeout: 4 * time.Second, DevKeyFile: DefaultDevKeyFile, ShutdownGrace: 10 * time.Second, LogLevel: "info", LogFormat: "json",
 		FailedAuthPerMinute: 25, RedisTimeout: 1500 * time.Millisecond, KeyUsageInterval: 10 * time.Second,
-		Events: true, EventRetention: 30 * 24 * time.Hour, WebhookLease: 5 * time.Second}
+		Events: true, EventRetention: 30 * 24 * time.Hour, WebhookLease: 5 * time.Second, JobLease: 7 * time.Second}
 	if got := cfg; fields(got) != fields(want) {
 		t.Errorf("environment:\ngot  %s\nwant %s", fields(got), fields(want))
 	}

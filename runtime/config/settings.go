@@ -170,6 +170,13 @@ func Settings() []Setting {
 				"Keep it above the delivery timeout (15s): a shorter lease lets a slow receiver get an event twice.",
 		},
 		{
+			Name: "job_lease", Flag: "job-lease", Env: "RECORDS_JOB_LEASE", Key: "job_lease",
+			Kind: KindDuration, Default: "30s", Commands: Recordsd, field: func(c *Config) any { return &c.JobLease },
+			Help: "How long a server holds a bulk job (import or export) without a word from it. The lease is renewed " +
+				"with every chunk the job commits; a server killed mid-job leaves the job to another once it passes, which " +
+				"goes on from the last chunk committed.",
+		},
+		{
 			Name: "dev", Flag: "dev", Env: "RECORDS_DEV", Key: "dev", Kind: KindBool, Default: "false",
 			Commands: Recordsd, field: func(c *Config) any { return &c.Dev },
 			Help: "On an empty database, create a demo workspace (plan `growth`) with sample records, an admin and a " +

@@ -26,6 +26,7 @@ import (
 	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/feed"
 	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/jobs"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/metrics"
 	"github.com/workspace-records/records/runtime/notices"
@@ -63,6 +64,9 @@ type Config struct {
 	FailedAuthPerMinute int64
 	// Notices shows members their notifications (GET /v1/me).
 	Notices *notices.Service
+	// Jobs keeps bulk import and export jobs (/v1/{resource}/imports, /v1/{resource}/exports,
+	// /v1/jobs/…); nil serves them as 503.
+	Jobs *jobs.Service
 	// Generations, when set, gives each request the generation it runs on (a Handler built by New or
 	// Generation) and holds it until release is called, at the request's end: a server that switches
 	// definitions (runtime/server) retires a generation once its last request has ended. Unset, the
@@ -90,6 +94,7 @@ type Handler struct {
 type core struct {
 	dir       *auth.Directory
 	notices   *notices.Service
+	jobs      *jobs.Service
 	log       *slog.Logger
 	publicURL string
 	proxies   []netip.Prefix
@@ -116,7 +121,7 @@ type Generation struct {
 
 // New builds the handler and its routes.
 func New(cfg Config) *Handler {
-	c := &core{dir: cfg.Directory, notices: cfg.Notices, log: cfg.Logger, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
+	c := &core{dir: cfg.Directory, notices: cfg.Notices, jobs: cfg.Jobs, log: cfg.Logger, publicURL: cfg.PublicURL, proxies: cfg.TrustedProxies, limiter: cfg.Limiter, quota: cfg.Quota, idem: cfg.Idempotency, timeout: cfg.RequestTimeout,
 		metrics: cfg.Metrics, ready: cfg.Ready, details: cfg.ReadyDetails, gens: cfg.Generations}
 	c.authFails = newAuthFailures(cfg.Limiter, cfg.FailedAuthPerMinute)
 	if c.timeout <= 0 {
@@ -226,6 +231,24 @@ func (h *Handler) endpoint(rt route.Route, handlers map[route.AdminOp]bunrouter.
 		return h.batch(rt.Resource)
 	case route.RecordHistory:
 		return h.history(rt.Resource)
+	case route.JobList:
+		return h.listJobs
+	case route.JobCreate:
+		return h.createJob
+	case route.JobGet:
+		return h.getJob
+	case route.JobPart:
+		return h.putJobPart
+	case route.JobClose:
+		return h.changeJob(false)
+	case route.JobCancel:
+		return h.changeJob(true)
+	case route.JobFailures:
+		return h.jobRows(true)
+	case route.JobSuccesses:
+		return h.jobRows(false)
+	case route.JobDownload:
+		return h.downloadJob
 	case route.ConsoleSignIn:
 		return h.signIn
 	case route.ConsoleSession:

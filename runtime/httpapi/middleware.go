@@ -95,7 +95,12 @@ func inScope(p *auth.Principal, scope route.Scope) error {
 }
 
 func actorOf(ctx context.Context) records.Actor {
-	p := principal(ctx)
-	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID(ctx), Role: p.Role,
+	return ActorOf(principal(ctx), requestID(ctx))
+}
+
+// ActorOf is the record service's actor for the principal p in the request requestID: its workspace,
+// member, role and key, the key's access and its reach (allowlist, plan features, role).
+func ActorOf(p *auth.Principal, requestID string) records.Actor {
+	return records.Actor{Workspace: p.Workspace.ID, Member: p.Member.ID, Department: p.Member.Department, Key: p.Key.ID, RequestID: requestID, Role: p.Role,
 		ReadOnly: p.Key.Access != "write", Reach: func(r *model.Resource) bool { return p.Authorize(r, false) == nil }}
 }

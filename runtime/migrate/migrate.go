@@ -41,7 +41,7 @@ type Result struct {
 
 // tenantSystemTables are the system tables that hold workspaces' data besides the record tables: they
 // get the same row-level security.
-var tenantSystemTables = []string{"associations", "audit_log", "custom_values", "events", "event_queue", "event_numbers", "event_sequences", "key_usage_daily"}
+var tenantSystemTables = []string{"associations", "audit_log", "custom_values", "events", "event_queue", "event_numbers", "event_sequences", "key_usage_daily", "job_data", "job_rows"}
 
 // Run migrates st to cat and records cat's Fingerprint.
 func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) (*Result, error) {

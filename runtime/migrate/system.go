@@ -14,12 +14,12 @@ type systemTable struct {
 // systemTables returns the tables the server itself keeps: tenancy, access, data models and the audit
 // trail. Every row carries workspace_id where it belongs to a workspace.
 func systemTables(d sqlgen.Dialect) []systemTable {
-	uuid, ts, js, boolean, integer, num, strict := "uuid", "timestamptz", "jsonb", "boolean", "bigint", "numeric", ""
+	uuid, ts, js, boolean, integer, num, blob, strict := "uuid", "timestamptz", "jsonb", "boolean", "bigint", "numeric", "bytea", ""
 	if d.Kind() == sqlgen.SQLite {
-		uuid, ts, js, boolean, integer, num, strict = "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", "REAL", " STRICT"
+		uuid, ts, js, boolean, integer, num, blob, strict = "TEXT", "TEXT", "TEXT", "INTEGER", "INTEGER", "REAL", "BLOB", " STRICT"
 	}
 	r := func(s string) string {
-		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{int}", integer}, {"{num}", num}, {"{strict}", strict}} {
+		for _, kv := range [][2]string{{"{uuid}", uuid}, {"{ts}", ts}, {"{json}", js}, {"{bool}", boolean}, {"{int}", integer}, {"{num}", num}, {"{blob}", blob}, {"{strict}", strict}} {
 			s = strings.ReplaceAll(s, kv[0], kv[1])
 		}
 		return s
@@ -358,6 +358,58 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   PRIMARY KEY (delivery_id, n)
 ){strict}`),
 			`CREATE INDEX webhook_attempts_endpoint_idx ON webhook_attempts (endpoint_id, at)`}},
+		// Bulk jobs (runtime/jobs): the job (its state, counts, and the lease of the server running it:
+		// any server takes a due job over), its data in chunks (an import's upload, an export's output:
+		// where every server reads them), and an import's per-row results.
+		{"jobs", []string{r(`CREATE TABLE jobs (
+  workspace_id {uuid} NOT NULL,
+  id {uuid} NOT NULL,
+  kind TEXT NOT NULL,
+  resource TEXT NOT NULL,
+  state TEXT NOT NULL,
+  member_id {uuid} NOT NULL,
+  key_id {uuid} NOT NULL,
+  spec {json} NOT NULL,
+  parts {int} NOT NULL,
+  bytes {int} NOT NULL,
+  rows_read {int} NOT NULL,
+  rows_written {int} NOT NULL,
+  rows_failed {int} NOT NULL,
+  rows_unchanged {int} NOT NULL,
+  next_row {int} NOT NULL,
+  walk TEXT,
+  error TEXT,
+  lease_owner TEXT,
+  lease_until {ts},
+  created_at {ts} NOT NULL,
+  updated_at {ts} NOT NULL,
+  started_at {ts},
+  finished_at {ts},
+  expires_at {ts},
+  PRIMARY KEY (workspace_id, id)
+){strict}`),
+			`CREATE UNIQUE INDEX jobs_id_idx ON jobs (id)`,
+			`CREATE INDEX jobs_workspace_idx ON jobs (workspace_id, created_at, id)`,
+			`CREATE INDEX jobs_due_idx ON jobs (state, lease_until)`}},
+		{"job_data", []string{r(`CREATE TABLE job_data (
+  workspace_id {uuid} NOT NULL,
+  job_id {uuid} NOT NULL,
+  part {int} NOT NULL,
+  seq {int} NOT NULL,
+  data {blob} NOT NULL,
+  PRIMARY KEY (workspace_id, job_id, part, seq)
+){strict}`)}},
+		{"job_rows", []string{r(`CREATE TABLE job_rows (
+  workspace_id {uuid} NOT NULL,
+  job_id {uuid} NOT NULL,
+  row_no {int} NOT NULL,
+  status {int} NOT NULL,
+  record_id {uuid},
+  unchanged {bool} NOT NULL,
+  errors {json},
+  PRIMARY KEY (workspace_id, job_id, row_no)
+){strict}`),
+			`CREATE INDEX job_rows_failed_idx ON job_rows (workspace_id, job_id, status, row_no)`}},
 	}
 	if d.Kind() == sqlgen.SQLite {
 		tables = append(tables, systemTable{AuthChangesTable, authChangesDDL()})

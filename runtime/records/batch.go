@@ -96,10 +96,14 @@ func (e *BatchFailedError) Error() string {
 	return fmt.Sprintf("atomic batch failed: %d item(s) refused", n)
 }
 
-// BatchReceipt is the Idempotency-Key's stored response of a batch, written in its transaction.
+// BatchReceipt is what a batch writes with itself, in its own transaction: the Idempotency-Key's stored
+// response (Claim and Respond; nil Claim: none), and Then (nil: nothing), which a bulk job uses to
+// record its progress and its rows' results in the transaction that writes them. An error of Then rolls
+// the batch back and is the batch's.
 type BatchReceipt struct {
 	Claim   *idempotency.Claim
 	Respond func(results []BatchResult) idempotency.Response
+	Then    func(ctx context.Context, q store.Querier, results []BatchResult) error
 }
 
 // item is one validated item, ready to run.
@@ -138,7 +142,7 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 	var results []BatchResult
 	err := s.st.Tx(ctx, func(q store.Querier) error {
 		afters, results = afters[:0], slices.Clone(checked)
-		if rc != nil {
+		if rc != nil && rc.Claim != nil {
 			if err := s.startClaim(ctx, q, c, rc.Claim); err != nil {
 				return err
 			}
@@ -190,6 +194,14 @@ func (s *Service) Batch(ctx context.Context, a Actor, c *Collection, mode string
 			return &BatchFailedError{Results: aborted(results)}
 		}
 		if rc == nil {
+			return nil
+		}
+		if rc.Then != nil {
+			if err := rc.Then(ctx, q, results); err != nil {
+				return err
+			}
+		}
+		if rc.Claim == nil {
 			return nil
 		}
 		return s.idem.Complete(ctx, q, rc.Claim, rc.Respond(results))

@@ -208,6 +208,20 @@ type ListQuery struct {
 // ModelID is the data model the parameters name ("" for none).
 func (q *ListQuery) ModelID() string { return q.params.ModelID }
 
+// Walk returns q for one page of a walk through every record it selects: size records (up to 10,000:
+// an export's pages, larger than the API's) after cursor ("" for the first page). The sort, filters,
+// search and fields stay q's.
+func (q *ListQuery) Walk(cursor string, size int) *ListQuery {
+	p := q.params
+	p.Page, p.Count, p.MaxPage = nil, "", 10_000
+	p.PageSize = &size
+	if cursor == "" {
+		cursor = "start"
+	}
+	p.Cursor = &cursor
+	return &ListQuery{params: p}
+}
+
 // ReadList reads a list's parameters from the query string, or from a query's JSON body (which then
 // takes no query string).
 func ReadList(lr ListRequest) (*ListQuery, error) {

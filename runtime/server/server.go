@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/catalog"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
@@ -31,6 +32,7 @@ import (
 	"github.com/workspace-records/records/runtime/events"
 	"github.com/workspace-records/records/runtime/httpapi"
 	"github.com/workspace-records/records/runtime/idempotency"
+	"github.com/workspace-records/records/runtime/jobs"
 	"github.com/workspace-records/records/runtime/limits"
 	"github.com/workspace-records/records/runtime/members"
 	"github.com/workspace-records/records/runtime/metrics"
@@ -93,6 +95,8 @@ type Backend struct {
 	// Dispatcher delivers events to the endpoints (set by New; nil for admin commands and when the
 	// feed is off).
 	Dispatcher *dispatch.Dispatcher
+	// Jobs keeps and runs bulk import and export jobs (set by New; nil for admin commands).
+	Jobs *jobs.Service
 
 	gen       atomic.Pointer[generation] // the generation served (Current); the only place it is stored
 	undrained sync.WaitGroup             // generations built and not yet drained
@@ -375,6 +379,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 			}})
 		}
 	}
+	b.Jobs = jobs.New(b.Store, b.heldRecords, b.jobActor, log)
+	if cfg.JobLease > 0 {
+		b.Jobs.Lease = cfg.JobLease
+	}
 	if created {
 		// Started from another directory, a relative sqlite: path names a new, empty database: say so.
 		level := slog.LevelWarn
@@ -440,6 +448,8 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 		// Its leases and attempts name this process's server_instances row (host and pid).
 		b.Dispatcher.SetOwner(inst.ID)
 	}
+	b.Jobs.SetOwner(inst.ID)
+	b.Jobs.Quota = jobQuota(quota)
 	s := &Server{cfg: cfg, log: log, backend: b, quota: quota, idem: idem, instance: inst, redis: rdb, metrics: m, prepared: make(chan struct{})}
 	g := b.gen.Load()
 	now := time.Now()
@@ -451,7 +461,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (*Server, err
 	g.doc = httpapi.NewLazyDocument(func() map[string]any { return catalog.OpenAPI(cat, schemas) }, catalog.ServerURL)
 	s.handler = httpapi.New(httpapi.Config{Records: g.Records, Directory: b.Directory, Admin: g.Admin, Logger: log, OpenAPI: g.doc, PublicURL: cfg.PublicURL, TrustedProxies: proxies,
 		Limiter: limiter, Quota: quota, Idempotency: idem, Metrics: m, Ready: s.ready, ReadyDetails: s.readyDetails, RequestTimeout: cfg.RequestTimeout,
-		FailedAuthPerMinute: cfg.FailedAuthPerMinute, Generations: s.acquireHandler, Notices: b.Notices})
+		FailedAuthPerMinute: cfg.FailedAuthPerMinute, Generations: s.acquireHandler, Notices: b.Notices, Jobs: b.Jobs})
 	g.handler = s.handler
 	return s, nil
 }
@@ -680,6 +690,9 @@ func (s *Server) Watch(ctx context.Context) {
 	if s.backend.Dispatcher != nil {
 		wg.Go(func() { s.backend.Dispatcher.Run(ctx, s.log) })
 	}
+	if s.backend.Jobs != nil {
+		wg.Go(func() { s.backend.Jobs.Run(ctx, s.log) })
+	}
 	wg.Wait()
 }
 
@@ -742,5 +755,32 @@ func (s *Server) sendReminders(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// jobActor is the actor a bulk job acts as when it runs: its key as it is now (revoked, expired, its
+// owner deactivated: refused), allowed to use r (write: to write it) as a request of the key would be.
+func (b *Backend) jobActor(ctx context.Context, workspace, key string, r *model.Resource, write bool) (records.Actor, *int64, error) {
+	p, err := b.Directory.KeyPrincipal(ctx, workspace, key)
+	if err != nil {
+		return records.Actor{}, nil, err
+	}
+	if denied := p.Authorize(r, write); denied != nil {
+		return records.Actor{}, nil, records.Explain(denied)
+	}
+	return httpapi.ActorOf(p, ""), p.Limits.MonthlyQuota, nil
+}
+
+// jobQuota counts a job's work against its workspace's monthly quota, as admission counts requests.
+func jobQuota(q *limits.Quota) jobs.Quota {
+	return func(ctx context.Context, workspace string, n int64, limit *int64) error {
+		_, ok, err := q.Take(ctx, workspace, n, limit, time.Now())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apierr.New(apierr.QuotaExceeded, "The workspace's monthly request quota ran out during the job; what it committed before stays. The quota resets at the start of next month (UTC).")
+		}
+		return nil
 	}
 }

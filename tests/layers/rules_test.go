@@ -28,6 +28,7 @@ var layers = []layer{
 	{"HTTP API", pkgs("./runtime/httpapi")},
 	{"definitions versions", pkgs("./runtime/defset")},
 	{"workspace administration", pkgs("./runtime/admin")},
+	{"bulk jobs", pkgs("./runtime/jobs")}, // imports and exports, run by any server through the record service
 	{"webhook dispatch", pkgs("./runtime/dispatch")},
 	{"records", pkgs("./runtime/records")},
 	{"change feed reads", pkgs("./runtime/feed")}, // the feed as one reader may see it, over the trail's redaction

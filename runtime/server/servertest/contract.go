@@ -220,7 +220,7 @@ func (op *operation) checkResponse(req *http.Request, res *http.Response, body [
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("content type %q is not documented for status %s of %s %s", ct, r.code, op.method, op.template))
-		case schema != nil && strings.Contains(strings.ToLower(ct), "json"):
+		case schema != nil && JSONMedia(mt):
 			if p := checkResponseBody(req, schema, body, decoded); p != "" {
 				problems = append(problems, fmt.Sprintf("%d response body: %s", res.StatusCode, p))
 			}
@@ -440,7 +440,7 @@ func (b *requestBody) check(req *http.Request, body []byte) string {
 		}
 		schema = b.content[b.types[i]]
 	}
-	if schema == nil || !strings.Contains(strings.ToLower(ct), "json") {
+	if schema == nil || !JSONMedia(mt) {
 		return ""
 	}
 	if len(body) == 0 {

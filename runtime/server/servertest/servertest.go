@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -544,7 +545,9 @@ func (e *Env) DoKey(key, method, path string, body any, header ...string) *Respo
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
 	out := &Response{Status: res.StatusCode, Header: res.Header, Raw: raw}
-	if len(raw) > 0 {
+	// A file (an export's download: CSV, NDJSON) is kept as it is, in Raw; every other answer is a JSON
+	// object.
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); len(raw) > 0 && (res.StatusCode >= 400 || JSONMedia(mt) || mt == "") {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if err := dec.Decode(&out.Body); err != nil {
@@ -834,3 +837,6 @@ func (e *Env) AwaitReady() {
 		}
 	}
 }
+
+// JSONMedia reports whether the media type mt is JSON: application/json or a +json type (not NDJSON).
+func JSONMedia(mt string) bool { return mt == "application/json" || strings.HasSuffix(mt, "+json") }

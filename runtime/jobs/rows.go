@@ -1,0 +1,332 @@
+package jobs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/workspace-records/records/engine/apierr"
+	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/strictjson"
+	"github.com/workspace-records/records/runtime/records"
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// MaxLine is the longest NDJSON line (one record) an import reads, as the API's largest body.
+const MaxLine = 1 << 20
+
+// source reads an import's rows, one record body at a time, numbered from 1.
+type source interface {
+	// next returns the next row's item (its Problem set when the row itself is malformed), or io.EOF.
+	next() (records.BatchItem, error)
+}
+
+// newSource reads the upload of j (every part, in order) in j's format for c.
+func (s *Service) newSource(ctx context.Context, j *Job, c *records.Collection) (source, error) {
+	in := s.data(ctx, j.Workspace, j.ID, 1, MaxParts)
+	conv := &converter{c: c, spec: j.Spec}
+	if j.Spec.Format == "ndjson" {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), MaxLine)
+		return &ndjsonSource{sc: sc, conv: conv}, nil
+	}
+	cr := csv.NewReader(in)
+	cr.FieldsPerRecord = -1 // each row's count is checked against the header, as its own problem
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, apierr.New(apierr.InvalidRequest, "The upload's first line must be a CSV header row: "+csvProblem(err))
+	}
+	header = slices.Clone(header)
+	if len(header) > 0 {
+		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a byte-order mark, as spreadsheets write
+	}
+	keys := make([]string, len(header))
+	seen := map[string]bool{}
+	for i, h := range header {
+		key := strings.TrimSpace(h)
+		if m, ok := j.Spec.Mapping[key]; ok {
+			key = m
+		}
+		if key != "" && seen[key] {
+			return nil, apierr.New(apierr.InvalidRequest, fmt.Sprintf("The header maps two columns to %q.", key))
+		}
+		seen[key] = true
+		keys[i] = key
+	}
+	return &csvSource{r: cr, keys: keys, conv: conv}, nil
+}
+
+func csvProblem(err error) string {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	if errors.Is(err, io.EOF) {
+		return "the upload is empty"
+	}
+	return err.Error()
+}
+
+type csvSource struct {
+	r    *csv.Reader
+	keys []string
+	conv *converter
+}
+
+func (s *csvSource) next() (records.BatchItem, error) {
+	rec, err := s.r.Read()
+	if errors.Is(err, io.EOF) {
+		return records.BatchItem{}, io.EOF
+	}
+	if err != nil {
+		var pe *csv.ParseError
+		if !errors.As(err, &pe) {
+			return records.BatchItem{}, err // the data could not be read: the job fails, and resumes
+		}
+		return records.BatchItem{Problem: apierr.New(apierr.InvalidRequest, "The row is not valid CSV: "+pe.Err.Error())}, nil
+	}
+	if len(rec) != len(s.keys) {
+		return records.BatchItem{Problem: apierr.New(apierr.InvalidRequest, fmt.Sprintf("The row has %d columns; the header has %d.", len(rec), len(s.keys)))}, nil
+	}
+	body := map[string]any{}
+	var errs field.ErrorList
+	for i, key := range s.keys {
+		if key == "" || rec[i] == "" {
+			continue // a skipped column, or an empty cell: the field is not set
+		}
+		v, err := s.conv.value(key, rec[i])
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		body[key] = v
+	}
+	if len(errs) > 0 {
+		return records.BatchItem{Problem: apierr.Invalid("", errs)}, nil
+	}
+	return s.conv.item(body), nil
+}
+
+type ndjsonSource struct {
+	sc   *bufio.Scanner
+	conv *converter
+}
+
+func (s *ndjsonSource) next() (records.BatchItem, error) {
+	for s.sc.Scan() {
+		line := bytes.TrimSpace(s.sc.Bytes())
+		if len(line) == 0 {
+			continue // blank lines are not rows
+		}
+		v, err := strictjson.Decode(line)
+		obj, ok := v.(map[string]any)
+		if err != nil || !ok {
+			return records.BatchItem{Problem: apierr.New(apierr.InvalidRequest, "The line is not one JSON object.")}, nil
+		}
+		return s.conv.item(obj), nil
+	}
+	if err := s.sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return records.BatchItem{}, apierr.New(apierr.InvalidRequest, "A line of the upload is longer than 1 MiB.")
+		}
+		return records.BatchItem{}, err
+	}
+	return records.BatchItem{}, io.EOF
+}
+
+// converter turns an input row into a batch item of the job's operation, and a CSV cell into the JSON
+// value its field takes.
+type converter struct {
+	c    *records.Collection
+	spec Spec
+}
+
+// item is the batch item of body: a create, an update of its id member, or an upsert by the job's key.
+func (cv *converter) item(body map[string]any) records.BatchItem {
+	switch cv.spec.Operation {
+	case records.ItemUpdate:
+		id, _ := body["id"].(string)
+		delete(body, "id")
+		if !model.IsUUID(id) {
+			return records.BatchItem{Problem: apierr.InvalidField(field.CodeRequired, "id", "an update needs the record's id (a UUID) in the row")}
+		}
+		return records.BatchItem{Op: records.ItemUpdate, ID: id, Body: body}
+	case records.ItemUpsert:
+		v, ok := body[cv.spec.Key]
+		if !ok || v == nil {
+			return records.BatchItem{Problem: apierr.InvalidField(field.CodeRequired, cv.spec.Key, "an upsert needs the unique key's value in the row")}
+		}
+		return records.BatchItem{Op: records.ItemUpsert, Key: cv.spec.Key, Val: fmt.Sprint(v), Body: body}
+	}
+	return records.BatchItem{Op: records.ItemCreate, Body: body}
+}
+
+// value converts the CSV text of the field key to the JSON value it takes: numbers for integer and
+// decimal fields, booleans for boolean ones, a list (separated by ";") for a multi-select; text for the
+// rest. A cell that does not convert is left as text, for the schema to explain.
+func (cv *converter) value(key, text string) (any, *field.Error) {
+	f, ok := cv.c.Resource.Field(key)
+	if name, custom := strings.CutPrefix(key, "cf__"); custom {
+		d, found := cv.c.Fields.ByKey(name)
+		if found {
+			f, ok = cv.c.Fields.Field(d), true
+		}
+	}
+	if !ok || f == nil {
+		return text, nil // an unknown member: the schema refuses it by name
+	}
+	switch f.Type {
+	case model.Integer, model.Decimal:
+		n := json.Number(strings.TrimSpace(text))
+		if _, err := n.Float64(); err != nil {
+			return text, nil
+		}
+		return n, nil
+	case model.Boolean:
+		switch strings.ToLower(strings.TrimSpace(text)) {
+		case "true":
+			return true, nil
+		case "false":
+			return false, nil
+		}
+	case model.MultiSelect:
+		var out []any
+		for _, o := range strings.Split(text, ";") {
+			if o = strings.TrimSpace(o); o != "" {
+				out = append(out, o)
+			}
+		}
+		return out, nil
+	}
+	return text, nil
+}
+
+// importRows writes j's rows from the first not committed, Chunk at a time, each chunk with its
+// results and the job's progress in one transaction.
+// Each chunk's rows are taken from the quota (charge) before it is written.
+func (s *Service) importRows(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, charge func(context.Context, int64) error) error {
+	src, err := s.newSource(ctx, j, c)
+	if err != nil {
+		return err
+	}
+	row := int64(0)
+	for row < j.NextRow { // committed by an earlier run
+		if _, err := src.next(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		row++
+	}
+	items := make([]records.BatchItem, 0, s.Chunk)
+	for {
+		items = items[:0]
+		first := row + 1
+		var end bool
+		for len(items) < s.Chunk {
+			it, err := src.next()
+			if errors.Is(err, io.EOF) {
+				end = true
+				break
+			}
+			if err != nil {
+				return err
+			}
+			items = append(items, it)
+			row++
+		}
+		if len(items) > 0 {
+			if err := charge(ctx, int64(len(items))); err != nil {
+				return err
+			}
+			if err := s.writeChunk(ctx, svc, a, c, j, first, items); err != nil {
+				return err
+			}
+		}
+		if end {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// writeChunk writes items (rows first…) as one per-item batch, and in its transaction their results and
+// the job's progress. A dry run's batch rolls back; its results and progress are then written alone.
+func (s *Service) writeChunk(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, first int64, items []records.BatchItem) error {
+	var results []records.BatchResult
+	p := progress{next: first + int64(len(items)) - 1, read: int64(len(items))}
+	record := func(ctx context.Context, q store.Querier, rs []records.BatchResult) error {
+		results = rs
+		p.written, p.failed, p.unchang = 0, 0, 0
+		for i, r := range rs {
+			n := first + int64(i)
+			var id any
+			var errs any
+			switch {
+			case r.Err != nil:
+				p.failed++
+				b, _ := json.Marshal(rowErrors(r.Err))
+				errs = string(b)
+			default:
+				id, _ = r.Record["id"].(string)
+				if r.Effect == records.Unchanged {
+					p.unchang++
+				} else if !j.Spec.DryRun {
+					p.written++
+				}
+			}
+			status := r.Status
+			if r.Err != nil {
+				status = r.Err.Status()
+			}
+			if _, err := q.Exec(ctx, s.d.Bind(`INSERT INTO job_rows (workspace_id, job_id, row_no, status, record_id, unchanged, errors) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				j.Workspace, j.ID, n, status, id, r.Effect == records.Unchanged && r.Err == nil, errs)); err != nil {
+				return fmt.Errorf("job row %d: %w", n, err)
+			}
+		}
+		return s.advance(ctx, q, j, p)
+	}
+	rc := &records.BatchReceipt{Then: record}
+	if j.Spec.DryRun {
+		rc.Then = func(_ context.Context, _ store.Querier, rs []records.BatchResult) error {
+			results = rs
+			return errDryRun
+		}
+	}
+	_, err := svc.Batch(ctx, a, c, records.BatchPerItem, items, rc)
+	if j.Spec.DryRun && errors.Is(err, errDryRun) {
+		wctx := store.WithWorkspace(ctx, j.Workspace)
+		return s.st.Tx(wctx, func(q store.Querier) error {
+			if _, err := q.Exec(wctx, s.d.Bind("DELETE FROM job_rows WHERE workspace_id = ? AND job_id = ? AND row_no >= ? AND row_no <= ?", j.Workspace, j.ID, first, p.next)); err != nil {
+				return err
+			}
+			return record(wctx, q, results)
+		})
+	}
+	return err
+}
+
+// rowErrors lists an item's problems as the failures file gives them: each field's code and message, or
+// the error's own.
+func rowErrors(e *apierr.Error) []map[string]any {
+	var out []map[string]any
+	for _, fe := range e.Errors {
+		out = append(out, map[string]any{"field": fe.Field, "code": string(fe.Code), "message": fe.Message})
+	}
+	if len(out) == 0 {
+		out = append(out, map[string]any{"code": string(e.Code), "message": e.Message})
+	}
+	return out
+}

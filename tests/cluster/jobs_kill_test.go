@@ -1,0 +1,145 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/workspace-records/records/runtime/store"
+)
+
+// importLease is the replicas' job_lease: a killed replica's import goes to the other replica this long
+// after its last committed chunk.
+const importLease = 2 * time.Second
+
+// TestImportSurvivesKills is issue 37's kill test on PostgreSQL with two replicas: an import of 6,000
+// companies (CSV in two parts, 12 chunks of 500) is SIGKILLed three times — after its first chunk, near
+// its middle and near its end — each time on the replica holding its lease at that moment, which is
+// restarted (a replica that does not start again fails the test). The other replica takes the job over
+// once the lease passes and resumes at the first chunk not committed. At the end the job is completed,
+// every input row has exactly one record (no duplicate, none lost) and one success row, and the counts
+// say 6,000 read and written.
+func TestImportSurvivesKills(t *testing.T) {
+	t.Parallel() // its replicas, database, Redis keys and ports are its own
+	if testing.Short() {
+		t.Skip("starts two recordsd processes; not in -short")
+	}
+	const rows = 6000
+	c := startCluster(t, 2, "RECORDS_JOB_LEASE="+importLease.String())
+	tn := c.newTenant(t, "imports")
+	ctx := context.Background()
+	st, err := store.Open(ctx, c.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+
+	var part1, part2 strings.Builder
+	part1.WriteString("name,domain,employee_count\n")
+	for i := range rows {
+		b := &part1
+		if i >= rows/2 {
+			b = &part2
+		}
+		fmt.Fprintf(b, "Imported %05d,imp-%05d.example,%d\n", i, i, i%500+1)
+	}
+	made := c.do(t, 0, tn.key, "POST", "/v1/jobs", map[string]any{"type": "import", "resource": "companies"})
+	if made.Status != 201 {
+		t.Fatalf("create the import: %v", made)
+	}
+	id := made.data()["id"].(string)
+	for n, p := range []string{part1.String(), part2.String()} {
+		if r := c.do(t, n%2, tn.key, "PUT", fmt.Sprintf("/v1/jobs/%s/parts/%d", id, n+1), p, "Content-Type", "text/csv"); r.Status != 200 {
+			t.Fatalf("part %d: %v", n+1, r)
+		}
+	}
+	if r := c.do(t, 1, tn.key, "POST", "/v1/jobs/"+id+"/close", nil); r.Status != 200 {
+		t.Fatalf("close: %v", r)
+	}
+
+	// holder is the replica holding the job's lease now, and the rows committed so far.
+	holder := func() (*replica, int64, string) {
+		var pid, next int64
+		var state string
+		found, err := store.QueryOne(ctx, st, st.Dialect().Bind(`SELECT coalesce(i.pid, 0), j.next_row, j.state FROM jobs j
+LEFT JOIN server_instances i ON i.id = j.lease_owner AND j.lease_until > ? WHERE j.id = ?`, time.Now().UTC(), id), func(row []any) error {
+			pid, next, state = store.Int(row[0]), store.Int(row[1]), store.Text(row[2])
+			return nil
+		})
+		if err != nil || !found {
+			t.Fatalf("read the job: %v (found %v)", err, found)
+		}
+		for _, r := range c.replicas {
+			if r.Running() && int64(r.Pid()) == pid {
+				return r, next, state
+			}
+		}
+		return nil, next, state
+	}
+	landed := 0
+	for k, at := range []int64{500, 2500, 4500} {
+		var victim *replica
+		var next int64
+		var state string
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if victim, next, state = holder(); state != "queued" && state != "running" || (victim != nil && next >= at) {
+				break
+			}
+		}
+		if victim == nil || state != "running" {
+			t.Errorf("kill point %d (after row %d): no replica was running the import (state %s, %d rows committed)", k, at, state, next)
+			continue
+		}
+		victim.Signal(syscall.SIGKILL)
+		landed++
+		t.Logf("kill point %d: replica %d killed with %d rows committed", k, victim.index, next)
+		err := victim.Start(ctx)
+		for retry := 0; err != nil && retry < 3; retry++ {
+			t.Errorf("kill point %d: replica %d did not start: %v; starting it again", k, victim.index, err)
+			time.Sleep(time.Second)
+			err = victim.Start(ctx)
+		}
+		if err != nil {
+			t.Fatalf("kill point %d: restart replica %d: %v", k, victim.index, err)
+		}
+	}
+	if landed != 3 {
+		t.Errorf("%d of 3 kills landed mid-import", landed)
+	}
+
+	var job map[string]any
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		r := c.do(t, 0, tn.key, "GET", "/v1/jobs/"+id, nil)
+		job = r.data()
+		if s := job["state"]; s == "completed" || s == "failed" || s == "cancelled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the import did not end: %v", job)
+		}
+	}
+	cnt, _ := job["counts"].(map[string]any)
+	if job["state"] != "completed" || fmt.Sprint(cnt["read"]) != fmt.Sprint(rows) || fmt.Sprint(cnt["written"]) != fmt.Sprint(rows) || fmt.Sprint(cnt["failed"]) != "0" {
+		t.Errorf("the import after three kills: %v", job)
+	}
+	wctx := store.WithWorkspace(ctx, tn.ws)
+	var records, domains, results, ids int64
+	if _, err := store.QueryOne(wctx, st, st.Dialect().Bind(`SELECT count(*), count(DISTINCT domain) FROM rec_companies WHERE workspace_id = ? AND domain LIKE 'imp-%'`, tn.ws), func(row []any) error {
+		records, domains = store.Int(row[0]), store.Int(row[1])
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.QueryOne(wctx, st, st.Dialect().Bind(`SELECT count(*), count(DISTINCT record_id) FROM job_rows WHERE workspace_id = ? AND job_id = ? AND status < 400`, tn.ws, id), func(row []any) error {
+		results, ids = store.Int(row[0]), store.Int(row[1])
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if records != rows || domains != rows || results != rows || ids != rows {
+		t.Errorf("after three kills: %d records (%d domains), %d success rows (%d ids); want %d of each", records, domains, results, ids, rows)
+	}
+}
