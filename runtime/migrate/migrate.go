@@ -43,6 +43,9 @@ type Result struct {
 // get the same row-level security.
 var tenantSystemTables = []string{"associations", "audit_log", "custom_values", "events", "event_queue", "event_numbers", "event_sequences", "key_usage_daily", "job_data", "job_rows"}
 
+// TenantSystemTables returns the system tables under row-level security (TestRowLevelSecurity checks them).
+func TenantSystemTables() []string { return slices.Clone(tenantSystemTables) }
+
 // Run migrates st to cat and records cat's Fingerprint.
 func Run(ctx context.Context, st store.Store, cat *model.Catalog, opts Options) (*Result, error) {
 	res := &Result{Applied: []string{}}

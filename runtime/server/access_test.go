@@ -231,6 +231,27 @@ func TestMasksMatrix(t *testing.T) {
 						t.Errorf("Records-Unknown-Fields sent when every name was found: %q", res.Header.Get("Records-Unknown-Fields"))
 					}
 					check("catalog", e.DoKey(vkey, "GET", "/v1/resources/"+name, nil))
+					// An export job as the viewer, in both formats: the file holds no masked or hidden
+					// value, and a hidden field is no CSV column.
+					if !r.ModelScoped {
+						for _, format := range []string{"csv", "ndjson"} {
+							made := e.DoKey(vkey, "POST", "/v1/jobs", map[string]any{"type": "export", "resource": name, "format": format})
+							e.Expect(made, 201, "")
+							job := awaitJob(t, e, vkey, made.Data()["id"].(string))
+							if job["state"] != "completed" {
+								t.Fatalf("the viewer's %s export of %s: %v", format, name, job)
+							}
+							file := e.DoKey(vkey, "GET", "/v1/jobs/"+job["id"].(string)+"/download", nil)
+							e.Expect(file, 200, "")
+							check("export "+format, file)
+							header, _, _ := strings.Cut(string(file.Raw), "\n")
+							for key, rule := range rules {
+								if rule == "hidden" && (strings.Contains(string(file.Raw), `"`+key+`"`) || format == "csv" && slices.Contains(strings.Split(header, ","), key)) {
+									t.Errorf("the viewer's %s export of %s names hidden %s", format, name, key)
+								}
+							}
+						}
+					}
 					// The change feed: the viewer reads the record's event (as it reads the record) with the
 					// values masked, and hidden fields named in withheld.
 					awaitEvent(t, e, "&resource="+name, id, name+".created")

@@ -278,6 +278,18 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 		get("/v1/resources/data_model_records?model_id=" + A.model)
 		return snap, n
 	}
+	// A's bulk jobs: an open import whose upload holds the marker, and a completed export of A's
+	// companies (its file holds A's records).
+	aImport := e.DoKey(A.key, "POST", "/v1/jobs", map[string]any{"type": "import", "resource": "companies"}).Data()["id"].(string)
+	e.Expect(e.DoKey(A.key, "PUT", "/v1/jobs/"+aImport+"/parts/1", []byte("name\n"+marker+"\n"), "Content-Type", "text/csv"), 200, "")
+	aExport := e.DoKey(A.key, "POST", "/v1/jobs", map[string]any{"type": "export", "resource": "companies"}).Data()["id"].(string)
+	for deadline := time.Now().Add(servertest.Budget(10*time.Second, 60*time.Second)); ; time.Sleep(20 * time.Millisecond) {
+		if st := e.DoKey(A.key, "GET", "/v1/jobs/"+aExport, nil).Data()["state"]; st == "completed" {
+			break
+		} else if st != "queued" && st != "running" || time.Now().After(deadline) {
+			t.Fatalf("A's export is %v", st)
+		}
+	}
 	before, snapN := snapshot()
 
 	counts := MatrixCounts{ByStatus: map[int]int{}, Snapshot: snapN}
@@ -720,6 +732,35 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 	refused(t, "PATCH", "/v1/companies/"+B.ids["companies"][0], map[string]any{"custom_fields": map[string]any{"b_partner": A.ids["companies"][0]}}, "custom_fields.b_partner")
 	// A's association cursor on B's own record.
 	do(t, "GET", "/v1/deals/"+B.ids["deals"][0]+"/contacts?cursor="+url.QueryEscape(linkCursor), nil, 400, "invalid_request")
+	// Bulk jobs: every /v1/jobs/:id route of the route table, with A's import and A's export, is 404 for
+	// B (a part upload, a close and a cancel change nothing of A's job); B's job list holds none of A's.
+	jobRoutes := 0
+	for _, rt := range route.Table(cat) {
+		if !strings.HasPrefix(rt.Path, "/v1/jobs/:id") {
+			continue
+		}
+		jobRoutes++
+		for _, id := range []string{aImport, aExport} {
+			path := strings.NewReplacer(":id", id, ":part", "1").Replace(rt.Path)
+			var body any
+			var header []string
+			if rt.Method == "PUT" {
+				body, header = []byte("name\nB\n"), []string{"Content-Type", "text/csv"}
+			}
+			do(t, rt.Method, path, body, 404, "not_found", header...)
+		}
+	}
+	if jobRoutes < 7 {
+		t.Errorf("the route table has %d job routes with an id, want 7 at least", jobRoutes)
+	}
+	if l := do(t, "GET", "/v1/jobs", nil, 200, "").List(); len(l) != 0 {
+		t.Errorf("B's job list holds %d jobs", len(l))
+	}
+	for _, id := range []string{aImport, aExport} {
+		if j := e.DoKey(A.key, "GET", "/v1/jobs/"+id, nil).Data(); fmt.Sprintf("%v %v", j["state"], j["upload"]) != map[string]string{aImport: "open map[bytes:21 parts:1]", aExport: "completed <nil>"}[id] {
+			t.Errorf("A's job after B's requests: %v %v", j["state"], j["upload"])
+		}
+	}
 	// Discovery.
 	do(t, "GET", "/v1/me", nil, 200, "")
 	do(t, "GET", "/v1/resources", nil, 200, "")
