@@ -95,11 +95,12 @@ func jobOperations(ops map[route.Endpoint]map[string]any) {
 		},
 	}
 	ops[route.JobCreate] = withResponses(map[string]any{"operationId": "createJob", "tags": []string{"jobs"}, "summary": "Start an import or export",
-		"description": "An import is made `open`: upload its data with `PUT /v1/jobs/{id}/parts/{part}`, then `POST /v1/jobs/{id}/close` queues it. An export is queued at once; " +
+		"description": "With an `Idempotency-Key`, a repeat within 24 hours answers the job as it was made (`Idempotent-Replayed: true`) and makes no second job. An import is made `open`: upload its data with `PUT /v1/jobs/{id}/parts/{part}`, then `POST /v1/jobs/{id}/close` queues it. An export is queued at once; " +
 			"its list parameters are checked now (400 as a list of them would be). An import needs a write key that may write the resource; an export, a key that may read it. " +
 			fmt.Sprintf("At most %d jobs of a workspace are open, queued or running at once (429 with `Retry-After` beyond).", 5),
+		"parameters":  []any{ref("parameters", "IdempotencyKey")},
 		"requestBody": map[string]any{"required": true, "content": jsonContent(create)}},
-		"201", ok("The job.", schemaRef("Job"), "Location"), "400", "401", "403", "413", "422", "429", "500", "503")
+		"201", ok("The job.", schemaRef("Job"), "Location", "Idempotent-Replayed"), "400", "401", "403", "409", "413", "422", "429", "500", "503")
 	ops[route.JobList] = withResponses(map[string]any{"operationId": "listJobs", "tags": []string{"jobs"}, "summary": "Jobs",
 		"description": "The caller's jobs (every member's, for a role with `api.manage`), newest first.",
 		"parameters":  []any{limit(100, 20), map[string]any{"name": "cursor", "in": "query", "description": "`meta.next_cursor` of the previous page.", "schema": map[string]any{"type": "string"}}}},
@@ -112,8 +113,8 @@ func jobOperations(ops map[route.Endpoint]map[string]any) {
 			"At most %d MiB a part and %d MiB an import (413 beyond; nothing of the part is kept). Sending a part again replaces it. Only an open import takes parts (409).", 64, 1024),
 		"parameters": []any{id, map[string]any{"name": "part", "in": "path", "required": true, "description": "The part's number, 1 to 10,000.", "schema": map[string]any{"type": "integer", "minimum": 1, "maximum": 10000}}},
 		"requestBody": map[string]any{"required": true, "content": map[string]any{
-			"text/csv":             map[string]any{"schema": map[string]any{"type": "string"}},
-			"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string"}},
+			"text/csv":                 map[string]any{"schema": map[string]any{"type": "string"}},
+			"application/x-ndjson":     map[string]any{"schema": map[string]any{"type": "string"}},
 			"application/octet-stream": map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}}},
 		"200", job, "400", "401", "403", "404", "409", "413", "429", "500", "503")
 	ops[route.JobClose] = withResponses(map[string]any{"operationId": "closeJob", "tags": []string{"jobs"}, "summary": "Close an import's upload and queue it",
@@ -131,7 +132,7 @@ func jobOperations(ops map[route.Endpoint]map[string]any) {
 	ops[route.JobSuccesses] = rows("listJobSuccesses", "An import's written rows", "Each row that succeeded: its number and the record's id (`unchanged` when it changed nothing). A dry run's say what a real run would do. An export is 409.")
 	ops[route.JobDownload] = withResponses(map[string]any{"operationId": "downloadJob", "tags": []string{"jobs"}, "summary": "Download an export's file",
 		"description": "A completed export's file, streamed (gzip-encoded when the client accepts it): CSV (a header row, then one row per record; masked values masked, hidden fields left out; custom fields as `cf__<key>` columns) or NDJSON (one record per line, as a list shows it). Any other job, or an export not completed, is 409.",
-		"parameters": []any{id}},
+		"parameters":  []any{id}},
 		"200", map[string]any{"description": "The file.", "headers": headerRefs(append([]string{"X-Request-Id"}, usageHeaders...)...), "content": map[string]any{
 			"text/csv":             map[string]any{"schema": map[string]any{"type": "string"}},
 			"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string"}}}},

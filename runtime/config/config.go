@@ -53,9 +53,9 @@ type Config struct {
 	// WebhookLease is how long a server holds a webhook delivery it attempts (dispatch.DefaultLease).
 	WebhookLease time.Duration
 	// JobLease is how long a server holds a bulk job it runs without renewing it (jobs.Service.Lease).
-	JobLease time.Duration
-	Dev          bool   // seed a demo workspace into an empty database
-	DevKeyFile   string // where --dev writes the demo key
+	JobLease   time.Duration
+	Dev        bool   // seed a demo workspace into an empty database
+	DevKeyFile string // where --dev writes the demo key
 	// AllowDestructive lets migrations drop columns that no definition declares.
 	AllowDestructive bool
 	// CursorSecret signs list cursors. Empty: a secret generated once and kept in the database, so every

@@ -67,7 +67,7 @@ func (h *Handler) batch(res *model.Resource) bunrouter.HandlerFunc {
 			writeResponse(w, batchResponse(mode, results, id))
 			return nil
 		}
-		return h.idempotent(w, req, a, c, body, true, func(claim *idempotency.Claim) (idempotency.Response, error) {
+		return h.idempotent(w, req, a, h.recordReplay(w, req, a, c), body, true, func(claim *idempotency.Claim) (idempotency.Response, error) {
 			var rc *records.BatchReceipt
 			if claim != nil {
 				rc = &records.BatchReceipt{Claim: claim, Respond: func(results []records.BatchResult) idempotency.Response {

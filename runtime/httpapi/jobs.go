@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/runtime/auth"
+	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/jobs"
 	"github.com/workspace-records/records/runtime/records"
+	"github.com/workspace-records/records/runtime/store"
 )
 
 // Bulk jobs (/v1/jobs…, runtime/jobs). A job is seen by the member who made it (with any of their keys)
@@ -147,13 +150,30 @@ func (h *Handler) createJob(w http.ResponseWriter, req bunrouter.Request) error 
 			return err
 		}
 	}
-	j, err := js.Create(ctx, p.Workspace.ID, p.Member.ID, p.Key.ID, kind, r, spec)
-	if err != nil {
-		return jobError(err)
-	}
-	w.Header().Set("Location", "/v1/jobs/"+j.ID)
-	writeJSON(w, http.StatusCreated, map[string]any{"data": jobView(j)})
-	return nil
+	// An Idempotency-Key's answer is the job as it was made, stored in the creation's transaction and
+	// replayed as it is (the job's state then is GET /v1/jobs/{id}'s).
+	rp := replayer{label: "jobs", answer: func(r *idempotency.Response) error {
+		for k, v := range r.Header {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeRaw(w, r.Status, r.Body)
+		return nil
+	}}
+	return h.idempotent(w, req, actorOf(ctx), rp, body, false, func(claim *idempotency.Claim) (idempotency.Response, error) {
+		var resp idempotency.Response
+		_, err := js.Create(ctx, p.Workspace.ID, p.Member.ID, p.Key.ID, kind, r, spec, func(ctx context.Context, q store.Querier, j *jobs.Job) error {
+			resp = idempotency.Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/v1/jobs/" + j.ID}}, Body: encode(map[string]any{"data": jobView(j)})}
+			if claim == nil {
+				return nil
+			}
+			return h.idem.Complete(ctx, q, claim, resp)
+		})
+		if err != nil {
+			return idempotency.Response{}, jobError(err)
+		}
+		return resp, nil
+	})
 }
 
 // jobSpec reads a job's creation body.

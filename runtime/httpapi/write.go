@@ -82,7 +82,7 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 		}
 		return r
 	}
-	return h.idempotent(w, req, a, c, body, true, func(claim *idempotency.Claim) (idempotency.Response, error) {
+	return h.idempotent(w, req, a, h.recordReplay(w, req, a, c), body, true, func(claim *idempotency.Claim) (idempotency.Response, error) {
 		var rc *records.Receipt
 		var stored idempotency.Response
 		if claim != nil {
@@ -105,7 +105,7 @@ func (h *Handler) write(w http.ResponseWriter, req bunrouter.Request, a records.
 // the key. With fresh, a key presumed new is claimed inside the write's own transaction (PostgreSQL:
 // idempotency.Keys.Fresh; the write must call Keys.Start first thing and Keys.Complete last); a key
 // that is there already or held by a write under way is examined the usual way (Keys.Claim).
-func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection, body map[string]any, fresh bool, run func(claim *idempotency.Claim) (idempotency.Response, error)) error {
+func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a records.Actor, rp replayer, body map[string]any, fresh bool, run func(claim *idempotency.Claim) (idempotency.Response, error)) error {
 	ctx := req.Context()
 	vals, present := req.Header["Idempotency-Key"]
 	if !present {
@@ -172,14 +172,27 @@ func (h *Handler) idempotent(w http.ResponseWriter, req bunrouter.Request, a rec
 	case err != nil:
 		return err
 	case replay != nil:
-		h.metrics.Replay(c.Resource.Name)
-		return h.replay(w, req, a, c.Policy, replay)
+		h.metrics.Replay(rp.label)
+		return rp.answer(replay)
 	}
 	err = claimed(claim)
 	if errors.As(err, &nc) {
 		return nc.err // a claim made by Claim is held: not reached
 	}
 	return err
+}
+
+// replayer answers a request whose Idempotency-Key holds a completed response: label names it in the
+// metrics, and answer shows the stored response as the caller may see it now.
+type replayer struct {
+	label  string
+	answer func(r *idempotency.Response) error
+}
+
+// recordReplay is the replayer of a record write of c: the stored answer under the caller's record and
+// field rules as they are now (replay).
+func (h *Handler) recordReplay(w http.ResponseWriter, req bunrouter.Request, a records.Actor, c *records.Collection) replayer {
+	return replayer{label: c.Resource.Name, answer: func(r *idempotency.Response) error { return h.replay(w, req, a, c.Policy, r) }}
 }
 
 // errNotClaimed is the failure of a write whose Fresh claim was not stored.

@@ -186,7 +186,9 @@ func scanJob(row []any) (*Job, error) {
 
 // Create makes a job of kind on resource r for the key of member in workspace: an import opens for its
 // upload, an export is queued at once. At most MaxActive jobs of a workspace are active (ErrTooMany).
-func (s *Service) Create(ctx context.Context, workspace, member, key, kind string, r *model.Resource, spec Spec) (*Job, error) {
+// then (nil: nothing) runs in the creation's transaction with the new job (an Idempotency-Key's answer
+// is stored there).
+func (s *Service) Create(ctx context.Context, workspace, member, key, kind string, r *model.Resource, spec Spec, then func(ctx context.Context, q store.Querier, j *Job) error) (*Job, error) {
 	now := s.now()
 	state := StateOpen
 	expires := now.Add(OpenFor)
@@ -222,7 +224,14 @@ func (s *Service) Create(ctx context.Context, workspace, member, key, kind strin
 		if err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
-		return nil
+		if then == nil {
+			return nil
+		}
+		j, err := s.get(ctx, q, workspace, id)
+		if err != nil {
+			return err
+		}
+		return then(ctx, q, j)
 	})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/engine/strictjson"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
@@ -262,11 +263,40 @@ func (s *Service) importRows(ctx context.Context, svc *records.Service, a record
 	}
 }
 
-// writeChunk writes items (rows first…) as one per-item batch, and in its transaction their results and
-// the job's progress. A dry run's batch rolls back; its results and progress are then written alone.
+// writeChunk writes items (rows first…) and, in the same transaction, their results and the job's
+// progress. A chunk of creates goes the bulk way first (records.Service.CreateMany: COPY on PostgreSQL);
+// when it cannot (a hooked resource, a refused row, a held unique value), and for every other chunk, the
+// items run as one per-item batch. A dry run's batch rolls back; its results and progress are then
+// written alone.
 func (s *Service) writeChunk(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, first int64, items []records.BatchItem) error {
-	var results []records.BatchResult
 	p := progress{next: first + int64(len(items)) - 1, read: int64(len(items))}
+	if !j.Spec.DryRun && j.Spec.Operation == records.ItemCreate {
+		bodies := make([]map[string]any, len(items))
+		for i, it := range items {
+			if it.Problem != nil {
+				bodies = nil
+				break
+			}
+			bodies[i] = it.Body
+		}
+		if bodies != nil {
+			_, err := svc.CreateMany(ctx, a, c, bodies, func(ctx context.Context, q store.Querier, ids []string) error {
+				rows := sqlgen.Rows{Table: "job_rows", Columns: []string{"workspace_id", "job_id", "row_no", "status", "record_id", "unchanged", "errors"}, Values: make([][]any, len(ids))}
+				for i, id := range ids {
+					rows.Values[i] = []any{j.Workspace, j.ID, first + int64(i), 201, id, false, nil}
+				}
+				if _, err := store.Copy(ctx, q, s.d, rows); err != nil {
+					return fmt.Errorf("job rows: %w", err)
+				}
+				p.written = int64(len(ids))
+				return s.advance(ctx, q, j, p)
+			})
+			if !errors.Is(err, records.ErrNotBulk) {
+				return err
+			}
+		}
+	}
+	var results []records.BatchResult
 	record := func(ctx context.Context, q store.Querier, rs []records.BatchResult) error {
 		results = rs
 		p.written, p.failed, p.unchang = 0, 0, 0

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -55,6 +56,13 @@ func (l *Load) Len() int { return len(l.ids) }
 // PrepareLoad validates bodies for an import into c by a and builds their rows (see Import). It reads
 // nothing from the database: c is the collection the rows are written to.
 func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (*Load, error) {
+	return s.prepareLoad(a, c, bodies, false)
+}
+
+// prepareLoad is PrepareLoad; with api, each body is checked as an API create by a is (Create's
+// checkBody: the create schema, a's field rules and reach) and the first refused one ends it, and the
+// audit entries are creates.
+func (s *Service) prepareLoad(a Actor, c *Collection, bodies []map[string]any, api bool) (*Load, error) {
 	r := c.Resource
 	sch := s.schemas.Resource(r.Name)
 	l := &Load{a: a, c: c, now: s.timestamp(), values: make([]map[string]any, len(bodies)), inputs: make([]*customInput, len(bodies)),
@@ -62,20 +70,32 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 	rows := make([]map[string]any, len(bodies))
 	var errs field.ErrorList
 	for i, body := range bodies {
-		// Declared and custom fields and the resource's rules in one pass, as for a create.
-		b, verrs := sch.ValidateAll(body, schema.Import)
-		if b != nil {
-			verrs = append(verrs, r.CheckRules(model.RuleCheck{Self: b.Values, Refused: refusedFields(verrs)})...)
-		}
-		given, form := schema.CustomOf(body)
-		ci, cerrs := c.checkCustom(given, form, schema.Create)
-		verrs = append(verrs, cerrs...)
-		l.inputs[i] = ci
-		for _, e := range verrs {
-			errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
-		}
-		if len(verrs) > 0 {
-			continue
+		var b *schema.Body
+		var ci *customInput
+		if api {
+			var err error
+			if b, ci, err = s.checkBody(a, c, body, schema.Create); err != nil {
+				return nil, err
+			}
+			l.inputs[i] = ci
+		} else {
+			// Declared and custom fields and the resource's rules in one pass, as for a create.
+			var verrs field.ErrorList
+			b, verrs = sch.ValidateAll(body, schema.Import)
+			if b != nil {
+				verrs = append(verrs, r.CheckRules(model.RuleCheck{Self: b.Values, Refused: refusedFields(verrs)})...)
+			}
+			given, form := schema.CustomOf(body)
+			var cerrs field.ErrorList
+			ci, cerrs = c.checkCustom(given, form, schema.Create)
+			verrs = append(verrs, cerrs...)
+			l.inputs[i] = ci
+			for _, e := range verrs {
+				errs = append(errs, &field.Error{Code: e.Code, Field: fmt.Sprintf("[%d].%s", i, e.Field), Message: e.Message})
+			}
+			if len(verrs) > 0 {
+				continue
+			}
 		}
 		// The columns of a create (Service.insert).
 		custom := c.stored(ci, nil)
@@ -105,9 +125,13 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 	l.custom = s.d.CustomValueRows(c.Workspace, cvs)
 	// One audit entry per record, as for a create; none for synthetic data.
 	if !a.Synthetic {
+		action := audit.ActionImport
+		if api {
+			action = audit.ActionCreate
+		}
 		l.trail = make([]audit.Entry, len(l.ids))
 		for i := range l.trail {
-			l.trail[i] = audit.Entry{Resource: r.Name, RecordID: l.ids[i], Action: audit.ActionImport, Changes: createdValues(c, l.values[i], l.customs[i])}
+			l.trail[i] = audit.Entry{Resource: r.Name, RecordID: l.ids[i], Action: action, Changes: createdValues(c, l.values[i], l.customs[i])}
 		}
 		if s.events != nil {
 			// The feed's data of an imported record is what was imported (the rows are not read back).
@@ -115,7 +139,7 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 			for i, e := range l.trail {
 				data := maps.Clone(e.Changes)
 				data["id"] = l.ids[i]
-				l.events[i] = recordEvent(c, l.ids[i], audit.ActionImport, data, nil)
+				l.events[i] = recordEvent(c, l.ids[i], action, data, nil)
 			}
 		}
 	}
@@ -125,6 +149,11 @@ func (s *Service) PrepareLoad(a Actor, c *Collection, bodies []map[string]any) (
 // WriteLoad writes l in one transaction after checking its references, and returns how many records
 // it wrote.
 func (s *Service) WriteLoad(ctx context.Context, l *Load) (int, error) {
+	return s.writeLoad(ctx, l, nil)
+}
+
+// writeLoad is WriteLoad; then (nil: nothing) runs last in its transaction, with the new records' ids.
+func (s *Service) writeLoad(ctx context.Context, l *Load, then func(ctx context.Context, q store.Querier, ids []string) error) (int, error) {
 	a, c, r := l.a, l.c, l.c.Resource
 	_, _, err := s.commit(ctx, a, c, nil, func(ctx context.Context, q store.Querier) (*outcome, error) {
 		if err := s.checkReferences(ctx, q, a, r, c.Workspace, l.values...); err != nil {
@@ -156,12 +185,54 @@ func (s *Service) WriteLoad(ctx context.Context, l *Load) (int, error) {
 				return nil, err
 			}
 		}
+		if then != nil {
+			if err := then(ctx, q, l.ids); err != nil {
+				return nil, thenError{err}
+			}
+		}
 		return &outcome{}, nil
 	})
 	if err != nil {
 		return 0, err
 	}
 	return l.Len(), nil
+}
+
+// ErrNotBulk is CreateMany's answer when its bodies cannot be written in bulk: the resource has plugin
+// hooks, a body is refused, or the write meets a held unique value. Nothing was written; the caller
+// writes them one by one (Batch), which gives each its own result.
+var ErrNotBulk = errors.New("not writable in bulk")
+
+// thenError is the error of a caller's then, passed on as it is.
+type thenError struct{ err error }
+
+func (e thenError) Error() string { return e.err.Error() }
+func (e thenError) Unwrap() error { return e.err }
+
+// CreateMany writes bodies as API creates by a into c — checked as Create checks them (the create
+// schema, the resource's rules, a's field rules and reach, references, unique keys), with an audit entry
+// (create) and an event per record — in one transaction with the bulk path's statements (store.Copy:
+// COPY on PostgreSQL). then (nil: nothing) runs in the transaction with the new records' ids, its error
+// returned as it is. ErrNotBulk when they cannot be written so (see there).
+func (s *Service) CreateMany(ctx context.Context, a Actor, c *Collection, bodies []map[string]any, then func(ctx context.Context, q store.Querier, ids []string) error) ([]string, error) {
+	if len(c.Resource.Hooks) > 0 {
+		return nil, ErrNotBulk
+	}
+	l, err := s.prepareLoad(a, c, bodies, true)
+	if err != nil {
+		return nil, ErrNotBulk
+	}
+	_, err = s.writeLoad(ctx, l, then)
+	var te thenError
+	switch {
+	case err == nil:
+		return l.ids, nil
+	case errors.As(err, &te):
+		return nil, te.err
+	case fatal(err):
+		return nil, err
+	}
+	return nil, ErrNotBulk
 }
 
 func unique(ids []string) []string {

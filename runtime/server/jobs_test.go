@@ -142,6 +142,15 @@ func TestImportJobs(t *testing.T) {
 			e.Expect(empty, 201, "")
 			e.Expect(e.Do("POST", "/v1/jobs/"+empty.Data()["id"].(string)+"/close", nil), 409, "conflict")
 			e.Expect(e.Do("POST", "/v1/jobs/"+empty.Data()["id"].(string)+"/cancel", nil), 200, "")
+			// Idempotency-Key: a repeat answers the job made, and makes no second one; another body is 422.
+			once := e.Do("POST", "/v1/jobs", spec, "Idempotency-Key", "import-once")
+			again := e.Do("POST", "/v1/jobs", spec, "Idempotency-Key", "import-once")
+			e.Expect(again, 201, "")
+			if again.Data()["id"] != once.Data()["id"] || again.Header.Get("Idempotent-Replayed") != "true" || again.Header.Get("Location") != once.Header.Get("Location") {
+				t.Errorf("a repeated job creation: %s then %s (replayed %q)", once.Raw, again.Raw, again.Header.Get("Idempotent-Replayed"))
+			}
+			e.Expect(e.Do("POST", "/v1/jobs", map[string]any{"type": "export", "resource": "companies"}, "Idempotency-Key", "import-once"), 422, "idempotency_key_reused")
+			e.Expect(e.Do("POST", "/v1/jobs/"+once.Data()["id"].(string)+"/cancel", nil), 200, "")
 			_, _, other := e.NewWorkspace("growth", "admin", "write")
 			mate := e.NewKey(e.NewMember("mate@example.com", "member", ""), auth.KeyOptions{Access: "write"})
 			for _, k := range []string{other, mate} {

@@ -48,6 +48,7 @@ type report struct {
 	reads       []readPair      // the read-power comparisons (issue 23; reads.go)
 	readsSetup  *readsSetup     // what they seeded (nil: not run)
 	admin       []readPair      // the administration comparisons (issue 24; admin.go)
+	jobs        *jobsReport     // the bulk jobs (issue 37; jobs.go); nil: not run
 }
 
 // phase is one operation at one concurrency on its targets, and recordsd's state after it.
@@ -227,6 +228,11 @@ func runBackend(ctx context.Context, o options, backend string) (*report, error)
 	}
 	if b.selected("admin") {
 		if err := b.runAdmin(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if b.selected("jobs") {
+		if err := b.runJobs(ctx); err != nil {
 			return nil, err
 		}
 	}

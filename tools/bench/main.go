@@ -101,7 +101,7 @@ func parseFlags(args []string) (options, error) {
 	defs := fs.String("definitions", "definitions", "definitions directory")
 	out := fs.String("out", "", "also write the report (Markdown) to this file")
 	keep := fs.Bool("keep", false, "keep the database after the run")
-	only := fs.String("only", "", "comma-separated operations to run (default: all): get, first_page, deep_page, filter_declared, filter_custom, query, create, update, batch_create, create_hooked, create_events_off (create against a --events=false recordsd in the create phase's rounds), deliveries (webhook delivery throughput and lag), reads (expand, count=estimated and filters across relations against the same lists without them), admin (a console session against a key, the admin audit trail against a record list)")
+	only := fs.String("only", "", "comma-separated operations to run (default: all): get, first_page, deep_page, filter_declared, filter_custom, query, create, update, batch_create, create_hooked, create_events_off (create against a --events=false recordsd in the create phase's rounds), deliveries (webhook delivery throughput and lag), reads (expand, count=estimated and filters across relations against the same lists without them), admin (a console session against a key, the admin audit trail against a record list), jobs (an import and an export job of -rows companies against a raw COPY)")
 	profile := fs.String("profile", "", "write a CPU profile of recordsd during each API phase into this directory")
 	repeats := fs.Int("repeats", 4, "rounds per phase: each target runs duration/repeats per round, interleaved with the others")
 	redis := os.Getenv("RECORDS_TEST_REDIS")

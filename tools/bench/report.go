@@ -56,6 +56,7 @@ func render(o options, reps []*report, cpus int) string {
 		b.WriteString(renderFeed(r))
 		b.WriteString(renderReads(r))
 		b.WriteString(renderAdmin(r))
+		b.WriteString(renderJobs(r))
 		b.WriteString("\nClosing rounds (get, first page and create at c=32, back to back):")
 		for i, s := range r.rounds {
 			fmt.Fprintf(&b, " round %d %.1f MB / %d goroutines;", i+1, s.rssMB, s.goroutines)
@@ -214,6 +215,13 @@ func targets(reps []*report) []verdict {
 		if r.seed > 0 && r.rows > 0 {
 			x := float64(r.rows) / r.seed.Seconds()
 			out = append(out, verdict{tag + "recordsctl seed ≥ 20,000 records/s", fmt.Sprintf("%.0f records/s", x), x >= 20000})
+		}
+		if j := r.jobs; j != nil {
+			im, ex := j.rawImport.Seconds()/j.importRun.Seconds(), j.rawExport.Seconds()/j.exportRun.Seconds()
+			out = append(out, verdict{tag + "import job ≥ 0.7× the raw load (issue 37)", fmt.Sprintf("%.2f×", im), im >= 0.7},
+				verdict{tag + "export job ≥ 0.7× the raw COPY TO (issue 37)", fmt.Sprintf("%.2f×", ex), ex >= 0.7},
+				verdict{tag + "recordsd RSS < 250 MB during the jobs (issue 37)", fmt.Sprintf("%.0f MB", j.maxRSS), j.maxRSS < 250},
+				verdict{tag + "an import's progress moves at least every 2 s (issue 37)", j.maxGap.Round(time.Millisecond).String(), j.maxGap <= 2*time.Second})
 		}
 	}
 	if pg != nil && lite != nil {
