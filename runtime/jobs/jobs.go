@@ -141,7 +141,7 @@ type Service struct {
 // New returns the jobs of st, run with the record service gens gives and as the actors resolve says.
 func New(st store.Store, gens func() (*records.Service, func()), resolve Resolver, log *slog.Logger) *Service {
 	return &Service{st: st, d: st.Dialect(), gens: gens, actor: resolve, owner: uuid.NewString(), log: log,
-		Now: time.Now, Lease: 30 * time.Second, Poll: time.Second, Chunk: 500, kick: make(chan struct{}, 1)}
+		Now: time.Now, Lease: 30 * time.Second, Poll: time.Second, Chunk: 2000, kick: make(chan struct{}, 1)}
 }
 
 // SetOwner names the server running jobs in jobs.lease_owner.

@@ -166,16 +166,16 @@ func TestImportJobs(t *testing.T) {
 				t.Errorf("the admin's jobs, first page: %s", l.Raw)
 			}
 
-			// An import's rows count against the monthly quota, a chunk (500 rows) at a time: with 520
+			// An import's rows count against the monthly quota, a chunk (2,000 rows) at a time: with 2,020
 			// left, the first chunk lands and the job fails on the second, saying why.
 			qws, _, qkey := e.NewWorkspace("growth", "admin", "write")
-			quota := int64(520)
+			quota := int64(2020)
 			if err := e.Server.Backend().Members.SetLimits(context.Background(), qws, auth.Limits{MonthlyQuota: &quota}); err != nil {
 				t.Fatal(err)
 			}
 			var big strings.Builder
 			big.WriteString("name\n")
-			for i := range 1200 {
+			for i := range 2500 {
 				fmt.Fprintf(&big, "Quota %d\n", i)
 			}
 			made := e.DoKey(qkey, "POST", "/v1/jobs", map[string]any{"type": "import", "resource": "companies"})
@@ -190,7 +190,7 @@ func TestImportJobs(t *testing.T) {
 					t.Fatal(err)
 				}
 				if j.Final() {
-					if j.State != "failed" || j.RowsWritten != 500 || !strings.Contains(j.Error, "quota") {
+					if j.State != "failed" || j.RowsWritten != 2000 || !strings.Contains(j.Error, "quota") {
 						t.Errorf("an import past the quota: %s, %d written, %q", j.State, j.RowsWritten, j.Error)
 					}
 					break

@@ -15,19 +15,19 @@ import (
 // after its last committed chunk.
 const importLease = 2 * time.Second
 
-// TestImportSurvivesKills is issue 37's kill test on PostgreSQL with two replicas: an import of 6,000
-// companies (CSV in two parts, 12 chunks of 500) is SIGKILLed three times — after its first chunk, near
+// TestImportSurvivesKills is issue 37's kill test on PostgreSQL with two replicas: an import of 12,000
+// companies (CSV in two parts, 6 chunks of 2,000) is SIGKILLed three times — after its first chunk, near
 // its middle and near its end — each time on the replica holding its lease at that moment, which is
-// restarted (a replica that does not start again fails the test). The other replica takes the job over
-// once the lease passes and resumes at the first chunk not committed. At the end the job is completed,
+// restarted (a replica that does not start again fails the test) once the other replica has taken the
+// job over (the lease passed) to resume it at the first chunk not committed. At the end the job is completed,
 // every input row has exactly one record (no duplicate, none lost) and one success row, and the counts
-// say 6,000 read and written.
+// say 12,000 read and written.
 func TestImportSurvivesKills(t *testing.T) {
 	t.Parallel() // its replicas, database, Redis keys and ports are its own
 	if testing.Short() {
 		t.Skip("starts two recordsd processes; not in -short")
 	}
-	const rows = 6000
+	const rows = 12000
 	c := startCluster(t, 2, "RECORDS_JOB_LEASE="+importLease.String())
 	tn := c.newTenant(t, "imports")
 	ctx := context.Background()
@@ -80,7 +80,7 @@ LEFT JOIN server_instances i ON i.id = j.lease_owner AND j.lease_until > ? WHERE
 		return nil, next, state
 	}
 	landed := 0
-	for k, at := range []int64{500, 2500, 4500} {
+	for k, at := range []int64{2000, 6000, 10000} {
 		var victim *replica
 		var next int64
 		var state string
@@ -96,6 +96,17 @@ LEFT JOIN server_instances i ON i.id = j.lease_owner AND j.lease_until > ? WHERE
 		victim.Signal(syscall.SIGKILL)
 		landed++
 		t.Logf("kill point %d: replica %d killed with %d rows committed", k, victim.index, next)
+		// The other replica takes the job over once the lease passes, before the victim is back.
+		took := false
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if h, n, s := holder(); s == "completed" || (h != nil && h != victim && n >= next) {
+				took = true
+				break
+			}
+		}
+		if !took {
+			t.Errorf("kill point %d: the other replica did not take the import over within 30 s", k)
+		}
 		err := victim.Start(ctx)
 		for retry := 0; err != nil && retry < 3; retry++ {
 			t.Errorf("kill point %d: replica %d did not start: %v; starting it again", k, victim.index, err)
