@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/jobs"
 	"github.com/workspace-records/records/runtime/records"
-	"github.com/workspace-records/records/runtime/store"
 )
 
 // Bulk jobs (/v1/jobs…, runtime/jobs). A job is seen by the member who made it (with any of their keys)
@@ -161,18 +159,18 @@ func (h *Handler) createJob(w http.ResponseWriter, req bunrouter.Request) error 
 		return nil
 	}}
 	return h.idempotent(w, req, actorOf(ctx), rp, body, false, func(claim *idempotency.Claim) (idempotency.Response, error) {
-		var resp idempotency.Response
-		_, err := js.Create(ctx, p.Workspace.ID, p.Member.ID, p.Key.ID, kind, r, spec, func(ctx context.Context, q store.Querier, j *jobs.Job) error {
-			resp = idempotency.Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/v1/jobs/" + j.ID}}, Body: encode(map[string]any{"data": jobView(j)})}
-			if claim == nil {
-				return nil
-			}
-			return h.idem.Complete(ctx, q, claim, resp)
-		})
+		respond := func(j *jobs.Job) idempotency.Response {
+			return idempotency.Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/v1/jobs/" + j.ID}}, Body: encode(map[string]any{"data": jobView(j)})}
+		}
+		var rc *jobs.Receipt
+		if claim != nil {
+			rc = &jobs.Receipt{Keys: h.idem, Claim: claim, Respond: respond}
+		}
+		j, err := js.Create(ctx, p.Workspace.ID, p.Member.ID, p.Key.ID, kind, r, spec, rc)
 		if err != nil {
 			return idempotency.Response{}, jobError(err)
 		}
-		return resp, nil
+		return respond(j), nil
 	})
 }
 

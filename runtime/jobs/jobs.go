@@ -21,6 +21,7 @@ import (
 
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/sqlgen"
+	"github.com/workspace-records/records/runtime/idempotency"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -184,11 +185,18 @@ func scanJob(row []any) (*Job, error) {
 	return j, nil
 }
 
+// Receipt is the answer to a job's creation under an Idempotency-Key (Claim, held in Keys), made by
+// Respond from the new job and stored in the creation's transaction.
+type Receipt struct {
+	Keys    *idempotency.Keys
+	Claim   *idempotency.Claim
+	Respond func(j *Job) idempotency.Response
+}
+
 // Create makes a job of kind on resource r for the key of member in workspace: an import opens for its
 // upload, an export is queued at once. At most MaxActive jobs of a workspace are active (ErrTooMany).
-// then (nil: nothing) runs in the creation's transaction with the new job (an Idempotency-Key's answer
-// is stored there).
-func (s *Service) Create(ctx context.Context, workspace, member, key, kind string, r *model.Resource, spec Spec, then func(ctx context.Context, q store.Querier, j *Job) error) (*Job, error) {
+// rc (nil: none) is the Idempotency-Key's answer, stored in the creation's transaction.
+func (s *Service) Create(ctx context.Context, workspace, member, key, kind string, r *model.Resource, spec Spec, rc *Receipt) (*Job, error) {
 	now := s.now()
 	state := StateOpen
 	expires := now.Add(OpenFor)
@@ -224,14 +232,14 @@ func (s *Service) Create(ctx context.Context, workspace, member, key, kind strin
 		if err != nil {
 			return fmt.Errorf("insert job: %w", err)
 		}
-		if then == nil {
+		if rc == nil {
 			return nil
 		}
 		j, err := s.get(ctx, q, workspace, id)
 		if err != nil {
 			return err
 		}
-		return then(ctx, q, j)
+		return rc.Keys.Complete(ctx, q, rc.Claim, rc.Respond(j))
 	})
 	if err != nil {
 		return nil, err
