@@ -11,6 +11,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
@@ -212,8 +213,10 @@ func (cv *converter) value(key, text string) (any, *field.Error) {
 }
 
 // importRows writes j's rows from the first not committed, Chunk at a time, each chunk with its
-// results and the job's progress in one transaction.
-// Each chunk's rows are taken from the quota (charge) before it is written.
+// results and the job's progress in one transaction. The next chunk is read and, for a chunk of
+// creates, checked (records.Service.PrepareCreates) while the previous one is written: the processor's
+// work and the database's overlap. Each chunk's rows are taken from the quota (charge) before it is
+// written.
 func (s *Service) importRows(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, charge func(context.Context, int64) error) error {
 	src, err := s.newSource(ctx, j, c)
 	if err != nil {
@@ -229,71 +232,103 @@ func (s *Service) importRows(ctx context.Context, svc *records.Service, a record
 		}
 		row++
 	}
-	items := make([]records.BatchItem, 0, s.Chunk)
-	for {
-		items = items[:0]
-		first := row + 1
-		var end bool
-		for len(items) < s.Chunk {
-			it, err := src.next()
-			if errors.Is(err, io.EOF) {
-				end = true
-				break
+	ctx, cancel := context.WithCancel(ctx)
+	chunks := make(chan chunk, 1)
+	var readErr error
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }() // an early return stops the reader, which may wait to send
+	wg.Go(func() {
+		defer close(chunks)
+		for {
+			ch := chunk{first: row + 1}
+			for len(ch.items) < s.Chunk {
+				it, err := src.next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					readErr = err
+					return
+				}
+				ch.items = append(ch.items, it)
+				row++
 			}
-			if err != nil {
-				return err
+			if len(ch.items) == 0 {
+				return
 			}
-			items = append(items, it)
-			row++
+			ch.load = s.prepareCreates(svc, a, c, j, ch.items)
+			select {
+			case chunks <- ch:
+			case <-ctx.Done():
+				return
+			}
 		}
-		if len(items) > 0 {
-			if err := charge(ctx, int64(len(items))); err != nil {
-				return err
-			}
-			if err := s.writeChunk(ctx, svc, a, c, j, first, items); err != nil {
-				return err
-			}
+	})
+	for ch := range chunks {
+		if err := charge(ctx, int64(len(ch.items))); err != nil {
+			return err
 		}
-		if end {
-			return nil
+		if err := s.writeChunk(ctx, svc, a, c, j, ch); err != nil {
+			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
+	wg.Wait()
+	return readErr
 }
 
-// writeChunk writes items (rows first…) and, in the same transaction, their results and the job's
-// progress. A chunk of creates goes the bulk way first (records.Service.CreateMany: COPY on PostgreSQL);
-// when it cannot (a hooked resource, a refused row, a held unique value), and for every other chunk, the
-// items run as one per-item batch. A dry run's batch rolls back; its results and progress are then
-// written alone.
-func (s *Service) writeChunk(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, first int64, items []records.BatchItem) error {
-	p := progress{next: first + int64(len(items)) - 1, read: int64(len(items))}
-	if !j.Spec.DryRun && j.Spec.Operation == records.ItemCreate {
-		bodies := make([]map[string]any, len(items))
-		for i, it := range items {
-			if it.Problem != nil {
-				bodies = nil
-				break
-			}
-			bodies[i] = it.Body
+// chunk is a run of input rows, first… : their items and, for a chunk of creates that can go the bulk
+// way, its checked rows (nil: the per-item batch).
+type chunk struct {
+	first int64
+	items []records.BatchItem
+	load  *records.Load
+}
+
+// prepareCreates checks items for the bulk way when the job creates records and writes (not a dry
+// run), and every row parsed: the Load, or nil for the per-item batch.
+func (s *Service) prepareCreates(svc *records.Service, a records.Actor, c *records.Collection, j *Job, items []records.BatchItem) *records.Load {
+	if j.Spec.DryRun || j.Spec.Operation != records.ItemCreate {
+		return nil
+	}
+	bodies := make([]map[string]any, len(items))
+	for i, it := range items {
+		if it.Problem != nil {
+			return nil
 		}
-		if bodies != nil {
-			_, err := svc.CreateMany(ctx, a, c, bodies, func(ctx context.Context, q store.Querier, ids []string) error {
-				rows := sqlgen.Rows{Table: "job_rows", Columns: []string{"workspace_id", "job_id", "row_no", "status", "record_id", "unchanged", "errors"}, Values: make([][]any, len(ids))}
-				for i, id := range ids {
-					rows.Values[i] = []any{j.Workspace, j.ID, first + int64(i), 201, id, false, nil}
-				}
-				if _, err := store.Copy(ctx, q, s.d, rows); err != nil {
-					return fmt.Errorf("job rows: %w", err)
-				}
-				p.written = int64(len(ids))
-				return s.advance(ctx, q, j, p)
-			})
-			if !errors.Is(err, records.ErrNotBulk) {
-				return err
+		bodies[i] = it.Body
+	}
+	l, err := svc.PrepareCreates(a, c, bodies)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// writeChunk writes ch and, in the same transaction, its rows' results and the job's progress. A chunk
+// of checked creates (ch.load) goes the bulk way (records.Service.WriteCreates: COPY on PostgreSQL);
+// when it cannot (a held unique value), and for every other chunk, the items run as one per-item batch,
+// which gives each row its own result. A dry run's batch rolls back; its results and progress are then
+// written alone.
+func (s *Service) writeChunk(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, ch chunk) error {
+	first, items := ch.first, ch.items
+	p := progress{next: first + int64(len(items)) - 1, read: int64(len(items))}
+	if ch.load != nil {
+		err := svc.WriteCreates(ctx, ch.load, func(ctx context.Context, q store.Querier, ids []string) error {
+			rows := sqlgen.Rows{Table: "job_rows", Columns: []string{"workspace_id", "job_id", "row_no", "status", "record_id", "unchanged", "errors"}, Values: make([][]any, len(ids))}
+			for i, id := range ids {
+				rows.Values[i] = []any{j.Workspace, j.ID, first + int64(i), 201, id, false, nil}
 			}
+			if _, err := store.Copy(ctx, q, s.d, rows); err != nil {
+				return fmt.Errorf("job rows: %w", err)
+			}
+			p.written = int64(len(ids))
+			return s.advance(ctx, q, j, p)
+		})
+		if !errors.Is(err, records.ErrNotBulk) {
+			return err
 		}
 	}
 	var results []records.BatchResult

@@ -198,7 +198,7 @@ func (s *Service) writeLoad(ctx context.Context, l *Load, then func(ctx context.
 	return l.Len(), nil
 }
 
-// ErrNotBulk is CreateMany's answer when its bodies cannot be written in bulk: the resource has plugin
+// ErrNotBulk is PrepareCreates' and WriteCreates' answer when bodies cannot be written in bulk: the resource has plugin
 // hooks, a body is refused, or the write meets a held unique value. Nothing was written; the caller
 // writes them one by one (Batch), which gives each its own result.
 var ErrNotBulk = errors.New("not writable in bulk")
@@ -209,12 +209,12 @@ type thenError struct{ err error }
 func (e thenError) Error() string { return e.err.Error() }
 func (e thenError) Unwrap() error { return e.err }
 
-// CreateMany writes bodies as API creates by a into c — checked as Create checks them (the create
-// schema, the resource's rules, a's field rules and reach, references, unique keys), with an audit entry
-// (create) and an event per record — in one transaction with the bulk path's statements (store.Copy:
-// COPY on PostgreSQL). then (nil: nothing) runs in the transaction with the new records' ids, its error
-// returned as it is. ErrNotBulk when they cannot be written so (see there).
-func (s *Service) CreateMany(ctx context.Context, a Actor, c *Collection, bodies []map[string]any, then func(ctx context.Context, q store.Querier, ids []string) error) ([]string, error) {
+// PrepareCreates checks bodies as API creates by a into c are checked (Create's checks: the create
+// schema, the resource's rules, a's field rules and reach) and builds their rows, reading nothing from
+// the database: the first half of a bulk create, which a loader runs for the next bodies while the
+// previous Load is written (WriteCreates). ErrNotBulk when the resource has plugin hooks or a body is
+// refused.
+func (s *Service) PrepareCreates(a Actor, c *Collection, bodies []map[string]any) (*Load, error) {
 	if len(c.Resource.Hooks) > 0 {
 		return nil, ErrNotBulk
 	}
@@ -222,17 +222,26 @@ func (s *Service) CreateMany(ctx context.Context, a Actor, c *Collection, bodies
 	if err != nil {
 		return nil, ErrNotBulk
 	}
-	_, err = s.writeLoad(ctx, l, then)
+	return l, nil
+}
+
+// WriteCreates writes l (PrepareCreates) in one transaction with the bulk path's statements (store.Copy:
+// COPY on PostgreSQL) after checking references and unique keys, with an audit entry (create) and an
+// event per record; then (nil: nothing) runs last in the transaction with the new records' ids, its
+// error returned as it is. ErrNotBulk when the write meets a refusal (a held unique value, a reference
+// the actor may not reach): nothing was written.
+func (s *Service) WriteCreates(ctx context.Context, l *Load, then func(ctx context.Context, q store.Querier, ids []string) error) error {
+	_, err := s.writeLoad(ctx, l, then)
 	var te thenError
 	switch {
 	case err == nil:
-		return l.ids, nil
+		return nil
 	case errors.As(err, &te):
-		return nil, te.err
+		return te.err
 	case fatal(err):
-		return nil, err
+		return err
 	}
-	return nil, ErrNotBulk
+	return ErrNotBulk
 }
 
 func unique(ids []string) []string {
