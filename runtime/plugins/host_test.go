@@ -196,8 +196,14 @@ func TestPluginsDieWithHost(t *testing.T) {
 	}
 	// The hosts' socket directories go in a temporary directory of this test's own: every host sweeps
 	// the directories dead hosts left in its TMPDIR, and make test starts hosts in other test processes
-	// all the time, which swept the killed host's directory before this test looked for it.
-	t.Setenv("TMPDIR", t.TempDir())
+	// all the time, which swept the killed host's directory before this test looked for it. A short
+	// path: a Unix socket's path is at most 107 bytes, and t.TempDir's are long.
+	priv, err := os.MkdirTemp("", "rpd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(priv) })
+	t.Setenv("TMPDIR", priv)
 	dir, _, _ := chaosPlugins(t, "chaos-a", "chaos-b")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestPluginsDieWithHost$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "RECORDS_TEST_PLUGIN_HOST="+dir)
