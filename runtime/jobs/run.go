@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/workspace-records/records/engine/apierr"
@@ -58,9 +59,11 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 	if err != nil || j == nil {
 		return false, err
 	}
-	err = s.runJob(ctx, j)
+	rctx, release := s.hold(ctx, j)
+	err = s.runJob(rctx, j)
+	release()
 	switch {
-	case errors.Is(err, errLeaseLost):
+	case errors.Is(err, errLeaseLost) || errors.Is(context.Cause(rctx), errLeaseLost):
 		return true, nil
 	case ctx.Err() != nil:
 		return true, nil // the lease passes and another server (or this one, restarted) goes on
@@ -69,6 +72,36 @@ func (s *Service) RunOnce(ctx context.Context) (bool, error) {
 		return true, s.finish(context.WithoutCancel(ctx), j, StateFailed, publicError(err))
 	}
 	return true, nil
+}
+
+// hold renews j's lease every Lease/3 while it runs, so that a chunk slower than the lease (a loaded
+// machine, slow hooks) keeps the job; when a renewal finds the lease gone (another server took the job
+// over, or it was cancelled) it ends the run (errLeaseLost), whose open chunk then rolls back. release
+// stops the renewals.
+func (s *Service) hold(ctx context.Context, j *Job) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(max(s.Lease/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n, err := s.st.Exec(ctx, s.d.Bind("UPDATE jobs SET lease_until = ? WHERE workspace_id = ? AND id = ? AND state = ? AND lease_owner = ?",
+				s.now().Add(s.Lease), j.Workspace, j.ID, StateRunning, s.owner))
+			if err == nil && n == 0 {
+				cancel(errLeaseLost)
+				return
+			}
+		}
+	})
+	return ctx, func() { close(done); wg.Wait(); cancel(nil) }
 }
 
 // claim leases the oldest due job to this server.
