@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -164,7 +165,7 @@ func (s *Service) Rows(ctx context.Context, workspace, id string, failed bool, a
 WHERE workspace_id = ? AND job_id = ? AND status `+cmp+` 400 AND row_no > ? ORDER BY row_no LIMIT ?`, workspace, j.ID, after, limit+1), func(row []any) error {
 		r := Row{N: store.Int(row[0]), Status: int(store.Int(row[1])), ID: store.UUIDText(row[2]), Unchanged: store.Bool(row[3])}
 		if row[4] != nil {
-			if err := jsonUnmarshal(store.JSON(row[4]), &r.Errors); err != nil {
+			if err := json.Unmarshal(store.JSON(row[4]), &r.Errors); err != nil {
 				return err
 			}
 		}
