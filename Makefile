@@ -49,7 +49,7 @@ test:
 	trap 'rm -rf "$$bin"' EXIT; \
 	$(GO) build -o "$$bin/" ./cmd/recordsd ./cmd/recordsctl ./tools/webhookrecv || exit 1; \
 	export RECORDS_TEST_BIN="$$bin"; \
-	$(GO) test -tags recordstest_unscoped -count=1 -timeout 5m -v -run '^TestUnscoped' $(UNSCOPED_FLAGS) ./runtime/server/unscoped/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
+	$(GO) test -tags recordstest_unscoped -count=1 -timeout 15m -v -run '^TestUnscoped' $(UNSCOPED_FLAGS) ./runtime/server/unscoped/ > "$$bin/unscoped.log" 2>&1 & unscoped=$$!; \
 	rc=0; $(GO) test -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(TEST_FIRST) ./... || rc=$$?; \
 	urc=0; wait $$unscoped || urc=$$?; \
 	echo "--- go test -tags recordstest_unscoped -run '^TestUnscoped' ./runtime/server/unscoped/"; grep -E '^(--- |ok|FAIL|panic)' "$$bin/unscoped.log"; \

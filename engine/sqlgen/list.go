@@ -249,3 +249,23 @@ func (d Dialect) Estimate(table, workspace string) Stmt {
 	a := &args{d: d}
 	return Stmt{SQL: fmt.Sprintf("EXPLAIN (FORMAT JSON) SELECT 1 FROM %s WHERE %s", Quote(table), a.scope(Quote("workspace_id"), workspace)), Args: a.vals}
 }
+
+// Stream returns the one statement that reads every record plan selects for workspace, in the plan's
+// order, with no page: an export's read, one snapshot however many rows it holds. Each database's
+// natural NULL order under ORDER BY is the band order List walks, so the rows come in the order a cursor
+// walk would give them. A plan sorted by a custom field has no such statement (ok false): its values
+// live in another table, and its walk goes band by band (customList).
+func (d Dialect) Stream(plan *listplan.Plan, workspace string) (Stmt, bool) {
+	if plan.Sort.Custom {
+		return Stmt{}, false
+	}
+	dir := "ASC"
+	if plan.Desc {
+		dir = "DESC"
+	}
+	a := &args{d: d}
+	where := d.where(plan, workspace, a)
+	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s %s, %s %s", d.selectList(plan.Resource), Quote(plan.Resource.Table), where,
+		Quote(plan.Sort.Column), dir, Quote("id"), dir)
+	return Stmt{SQL: sql, Args: a.vals}, true
+}

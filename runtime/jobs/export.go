@@ -3,8 +3,7 @@ package jobs
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -15,18 +14,171 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
-// ExportPage is how many records an export reads per page (and writes per chunk).
+// ExportPage is how many records an export reads per page when it walks (and how many it charges to
+// the quota at a time).
 const ExportPage = 2000
 
-// export walks j's list under a's masks and record rules and writes it to j's file (part 0), a page
-// per transaction with the walk's cursor, so that a resumed export goes on after the last page written.
-// Every ExportUnit records are taken from the quota (charge) before their page is read.
+// export writes j's list under a's masks and record rules to j's file (part 0). A query that one
+// statement can read (records.Service.Stream: no expansion, no custom-field sort) is read that way, from
+// one snapshot; any other walks the keyset cursor a page at a time (exportWalk).
 func (s *Service) export(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, charge func(context.Context, int64) error) error {
 	lq, err := records.ReadList(records.ListRequest{Body: j.Spec.Query})
 	if err != nil {
 		return err
 	}
 	columns := exportColumns(c, j.Spec.Query)
+	err = s.exportStream(ctx, svc, a, c, j, lq, columns, charge)
+	if errors.Is(err, records.ErrNotStreamed) {
+		return s.exportWalk(ctx, svc, a, c, j, lq, columns, charge)
+	}
+	return err
+}
+
+// exportStream writes j's file from one read of its query (one snapshot). The file is stored in blocks
+// of about ChunkBytes by a second goroutine while the read goes on, each block with the job's progress
+// in one transaction. A read cannot resume where another server's stopped, so an export taken over
+// starts again: what the earlier holder stored is deleted, and the records it already charged to the
+// quota are not charged twice.
+func (s *Service) exportStream(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, lq *records.ListQuery, columns []string, charge func(context.Context, int64) error) error {
+	charged := j.NextRow
+	if err := s.restartExport(ctx, j); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	blocks := make(chan exportBlock, 1)
+	stored := make(chan error, 1)
+	go func() {
+		var err error
+		seq := int64(0)
+		for b := range blocks {
+			if err != nil {
+				continue
+			}
+			if err = s.storeBlock(ctx, j, &seq, b); err != nil {
+				cancel(err)
+			}
+		}
+		stored <- err
+	}()
+
+	buf := make([]byte, 0, ChunkBytes+ChunkBytes/8)
+	var rows, count int64
+	send := func() {
+		blocks <- exportBlock{data: buf, rows: rows}
+		buf, rows = make([]byte, 0, ChunkBytes+ChunkBytes/8), 0
+	}
+	add := func() error {
+		count++
+		rows++
+		if count > charged && (count-1)%ExportPage == 0 {
+			if err := charge(ctx, ExportPage/ExportUnit); err != nil {
+				return err
+			}
+		}
+		if len(buf) >= ChunkBytes {
+			send()
+		}
+		return nil
+	}
+	if j.Spec.Format == "ndjson" {
+		err := svc.Stream(ctx, a, c, lq, func(rec records.Record) error {
+			b, err := jsonenc.Marshal(rec)
+			if err != nil {
+				return fmt.Errorf("encode record: %w", err)
+			}
+			buf = append(bytes.TrimRight(append(buf, b...), "\n"), '\n')
+			return add()
+		})
+		if errors.Is(err, records.ErrNotStreamed) {
+			close(blocks)
+			<-stored
+			return err
+		}
+		return s.endStream(blocks, stored, send, err)
+	}
+	buf = appendCSVRow(buf, columns)
+	err := svc.StreamValues(ctx, a, c, lq, columns, func(vals []any) error {
+		for i, v := range vals {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendCell(buf, v)
+		}
+		buf = append(buf, '\n')
+		return add()
+	})
+	if errors.Is(err, records.ErrNotStreamed) {
+		close(blocks)
+		<-stored
+		return err
+	}
+	return s.endStream(blocks, stored, send, err)
+}
+
+// endStream sends the last block (the whole file, when it is empty), waits until every block is stored
+// and answers the first error of the read or the store.
+func (s *Service) endStream(blocks chan exportBlock, stored chan error, send func(), readErr error) error {
+	if readErr == nil {
+		send()
+	}
+	close(blocks)
+	storeErr := <-stored
+	if storeErr != nil {
+		return storeErr
+	}
+	return readErr
+}
+
+// exportBlock is a piece of an export's file and the number of records it holds.
+type exportBlock struct {
+	data []byte
+	rows int64
+}
+
+// storeBlock stores b as the next chunks of j's file (from *seq on) with the job's progress, in one
+// transaction. The first block is stored even when empty, so that an empty export has its file.
+func (s *Service) storeBlock(ctx context.Context, j *Job, seq *int64, b exportBlock) error {
+	wctx := store.WithWorkspace(ctx, j.Workspace)
+	next := *seq
+	err := s.st.Tx(wctx, func(q store.Querier) error {
+		for off := 0; off < len(b.data) || (off == 0 && next == 0); off += ChunkBytes {
+			end := min(off+ChunkBytes, len(b.data))
+			if _, err := q.Exec(wctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, next, b.data[off:end])); err != nil {
+				return fmt.Errorf("store export chunk: %w", err)
+			}
+			next++
+		}
+		return s.advance(wctx, q, j, progress{next: j.NextRow + b.rows, read: b.rows, written: b.rows})
+	})
+	if err == nil {
+		*seq = next
+	}
+	return err
+}
+
+// restartExport deletes what an earlier holder of j stored of its file and sets its counts back to zero.
+func (s *Service) restartExport(ctx context.Context, j *Job) error {
+	if j.NextRow == 0 && j.Walk == "" {
+		return nil
+	}
+	wctx := store.WithWorkspace(ctx, j.Workspace)
+	return s.st.Tx(wctx, func(q store.Querier) error {
+		if _, err := q.Exec(wctx, s.d.Bind("DELETE FROM job_data WHERE workspace_id = ? AND job_id = ? AND part = ?", j.Workspace, j.ID, outputPart)); err != nil {
+			return fmt.Errorf("restart export: %w", err)
+		}
+		if _, err := q.Exec(wctx, s.d.Bind("UPDATE jobs SET rows_read = 0, rows_written = 0 WHERE workspace_id = ? AND id = ?", j.Workspace, j.ID)); err != nil {
+			return fmt.Errorf("restart export: %w", err)
+		}
+		j.NextRow, j.Walk = 0, ""
+		return s.advance(wctx, q, j, progress{})
+	})
+}
+
+// exportWalk walks j's list a page at a time with the walk's cursor, each page written with the cursor
+// after it in one transaction, so that a resumed export goes on after the last page written. Every
+// ExportUnit records are taken from the quota (charge) before their page is read.
+func (s *Service) exportWalk(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, lq *records.ListQuery, columns []string, charge func(context.Context, int64) error) error {
 	seq := int64(0)
 	if j.Walk != "" || j.NextRow > 0 {
 		if _, err := store.QueryOne(store.WithWorkspace(ctx, j.Workspace), s.st, s.d.Bind("SELECT coalesce(max(seq), -1) + 1 FROM job_data WHERE workspace_id = ? AND job_id = ? AND part = ?", j.Workspace, j.ID, outputPart), func(row []any) error {
@@ -45,35 +197,27 @@ func (s *Service) export(ctx context.Context, svc *records.Service, a records.Ac
 		if err != nil {
 			return err
 		}
-		var buf bytes.Buffer
+		var buf []byte
 		if j.Spec.Format == "ndjson" {
 			for _, rec := range page.Records {
 				b, err := jsonenc.Marshal(rec)
 				if err != nil {
 					return fmt.Errorf("encode record: %w", err)
 				}
-				buf.Write(bytes.TrimRight(b, "\n"))
-				buf.WriteByte('\n')
+				buf = append(bytes.TrimRight(append(buf, b...), "\n"), '\n')
 			}
 		} else {
-			w := csv.NewWriter(&buf)
 			if seq == 0 {
-				if err := w.Write(columns); err != nil {
-					return err
-				}
+				buf = appendCSVRow(buf, columns)
 			}
-			cells := make([]string, len(columns))
 			for _, rec := range page.Records {
 				for i, col := range columns {
-					cells[i] = cell(rec, col)
+					if i > 0 {
+						buf = append(buf, ',')
+					}
+					buf = appendCell(buf, value(rec, col))
 				}
-				if err := w.Write(cells); err != nil {
-					return err
-				}
-			}
-			w.Flush()
-			if err := w.Error(); err != nil {
-				return err
+				buf = append(buf, '\n')
 			}
 		}
 		next := ""
@@ -83,16 +227,9 @@ func (s *Service) export(ctx context.Context, svc *records.Service, a records.Ac
 		wctx := store.WithWorkspace(ctx, j.Workspace)
 		n := int64(len(page.Records))
 		if err := s.st.Tx(wctx, func(q store.Querier) error {
-			for off := 0; off < buf.Len(); off += ChunkBytes {
-				end := min(off+ChunkBytes, buf.Len())
-				if _, err := q.Exec(wctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, seq, buf.Bytes()[off:end])); err != nil {
-					return fmt.Errorf("store export chunk: %w", err)
-				}
-				seq++
-			}
-			if buf.Len() == 0 && seq == 0 {
-				// An export with no record and no header (NDJSON) still has its (empty) file.
-				if _, err := q.Exec(wctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, seq, []byte{})); err != nil {
+			for off := 0; off < len(buf) || (off == 0 && seq == 0); off += ChunkBytes {
+				end := min(off+ChunkBytes, len(buf))
+				if _, err := q.Exec(wctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, seq, buf[off:end])); err != nil {
 					return fmt.Errorf("store export chunk: %w", err)
 				}
 				seq++
@@ -123,9 +260,10 @@ func exportColumns(c *records.Collection, query map[string]any) []string {
 		}
 		return out
 	}
-	out := []string{}
+	out := []string{"id"}
 	for _, f := range c.Resource.Fields {
-		if c.Policy.Visibility(f.Key) != access.Hidden {
+		// The custom_fields object is left out: its values are the cf__ columns.
+		if f.Key != "id" && f.Key != "custom_fields" && c.Policy.Visibility(f.Key) != access.Hidden {
 			out = append(out, f.Key)
 		}
 	}
@@ -137,35 +275,11 @@ func exportColumns(c *records.Collection, query map[string]any) []string {
 	return append(out, custom...)
 }
 
-// cell is the CSV text of column col of rec: text as it is, numbers and booleans as JSON writes them, a
-// list joined by ";", an object as JSON, null as an empty cell.
-func cell(rec records.Record, col string) string {
-	var v any
+// value is the value of column col of rec: a field, or cf__<key> for a custom field.
+func value(rec records.Record, col string) any {
 	if name, ok := strings.CutPrefix(col, "cf__"); ok {
 		cf, _ := rec["custom_fields"].(map[string]any)
-		v = cf[name]
-	} else {
-		v = rec[col]
+		return cf[name]
 	}
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case []any:
-		parts := make([]string, len(x))
-		for i, p := range x {
-			parts[i] = fmt.Sprint(p)
-		}
-		return strings.Join(parts, ";")
-	case map[string]any:
-		b, _ := json.Marshal(x)
-		return string(b)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		return string(b)
-	}
+	return rec[col]
 }

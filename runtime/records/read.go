@@ -245,22 +245,9 @@ func ReadList(lr ListRequest) (*ListQuery, error) {
 // List returns one page of collection c as a may see it: it plans q under the caller's policy and runs
 // it. c is the collection of q's data model (ListQuery.ModelID).
 func (s *Service) List(ctx context.Context, a Actor, c *Collection, q *ListQuery) (*Page, error) {
-	params := q.params
-	params.ModelID = c.ModelID
-	r := c.Resource
-	targets, err := s.pathTargets(ctx, a, r, params.Filters)
+	plan, exps, err := s.plan(ctx, a, c, q)
 	if err != nil {
 		return nil, err
-	}
-	plan, fl := listplan.Build(r, params, listplan.Scope{Workspace: c.Workspace, Secret: s.secret, Policy: c.Policy, Custom: c.Fields.FilterFields(), Targets: targets})
-	var exps []*listplan.Expansion
-	if len(params.Expand) > 0 {
-		var efl field.ErrorList
-		exps, efl = listplan.Expand(s.cat, r, params.Expand, a.Policy)
-		fl = append(fl, efl...)
-	}
-	if len(fl) > 0 {
-		return nil, apierr.Invalid("", fl)
 	}
 	page, err := s.list(ctx, c, plan)
 	if err != nil {
@@ -279,6 +266,28 @@ func (s *Service) List(ctx context.Context, a Actor, c *Collection, q *ListQuery
 		return nil, err
 	}
 	return page, nil
+}
+
+// plan plans q on c under a's policy: the plan and the expansions q asks for (400 for what is refused).
+func (s *Service) plan(ctx context.Context, a Actor, c *Collection, q *ListQuery) (*listplan.Plan, []*listplan.Expansion, error) {
+	params := q.params
+	params.ModelID = c.ModelID
+	r := c.Resource
+	targets, err := s.pathTargets(ctx, a, r, params.Filters)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, fl := listplan.Build(r, params, listplan.Scope{Workspace: c.Workspace, Secret: s.secret, Policy: c.Policy, Custom: c.Fields.FilterFields(), Targets: targets})
+	var exps []*listplan.Expansion
+	if len(params.Expand) > 0 {
+		var efl field.ErrorList
+		exps, efl = listplan.Expand(s.cat, r, params.Expand, a.Policy)
+		fl = append(fl, efl...)
+	}
+	if len(fl) > 0 {
+		return nil, nil, apierr.Invalid("", fl)
+	}
+	return plan, exps, nil
 }
 
 // pathTargets returns what the filter paths of the raw filter tree may reach from r for a: each related
