@@ -14,7 +14,7 @@ import (
 var jobsTag = map[string]any{"name": "jobs", "x-displayName": "Bulk jobs", "description": "Imports and exports of a whole resource, run in the background: " +
 	"an import takes a CSV or NDJSON upload in parts and writes every row as a batch item would be written (validation, field and record rules, plugin hooks, " +
 	"unique keys, audit, events), in chunks that commit with their results, so that a job resumed on another server after a crash writes each row exactly once; " +
-	"an export walks a list (the body of `POST /v1/{resource}/query`) under the caller's masks and record rules into a file. " +
+	"an export reads a list (the body of `POST /v1/{resource}/query`) under the caller's masks and record rules into a file, from one snapshot (a list sorted by a custom field: page by page). " +
 	"A job is visible to the member who made it and to members whose role holds `api.manage`, through a key that may use its resource (an import: write it); " +
 	"to anyone else it is 404. Jobs, their results and an export's file are kept 7 days after they end."}
 
