@@ -255,7 +255,9 @@ func (d Dialect) Estimate(table, workspace string) Stmt {
 // natural NULL order under ORDER BY is the band order List walks, so the rows come in the order a cursor
 // walk would give them. A plan sorted by a custom field has no such statement (ok false): its values
 // live in another table, and its walk goes band by band (customList).
-func (d Dialect) Stream(plan *listplan.Plan, workspace string) (Stmt, bool) {
+//
+// fields are the columns it reads after workspace_id (nil: every field, as List reads them).
+func (d Dialect) Stream(plan *listplan.Plan, workspace string, fields []*model.Field) (Stmt, bool) {
 	if plan.Sort.Custom {
 		return Stmt{}, false
 	}
@@ -265,7 +267,16 @@ func (d Dialect) Stream(plan *listplan.Plan, workspace string) (Stmt, bool) {
 	}
 	a := &args{d: d}
 	where := d.where(plan, workspace, a)
-	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s %s, %s %s", d.selectList(plan.Resource), Quote(plan.Resource.Table), where,
+	list := d.selectList(plan.Resource)
+	if fields != nil {
+		cols := make([]string, len(fields)+1)
+		cols[0] = Quote("workspace_id")
+		for i, f := range fields {
+			cols[i+1] = Quote(f.Column)
+		}
+		list = strings.Join(cols, ", ")
+	}
+	sql := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s %s, %s %s", list, Quote(plan.Resource.Table), where,
 		Quote(plan.Sort.Column), dir, Quote("id"), dir)
 	return Stmt{SQL: sql, Args: a.vals}, true
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/workspace-records/records/runtime/store"
 )
 
+// exportBlock is about how much of a streamed export's file is stored per transaction (in chunks of
+// ChunkBytes): fewer commits than one a chunk, and still progress every fraction of a second.
+const exportBlock = 4 * ChunkBytes
+
 // ExportPage is how many records an export reads per page when it walks (and how many it charges to
 // the quota at a time).
 const ExportPage = 2000
@@ -46,7 +50,7 @@ func (s *Service) exportStream(ctx context.Context, svc *records.Service, a reco
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	blocks := make(chan exportBlock, 1)
+	blocks := make(chan fileBlock, 1)
 	stored := make(chan error, 1)
 	go func() {
 		var err error
@@ -62,11 +66,11 @@ func (s *Service) exportStream(ctx context.Context, svc *records.Service, a reco
 		stored <- err
 	}()
 
-	buf := make([]byte, 0, ChunkBytes+ChunkBytes/8)
+	buf := make([]byte, 0, exportBlock+ChunkBytes/8)
 	var rows, count int64
 	send := func() {
-		blocks <- exportBlock{data: buf, rows: rows}
-		buf, rows = make([]byte, 0, ChunkBytes+ChunkBytes/8), 0
+		blocks <- fileBlock{data: buf, rows: rows}
+		buf, rows = make([]byte, 0, exportBlock+ChunkBytes/8), 0
 	}
 	add := func() error {
 		count++
@@ -76,7 +80,7 @@ func (s *Service) exportStream(ctx context.Context, svc *records.Service, a reco
 				return err
 			}
 		}
-		if len(buf) >= ChunkBytes {
+		if len(buf) >= exportBlock {
 			send()
 		}
 		return nil
@@ -118,7 +122,7 @@ func (s *Service) exportStream(ctx context.Context, svc *records.Service, a reco
 
 // endStream sends the last block (the whole file, when it is empty), waits until every block is stored
 // and answers the first error of the read or the store.
-func (s *Service) endStream(blocks chan exportBlock, stored chan error, send func(), readErr error) error {
+func (s *Service) endStream(blocks chan fileBlock, stored chan error, send func(), readErr error) error {
 	if readErr == nil {
 		send()
 	}
@@ -130,15 +134,15 @@ func (s *Service) endStream(blocks chan exportBlock, stored chan error, send fun
 	return readErr
 }
 
-// exportBlock is a piece of an export's file and the number of records it holds.
-type exportBlock struct {
+// fileBlock is a piece of an export's file and the number of records it holds.
+type fileBlock struct {
 	data []byte
 	rows int64
 }
 
 // storeBlock stores b as the next chunks of j's file (from *seq on) with the job's progress, in one
 // transaction. The first block is stored even when empty, so that an empty export has its file.
-func (s *Service) storeBlock(ctx context.Context, j *Job, seq *int64, b exportBlock) error {
+func (s *Service) storeBlock(ctx context.Context, j *Job, seq *int64, b fileBlock) error {
 	wctx := store.WithWorkspace(ctx, j.Workspace)
 	next := *seq
 	err := s.st.Tx(wctx, func(q store.Querier) error {

@@ -39,7 +39,7 @@ func Fingerprint(d sqlgen.Dialect, cat *model.Catalog) string {
 		write(h, sys.ddl...)
 	}
 	for _, a := range systemAdditions(d) {
-		write(h, "addition", a.table, a.column, a.typ, a.index, a.ddl)
+		write(h, "addition", a.table, a.column, a.typ, a.index, a.ddl, a.storage)
 	}
 	for _, table := range tenantSystemTables {
 		write(h, "row security", table)

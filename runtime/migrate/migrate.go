@@ -202,6 +202,23 @@ func migrateResource(ctx context.Context, q store.Querier, d sqlgen.Dialect, r *
 
 // migrateSystemAddition applies add unless the table already has it.
 func migrateSystemAddition(ctx context.Context, q store.Querier, d sqlgen.Dialect, add systemAddition, res *Result) error {
+	if add.storage != "" {
+		var storage string
+		if _, err := store.QueryOne(ctx, q, d.Bind("SELECT attstorage::text FROM pg_catalog.pg_attribute WHERE attrelid = to_regclass(?) AND attname = ?", add.table, add.storage), func(row []any) error {
+			storage, _ = row[0].(string)
+			return nil
+		}); err != nil {
+			return fmt.Errorf("inspect storage of %s.%s: %w", add.table, add.storage, err)
+		}
+		if storage == "e" {
+			return nil
+		}
+		if _, err := q.Exec(ctx, sqlgen.Stmt{SQL: add.ddl}); err != nil {
+			return fmt.Errorf("set storage of %s.%s: %w", add.table, add.storage, err)
+		}
+		res.Applied = append(res.Applied, fmt.Sprintf("set storage %s.%s external", add.table, add.storage))
+		return nil
+	}
 	if add.column != "" {
 		have, err := columns(ctx, q, d, add.table)
 		if err != nil {

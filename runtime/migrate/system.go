@@ -467,6 +467,8 @@ type systemAddition struct {
 	typ    string
 	index  string // or an index to create, with ddl
 	ddl    string
+	// or a column whose TOAST storage ddl sets to EXTERNAL (PostgreSQL): kept out of line, uncompressed
+	storage string
 }
 
 // systemAdditions returns the additive changes to system tables, oldest first.
@@ -475,7 +477,7 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 	if d.Kind() == sqlgen.SQLite {
 		js, boolType, tsType, uuidType = "TEXT", "INTEGER", "TEXT", "TEXT"
 	}
-	return []systemAddition{
+	adds := []systemAddition{
 		// The values an update replaced, by field key: changes holds the new ones.
 		{table: "audit_log", column: "previous", typ: js},
 		{table: "audit_log", index: "audit_log_time_idx", ddl: auditTimeIndex},
@@ -492,4 +494,11 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "api_keys", column: "rolled_from", typ: uuidType},
 		{table: "api_keys", column: "rolled_to", typ: uuidType},
 	}
+	if d.Kind() == sqlgen.Postgres {
+		// An export's file and an import's upload are stored in 1 MiB chunks: compressing each on the way in
+		// (pglz, the default) and out cost the export more than the read of its records, for a few percent
+		// of space on CSV; a client that wants it small asks for gzip on download.
+		adds = append(adds, systemAddition{table: "job_data", storage: "data", ddl: `ALTER TABLE job_data ALTER COLUMN data SET STORAGE EXTERNAL`})
+	}
+	return adds
 }

@@ -26,7 +26,7 @@ func (s *Service) Stream(ctx context.Context, a Actor, c *Collection, q *ListQue
 	if err != nil {
 		return err
 	}
-	return s.stream(ctx, c, plan, func(row []any) error {
+	return s.stream(ctx, c, plan, nil, func(row []any) error {
 		rec, err := s.toRecord(plan.Resource, row, c.Workspace, plan.ModelID)
 		if err != nil {
 			return err
@@ -55,19 +55,26 @@ func (s *Service) StreamValues(ctx context.Context, a Actor, c *Collection, q *L
 		keyed  bool   // the custom_fields object, keyed by write key (as a record shows it)
 		model  bool
 	}
-	cols := r.Fields
-	at := make(map[string]int, len(cols))
-	for i, f := range cols {
-		at[f.Key] = i + 1
+	// The statement reads workspace_id, then only the fields some column needs (read: their places in
+	// the row).
+	read := []*model.Field{}
+	place := map[string]int{}
+	need := func(f *model.Field) int {
+		if i, ok := place[f.Key]; ok {
+			return i
+		}
+		read = append(read, f)
+		place[f.Key] = len(read)
+		return len(read)
 	}
-	cf, hasCustom := at["custom_fields"]
+	customField, hasCustom := r.Field("custom_fields")
+	cf := 0
 	sources := make([]source, len(columns))
-	needCustom := false
 	for i, name := range columns {
 		src := &sources[i]
 		if key, ok := strings.CutPrefix(name, "cf__"); ok {
 			if d, ok := c.Fields.ByKey(key); ok && hasCustom {
-				src.custom, needCustom = d.ID, true
+				src.custom, cf = d.ID, need(customField)
 			}
 			continue
 		}
@@ -75,27 +82,28 @@ func (s *Service) StreamValues(ctx context.Context, a Actor, c *Collection, q *L
 			src.model = true
 			continue
 		}
-		idx, ok := at[name]
+		f, ok := r.Field(name)
 		vis := c.Policy.Visibility(name)
 		if !ok || vis == access.Hidden {
 			continue
 		}
-		src.field, src.index, src.masked = cols[idx-1], idx, vis == access.Masked
 		if name == "custom_fields" {
-			src.keyed, needCustom = true, true
+			src.keyed, cf = true, need(customField)
+			continue
 		}
+		src.field, src.index, src.masked = f, need(f), vis == access.Masked
 	}
 	vals := make([]any, len(columns))
-	return s.stream(ctx, c, plan, func(row []any) error {
-		if len(row) != len(cols)+1 {
-			return fmt.Errorf("%s: row has %d columns, want %d", r.Name, len(row), len(cols)+1)
+	return s.stream(ctx, c, plan, read, func(row []any) error {
+		if len(row) != len(read)+1 {
+			return fmt.Errorf("%s: row has %d columns, want %d", r.Name, len(row), len(read)+1)
 		}
 		if got := store.UUIDText(row[0]); got != c.Workspace {
 			return fmt.Errorf("%s: %w: row of workspace %s read for workspace %s", r.Name, ErrTenancy, got, c.Workspace)
 		}
 		var stored map[string]any
-		if needCustom {
-			v, err := store.FieldValue(cols[cf-1], row[cf])
+		if cf > 0 {
+			v, err := store.FieldValue(customField, row[cf])
 			if err != nil {
 				return fmt.Errorf("%s.custom_fields: %w", r.Name, err)
 			}
@@ -144,9 +152,10 @@ func (s *Service) streamPlan(ctx context.Context, a Actor, c *Collection, q *Lis
 	return plan, top, nil
 }
 
-// stream runs plan's one statement in c's workspace and calls fn with each row.
-func (s *Service) stream(ctx context.Context, c *Collection, plan *listplan.Plan, fn func(row []any) error) error {
-	stmt, ok := s.d.Stream(plan, c.Workspace)
+// stream runs plan's one statement in c's workspace, reading fields (nil: all), and calls fn with each
+// row.
+func (s *Service) stream(ctx context.Context, c *Collection, plan *listplan.Plan, fields []*model.Field, fn func(row []any) error) error {
+	stmt, ok := s.d.Stream(plan, c.Workspace, fields)
 	if !ok {
 		return ErrNotStreamed
 	}
