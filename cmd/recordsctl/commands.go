@@ -22,7 +22,7 @@ type command struct {
 }
 
 // groups are the first words of two-word commands (workspace create, key list, …).
-var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "notification": true, "records": true, "definitions": true, "plugins": true, "webhook": true}
+var groups = map[string]bool{"audit": true, "field": true, "role": true, "workspace": true, "member": true, "key": true, "model": true, "notification": true, "records": true, "definitions": true, "plugins": true, "webhook": true, "jobs": true}
 
 func commands() map[string]command {
 	return map[string]command{
@@ -65,6 +65,13 @@ func commands() map[string]command {
 		"webhook delete":        {webhookDeleteUsage, "delete a webhook endpoint with its pending deliveries and delivery log", cmdWebhookDelete},
 		"webhook deliveries":    {webhookDeliveriesUsage, "list a webhook endpoint's deliveries, newest first, with their attempts", cmdWebhookDeliveries},
 		"webhook replay":        {webhookReplayUsage, "send a webhook endpoint one event, or every event after a sequence, again", cmdWebhookReplay},
+		"jobs import":           {jobsImportUsage, "import a CSV or NDJSON file through a bulk job the servers run, acting as an API key; follows it to its end", cmdJobsImport},
+		"jobs export":           {jobsExportUsage, "export a list through a bulk job the servers run, acting as an API key; writes the file once it completes", cmdJobsExport},
+		"jobs list":             {"jobs list --workspace W [--limit N]", "list a workspace's bulk jobs, newest first", cmdJobsList},
+		"jobs show":             {"jobs show ID [--watch]", "show a bulk job; --watch follows it to its end with its progress", cmdJobsShow},
+		"jobs cancel":           {"jobs cancel ID", "cancel a bulk job: an open or queued one at once, a running one at its next chunk", cmdJobsCancel},
+		"jobs failures":         {"jobs failures ID [--limit N] [--after ROW]", "list an import's failed rows: row number, status and problems", cmdJobsFailures},
+		"jobs download":         {"jobs download ID [--out F]", "write a completed export's file to F, or to standard output", cmdJobsDownload},
 		"seed":                  {"seed --workspace W --resource R --count N [--model-id M] [--seed S] [--batch B]", "create synthetic records", cmdSeed},
 		"definitions lint":      {"definitions lint [DIR]", "check the definitions and report every problem", cmdLint},
 		"definitions diff":      {"definitions diff [DIR]", "show what applying the definitions in DIR would change: the definitions and the database migration", cmdDefinitionsApply(true)},
@@ -77,7 +84,8 @@ func commands() map[string]command {
 
 // helps explain commands beyond their usage line, for COMMAND --help.
 var helps = map[string]string{"audit list": auditListHelp, "webhook create": webhookCreateHelp,
-	"webhook deliveries": webhookDeliveriesHelp, "webhook replay": webhookReplayHelp, "console-link": consoleLinkHelp}
+	"webhook deliveries": webhookDeliveriesHelp, "webhook replay": webhookReplayHelp, "console-link": consoleLinkHelp,
+	"jobs import": jobsHelp, "jobs export": jobsHelp, "jobs show": jobsHelp}
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg := config.Default(getenv)

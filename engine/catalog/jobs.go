@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/workspace-records/records/engine/route"
 )
@@ -25,7 +26,7 @@ func jobSchemas() map[string]any {
 	return map[string]any{
 		"Job": map[string]any{
 			"type": "object", "additionalProperties": false,
-			"required":    []string{"id", "type", "resource", "state", "format", "created_by", "created_at", "updated_at", "started_at", "finished_at", "expires_at", "counts", "error"},
+			"required":    []string{"id", "type", "resource", "state", "format", "created_by", "created_at", "updated_at", "started_at", "finished_at", "expires_at", "counts", "progress", "error"},
 			"description": "A bulk job: `open` (an import taking its upload), `queued`, `running`, then `completed`, `failed` or `cancelled`.",
 			"properties": map[string]any{
 				"id":          map[string]any{"type": "string", "format": "uuid"},
@@ -48,7 +49,13 @@ func jobSchemas() map[string]any {
 					"description": "Rows read, written (created or changed), failed and unchanged (an update or upsert whose values equal the stored ones) so far: a running job's progress.",
 					"properties":  map[string]any{"read": count, "written": count, "failed": count, "unchanged": count}},
 				"rows_per_second": map[string]any{"type": "number", "minimum": 0, "description": "Rows read per second since the job started."},
-				"error":           map[string]any{"type": []string{"string", "null"}, "description": "Why a failed job failed."},
+				"progress": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"fraction", "seconds_left"},
+					"description": "How far the job is: a running import's share of its upload its committed rows took (0–1) and the time the rest should take at the rate so far; a completed job's 1 and 0. Null while unknown: before the first chunk commits, and for a running export (its total is not counted ahead).",
+					"properties": map[string]any{
+						"fraction":     map[string]any{"type": []string{"number", "null"}, "minimum": 0, "maximum": 1},
+						"seconds_left": map[string]any{"type": []string{"number", "null"}, "minimum": 0},
+					}},
+				"error": map[string]any{"type": []string{"string", "null"}, "description": "Why a failed job failed."},
 			},
 		},
 		"JobRow": map[string]any{
@@ -137,4 +144,27 @@ func jobOperations(ops map[route.Endpoint]map[string]any) {
 			"text/csv":             map[string]any{"schema": map[string]any{"type": "string"}},
 			"application/x-ndjson": map[string]any{"schema": map[string]any{"type": "string"}}}},
 		"400", "401", "403", "404", "409", "429", "500", "503")
+}
+
+// adminJobOperations adds the admin API's job operations to admin: the /v1/jobs operations they share a
+// handler with, under their own ids and tag, for an admin key or console session whose role holds
+// api.manage (every member's jobs).
+func adminJobOperations(admin map[route.AdminOp]map[string]any) {
+	ops := map[route.Endpoint]map[string]any{}
+	jobOperations(ops)
+	for _, o := range []struct {
+		admin route.AdminOp
+		data  route.Endpoint
+		id    string
+	}{
+		{route.AdminJobsList, route.JobList, "adminListJobs"},
+		{route.AdminJobsGet, route.JobGet, "adminGetJob"},
+		{route.AdminJobsCancel, route.JobCancel, "adminCancelJob"},
+		{route.AdminJobsDownload, route.JobDownload, "adminDownloadJob"},
+	} {
+		op := maps.Clone(ops[o.data])
+		op["operationId"], op["tags"] = o.id, []string{"admin-jobs"}
+		op["description"] = fmt.Sprint(op["description"]) + " Every member's jobs of the workspace." + adminNote
+		admin[o.admin] = op
+	}
 }

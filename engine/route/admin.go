@@ -39,6 +39,10 @@ const (
 	AdminRolesGet
 	AdminRolesUpdate
 	AdminAuditList
+	AdminJobsList
+	AdminJobsGet
+	AdminJobsCancel
+	AdminJobsDownload
 
 	AdminKeysList
 	AdminKeysGet

@@ -25,6 +25,12 @@ var workspaceAdminRoutes = []Route{
 	workspaceAdmin("GET", "/v1/admin/roles/:name", AdminRolesGet, "admin.roles.get"),
 	workspaceAdmin("PATCH", "/v1/admin/roles/:name", AdminRolesUpdate, "admin.roles.update"),
 	workspaceAdmin("GET", "/v1/admin/audit", AdminAuditList, "admin.audit.list"),
+	// The workspace's bulk jobs, every member's (the console's Jobs page): the /v1/jobs handlers, as a
+	// holder of api.manage sees them.
+	workspaceAdmin("GET", "/v1/admin/jobs", AdminJobsList, "admin.jobs.list"),
+	workspaceAdmin("GET", "/v1/admin/jobs/:id", AdminJobsGet, "admin.jobs.get"),
+	workspaceAdmin("POST", "/v1/admin/jobs/:id/cancel", AdminJobsCancel, "admin.jobs.cancel"),
+	workspaceAdmin("GET", "/v1/admin/jobs/:id/download", AdminJobsDownload, "admin.jobs.download"),
 }
 
 // workspaceAdmin is a documented route of the admin API (admin keys whose owner holds api.manage).

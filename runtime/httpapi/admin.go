@@ -44,6 +44,10 @@ func (h *Handler) adminHandlers() map[route.AdminOp]bunrouter.HandlerFunc {
 		route.AdminRolesGet:            h.getRole,
 		route.AdminRolesUpdate:         h.updateRole,
 		route.AdminAuditList:           h.adminAudit,
+		route.AdminJobsList:            h.listJobs,
+		route.AdminJobsGet:             h.getJob,
+		route.AdminJobsCancel:          h.changeJob(true),
+		route.AdminJobsDownload:        h.downloadJob,
 		// Keys, usage and webhooks (admin_keys.go).
 		route.AdminKeysList:             h.listKeys,
 		route.AdminKeysGet:              h.getKey,

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/uptrace/bunrouter"
 
@@ -23,41 +22,6 @@ import (
 // and by members whose role holds api.manage, and only through a key that may use the job's resource
 // (an import: write it); to anyone else it does not exist (404).
 
-// jobView is a job as the API shows it.
-func jobView(j *jobs.Job) map[string]any {
-	v := map[string]any{
-		"id": j.ID, "type": j.Kind, "resource": j.Resource, "state": j.State, "format": j.Spec.Format,
-		"created_by": j.Member, "created_at": j.CreatedAt, "updated_at": j.UpdatedAt,
-		"started_at": j.StartedAt, "finished_at": j.FinishedAt, "expires_at": j.ExpiresAt,
-		"counts": map[string]any{"read": j.RowsRead, "written": j.RowsWritten, "failed": j.RowsFailed, "unchanged": j.RowsUnchanged},
-		"error":  nil,
-	}
-	if j.Error != "" {
-		v["error"] = j.Error
-	}
-	if j.Kind == jobs.KindImport {
-		v["operation"], v["dry_run"] = j.Spec.Operation, j.Spec.DryRun
-		v["upload"] = map[string]any{"parts": j.Parts, "bytes": j.Bytes}
-		if j.Spec.Key != "" {
-			v["key"] = j.Spec.Key
-		}
-	} else {
-		v["query"] = j.Spec.Query
-		if j.Spec.Query == nil {
-			v["query"] = map[string]any{}
-		}
-	}
-	if j.StartedAt != nil {
-		end := time.Now()
-		if j.FinishedAt != nil {
-			end = *j.FinishedAt
-		}
-		if secs := end.Sub(*j.StartedAt).Seconds(); secs > 0 {
-			v["rows_per_second"] = float64(int64(float64(j.RowsRead)/secs*10)) / 10
-		}
-	}
-	return v
-}
 
 // jobsService is the jobs of the server, or 503 when it runs none.
 func (h *Handler) jobsService() (*jobs.Service, error) {
@@ -160,7 +124,7 @@ func (h *Handler) createJob(w http.ResponseWriter, req bunrouter.Request) error 
 	}}
 	return h.idempotent(w, req, actorOf(ctx), rp, body, false, func(claim *idempotency.Claim) (idempotency.Response, error) {
 		respond := func(j *jobs.Job) idempotency.Response {
-			return idempotency.Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/v1/jobs/" + j.ID}}, Body: encode(map[string]any{"data": jobView(j)})}
+			return idempotency.Response{Status: http.StatusCreated, Header: http.Header{"Location": {"/v1/jobs/" + j.ID}}, Body: encode(map[string]any{"data": j.View()})}
 		}
 		var rc *jobs.Receipt
 		if claim != nil {
@@ -174,131 +138,9 @@ func (h *Handler) createJob(w http.ResponseWriter, req bunrouter.Request) error 
 	})
 }
 
-// jobSpec reads a job's creation body.
+// jobSpec reads a job's creation body (jobs.ReadSpec) in the catalog served.
 func (h *Handler) jobSpec(body map[string]any) (string, *model.Resource, jobs.Spec, error) {
-	var errs field.ErrorList
-	bad := func(name string, code field.Code, msg string) {
-		errs = append(errs, field.New(code, field.NewPath(name), msg))
-	}
-	text := func(name string) string {
-		v, ok := body[name]
-		if !ok {
-			return ""
-		}
-		s, ok := v.(string)
-		if !ok {
-			bad(name, field.CodeType, "must be a string")
-		}
-		return s
-	}
-	kind, resource, format := text("type"), text("resource"), text("format")
-	var spec jobs.Spec
-	allowed := map[string]bool{"type": true, "resource": true, "format": true}
-	switch kind {
-	case jobs.KindImport:
-		for _, k := range []string{"operation", "key", "mapping", "dry_run"} {
-			allowed[k] = true
-		}
-	case jobs.KindExport:
-		allowed["query"] = true
-	case "":
-		bad("type", field.CodeRequired, "is required: import or export")
-	default:
-		bad("type", field.CodeOption, "must be import or export")
-	}
-	for k := range body {
-		if !allowed[k] {
-			bad(k, field.CodeUnknown, "is not a member of a job of this type")
-		}
-	}
-	switch format {
-	case "":
-		format = "csv"
-	case "csv", "ndjson":
-	default:
-		bad("format", field.CodeOption, "must be csv or ndjson")
-	}
-	spec.Format = format
-	r, ok := h.cat.Resource(resource)
-	switch {
-	case resource == "":
-		bad("resource", field.CodeRequired, "is required")
-	case !ok:
-		bad("resource", field.CodeOption, "is not a resource of this API")
-	case r.ModelScoped:
-		bad("resource", field.CodeInvalid, "records of data models are not imported or exported by jobs yet")
-	}
-	if kind == jobs.KindImport {
-		spec.Operation = text("operation")
-		if spec.Operation == "" {
-			spec.Operation = records.ItemCreate
-		}
-		spec.Key = text("key")
-		if v, ok := body["dry_run"]; ok {
-			b, isBool := v.(bool)
-			if !isBool {
-				bad("dry_run", field.CodeType, "must be a boolean")
-			}
-			spec.DryRun = b
-		}
-		if m, ok := body["mapping"]; ok {
-			obj, isObj := m.(map[string]any)
-			if !isObj {
-				bad("mapping", field.CodeType, "must be an object of column names to field keys")
-			}
-			spec.Mapping = map[string]string{}
-			for col, v := range obj {
-				s, isStr := v.(string)
-				if !isStr {
-					bad("mapping."+col, field.CodeType, "must be a field key, or \"\" to skip the column")
-				}
-				spec.Mapping[col] = s
-			}
-		}
-		if ok && r != nil {
-			switch spec.Operation {
-			case records.ItemCreate:
-				if !r.Ops.Has(model.OpCreate) {
-					bad("operation", field.CodeInvalid, "the resource takes no creates")
-				}
-			case records.ItemUpdate:
-				if !r.Ops.Has(model.OpUpdate) {
-					bad("operation", field.CodeInvalid, "the resource takes no updates")
-				}
-			case records.ItemUpsert:
-				if !r.Ops.Has(model.OpCreate) || !r.Ops.Has(model.OpUpdate) {
-					bad("operation", field.CodeInvalid, "the resource takes no upserts")
-				} else if spec.Key == "" {
-					bad("key", field.CodeRequired, "an upsert names the unique key its rows are matched by")
-				}
-			default:
-				bad("operation", field.CodeOption, "must be create, update or upsert")
-			}
-			if spec.Key != "" && spec.Operation != records.ItemUpsert {
-				bad("key", field.CodeInvalid, "only an upsert takes a key")
-			}
-		}
-	}
-	if kind == jobs.KindExport {
-		q := map[string]any{}
-		if v, ok := body["query"]; ok {
-			obj, isObj := v.(map[string]any)
-			if !isObj {
-				bad("query", field.CodeType, "must be an object: the body of POST /v1/{resource}/query")
-			}
-			q = obj
-		}
-		for _, k := range []string{"page", "page_size", "cursor", "count", "expand"} {
-			if _, ok := q[k]; ok {
-				bad("query."+k, field.CodeUnknown, "an export walks every record; it takes no "+k)
-			}
-		}
-		spec.Query = q
-	}
-	if len(errs) > 0 {
-		return "", nil, spec, apierr.Invalid("", errs)
-	}
-	return kind, r, spec, nil
+	return jobs.ReadSpec(h.cat, body)
 }
 
 // listJobs is GET /v1/jobs: the caller's jobs (every member's with api.manage), newest first.
@@ -332,7 +174,7 @@ func (h *Handler) listJobs(w http.ResponseWriter, req bunrouter.Request) error {
 		if !ok || p.Authorize(r, j.Kind == jobs.KindImport) != nil {
 			continue
 		}
-		data = append(data, jobView(j))
+		data = append(data, j.View())
 	}
 	var next any
 	if more {
@@ -366,7 +208,7 @@ func (h *Handler) getJob(w http.ResponseWriter, req bunrouter.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": jobView(j)})
+	writeJSON(w, http.StatusOK, map[string]any{"data": j.View()})
 	return nil
 }
 
@@ -394,7 +236,7 @@ func (h *Handler) putJobPart(w http.ResponseWriter, req bunrouter.Request) error
 		}
 		return jobError(err)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": jobView(j)})
+	writeJSON(w, http.StatusOK, map[string]any{"data": j.View()})
 	return nil
 }
 
@@ -417,7 +259,7 @@ func (h *Handler) changeJob(cancel bool) bunrouter.HandlerFunc {
 		if err != nil {
 			return jobError(err)
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"data": jobView(j)})
+		writeJSON(w, http.StatusOK, map[string]any{"data": j.View()})
 		return nil
 	}
 }

@@ -74,6 +74,7 @@ type Job struct {
 	ID, Workspace, Kind, Resource, State, Member, Key string
 	Spec                                              Spec
 	Parts, Bytes                                      int64
+	BytesRead                                         int64 // of an import's upload, up to its last committed row
 	RowsRead, RowsWritten, RowsFailed, RowsUnchanged  int64
 	NextRow                                           int64  // rows committed (an import resumes after them)
 	Walk                                              string // an export's cursor after the last page written
@@ -159,14 +160,15 @@ func (s *Service) Kick() {
 }
 
 const jobColumns = `id, workspace_id, kind, resource, state, member_id, key_id, spec, parts, bytes, rows_read, rows_written,
-  rows_failed, rows_unchanged, next_row, walk, error, lease_owner, created_at, updated_at, started_at, finished_at, expires_at, lease_until`
+  rows_failed, rows_unchanged, next_row, walk, error, lease_owner, created_at, updated_at, started_at, finished_at, expires_at, lease_until,
+  coalesce(bytes_read, 0)`
 
 func scanJob(row []any) (*Job, error) {
 	j := &Job{ID: store.UUIDText(row[0]), Workspace: store.UUIDText(row[1]), Kind: store.Text(row[2]), Resource: store.Text(row[3]),
 		State: store.Text(row[4]), Member: store.UUIDText(row[5]), Key: store.UUIDText(row[6]),
 		Parts: store.Int(row[8]), Bytes: store.Int(row[9]), RowsRead: store.Int(row[10]), RowsWritten: store.Int(row[11]),
 		RowsFailed: store.Int(row[12]), RowsUnchanged: store.Int(row[13]), NextRow: store.Int(row[14]),
-		Walk: store.Text(row[15]), Error: store.Text(row[16]), LeaseOwner: store.Text(row[17])}
+		Walk: store.Text(row[15]), Error: store.Text(row[16]), LeaseOwner: store.Text(row[17]), BytesRead: store.Int(row[24])}
 	if err := json.Unmarshal(store.JSON(row[7]), &j.Spec); err != nil {
 		return nil, fmt.Errorf("job %s: spec: %w", j.ID, err)
 	}
@@ -253,6 +255,32 @@ func (s *Service) Create(ctx context.Context, workspace, member, key, kind strin
 // Get returns job id of workspace.
 func (s *Service) Get(ctx context.Context, workspace, id string) (*Job, error) {
 	return s.get(ctx, s.st, workspace, id)
+}
+
+// Find returns job id, whichever its workspace (recordsctl jobs: an operator names a job by its id).
+func (s *Service) Find(ctx context.Context, id string) (*Job, error) {
+	if !model.IsUUID(id) {
+		return nil, ErrNotFound
+	}
+	var workspace string
+	found, err := store.QueryOne(ctx, s.st, s.d.Bind("SELECT workspace_id FROM jobs WHERE id = ?", strings.ToLower(id)), func(row []any) error {
+		workspace = store.UUIDText(row[0])
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find job: %w", err)
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	return s.Get(ctx, workspace, id)
+}
+
+// Actor is who a job of key in workspace acts as on r (write: an import), as it would be when it runs:
+// an error says why the key may not (revoked, expired, its member inactive, its allowlist, its access).
+func (s *Service) Actor(ctx context.Context, workspace, key string, r *model.Resource, write bool) (records.Actor, error) {
+	a, _, err := s.actor(ctx, workspace, key, r, write)
+	return a, err
 }
 
 func (s *Service) get(ctx context.Context, q store.Querier, workspace, id string) (*Job, error) {
@@ -347,4 +375,52 @@ func (s *Service) Close(ctx context.Context, workspace, id string) (*Job, error)
 	}
 	s.Kick()
 	return s.Get(ctx, workspace, id)
+}
+
+// View is j as the API shows it (the Job schema), and recordsctl jobs with --json.
+func (j *Job) View() map[string]any {
+	v := map[string]any{
+		"id": j.ID, "type": j.Kind, "resource": j.Resource, "state": j.State, "format": j.Spec.Format,
+		"created_by": j.Member, "created_at": j.CreatedAt, "updated_at": j.UpdatedAt,
+		"started_at": j.StartedAt, "finished_at": j.FinishedAt, "expires_at": j.ExpiresAt,
+		"counts": map[string]any{"read": j.RowsRead, "written": j.RowsWritten, "failed": j.RowsFailed, "unchanged": j.RowsUnchanged},
+		"error":  nil,
+	}
+	if j.Error != "" {
+		v["error"] = j.Error
+	}
+	if j.Kind == KindImport {
+		v["operation"], v["dry_run"] = j.Spec.Operation, j.Spec.DryRun
+		v["upload"] = map[string]any{"parts": j.Parts, "bytes": j.Bytes}
+		if j.Spec.Key != "" {
+			v["key"] = j.Spec.Key
+		}
+	} else {
+		v["query"] = j.Spec.Query
+		if j.Spec.Query == nil {
+			v["query"] = map[string]any{}
+		}
+	}
+	progress := map[string]any{"fraction": nil, "seconds_left": nil}
+	v["progress"] = progress
+	if j.State == StateCompleted {
+		progress["fraction"], progress["seconds_left"] = 1.0, 0.0
+	}
+	if j.StartedAt != nil {
+		end := time.Now()
+		if j.FinishedAt != nil {
+			end = *j.FinishedAt
+		}
+		if secs := end.Sub(*j.StartedAt).Seconds(); secs > 0 {
+			v["rows_per_second"] = float64(int64(float64(j.RowsRead)/secs*10)) / 10
+			// An import's estimate: the share of its upload its committed rows took, and the rest at the
+			// rate so far.
+			if j.Kind == KindImport && j.State == StateRunning && j.Bytes > 0 && j.BytesRead > 0 {
+				f := min(float64(j.BytesRead)/float64(j.Bytes), 1)
+				progress["fraction"] = float64(int64(f*1000)) / 1000
+				progress["seconds_left"] = float64(int64(secs*(1-f)/f*10)) / 10
+			}
+		}
+	}
+	return v
 }

@@ -29,6 +29,8 @@ const MaxLine = 1 << 20
 type source interface {
 	// next returns the next row's item (its Problem set when the row itself is malformed), or io.EOF.
 	next() (records.BatchItem, error)
+	// offset is how many bytes of the upload the rows returned so far took.
+	offset() int64
 }
 
 // newSource reads the upload of j (every part, in order) in j's format for c.
@@ -38,7 +40,13 @@ func (s *Service) newSource(ctx context.Context, j *Job, c *records.Collection) 
 	if j.Spec.Format == "ndjson" {
 		sc := bufio.NewScanner(in)
 		sc.Buffer(make([]byte, 64<<10), MaxLine)
-		return &ndjsonSource{sc: sc, conv: conv}, nil
+		src := &ndjsonSource{sc: sc, conv: conv}
+		sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+			n, tok, err := bufio.ScanLines(data, atEOF)
+			src.read += int64(n)
+			return n, tok, err
+		})
+		return src, nil
 	}
 	cr := csv.NewReader(in)
 	cr.FieldsPerRecord = -1 // each row's count is checked against the header, as its own problem
@@ -84,6 +92,8 @@ type csvSource struct {
 	conv *converter
 }
 
+func (s *csvSource) offset() int64 { return s.r.InputOffset() }
+
 func (s *csvSource) next() (records.BatchItem, error) {
 	rec, err := s.r.Read()
 	if errors.Is(err, io.EOF) {
@@ -121,7 +131,10 @@ func (s *csvSource) next() (records.BatchItem, error) {
 type ndjsonSource struct {
 	sc   *bufio.Scanner
 	conv *converter
+	read int64 // bytes the scanner consumed: the lines returned and the blank ones between
 }
+
+func (s *ndjsonSource) offset() int64 { return s.read }
 
 func (s *ndjsonSource) next() (records.BatchItem, error) {
 	for s.sc.Scan() {
@@ -256,6 +269,7 @@ func (s *Service) importRows(ctx context.Context, svc *records.Service, a record
 			if len(ch.items) == 0 {
 				return
 			}
+			ch.offset = src.offset()
 			ch.load = s.prepareCreates(svc, a, c, j, ch.items)
 			select {
 			case chunks <- ch:
@@ -282,9 +296,10 @@ func (s *Service) importRows(ctx context.Context, svc *records.Service, a record
 // chunk is a run of input rows, first… : their items and, for a chunk of creates that can go the bulk
 // way, its checked rows (nil: the per-item batch).
 type chunk struct {
-	first int64
-	items []records.BatchItem
-	load  *records.Load
+	first  int64
+	offset int64 // the upload's bytes read up to its last row
+	items  []records.BatchItem
+	load   *records.Load
 }
 
 // prepareCreates checks items for the bulk way when the job creates records and writes (not a dry
@@ -314,7 +329,7 @@ func (s *Service) prepareCreates(svc *records.Service, a records.Actor, c *recor
 // written alone.
 func (s *Service) writeChunk(ctx context.Context, svc *records.Service, a records.Actor, c *records.Collection, j *Job, ch chunk) error {
 	first, items := ch.first, ch.items
-	p := progress{next: first + int64(len(items)) - 1, read: int64(len(items))}
+	p := progress{next: first + int64(len(items)) - 1, read: int64(len(items)), bytes: ch.offset}
 	if ch.load != nil {
 		err := svc.WriteCreates(ctx, ch.load, func(ctx context.Context, q store.Querier, ids []string) error {
 			rows := sqlgen.Rows{Table: "job_rows", Columns: []string{"workspace_id", "job_id", "row_no", "status", "record_id", "unchanged", "errors"}, Values: make([][]any, len(ids))}

@@ -130,23 +130,25 @@ type progress struct {
 	next                           int64 // rows done after the chunk
 	read, written, failed, unchang int64
 	walk                           string // an export's cursor after the chunk
+	bytes                          int64  // an import's upload read up to the chunk's last row (0: unchanged)
 }
 
 // advance records p on j in q, under j's lease: errLeaseLost when another server holds it now or the
 // job was cancelled.
 func (s *Service) advance(ctx context.Context, q store.Querier, j *Job, p progress) error {
 	now := s.now()
+	bytes := max(p.bytes, j.BytesRead)
 	n, err := q.Exec(ctx, s.d.Bind(`UPDATE jobs SET next_row = ?, rows_read = rows_read + ?, rows_written = rows_written + ?, rows_failed = rows_failed + ?,
-  rows_unchanged = rows_unchanged + ?, walk = ?, lease_until = ?, updated_at = ?
+  rows_unchanged = rows_unchanged + ?, walk = ?, bytes_read = ?, lease_until = ?, updated_at = ?
 WHERE workspace_id = ? AND id = ? AND state = ? AND lease_owner = ?`, p.next, p.read, p.written, p.failed, p.unchang, store.Nullable(p.walk),
-		now.Add(s.Lease), now, j.Workspace, j.ID, StateRunning, s.owner))
+		bytes, now.Add(s.Lease), now, j.Workspace, j.ID, StateRunning, s.owner))
 	if err != nil {
 		return fmt.Errorf("job progress: %w", err)
 	}
 	if n == 0 {
 		return errLeaseLost
 	}
-	j.NextRow, j.Walk = p.next, p.walk
+	j.NextRow, j.Walk, j.BytesRead = p.next, p.walk, bytes
 	return nil
 }
 

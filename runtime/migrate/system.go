@@ -377,6 +377,7 @@ func systemTables(d sqlgen.Dialect) []systemTable {
   rows_failed {int} NOT NULL,
   rows_unchanged {int} NOT NULL,
   next_row {int} NOT NULL,
+  bytes_read {int},
   walk TEXT,
   error TEXT,
   lease_owner TEXT,
@@ -473,9 +474,9 @@ type systemAddition struct {
 
 // systemAdditions returns the additive changes to system tables, oldest first.
 func systemAdditions(d sqlgen.Dialect) []systemAddition {
-	js, boolType, tsType, uuidType := "jsonb", "boolean", "timestamptz", "uuid"
+	js, boolType, tsType, uuidType, intType := "jsonb", "boolean", "timestamptz", "uuid", "bigint"
 	if d.Kind() == sqlgen.SQLite {
-		js, boolType, tsType, uuidType = "TEXT", "INTEGER", "TEXT", "TEXT"
+		js, boolType, tsType, uuidType, intType = "TEXT", "INTEGER", "TEXT", "TEXT", "INTEGER"
 	}
 	adds := []systemAddition{
 		// The values an update replaced, by field key: changes holds the new ones.
@@ -493,6 +494,8 @@ func systemAdditions(d sqlgen.Dialect) []systemAddition {
 		{table: "api_keys", column: "name", typ: "TEXT"},
 		{table: "api_keys", column: "rolled_from", typ: uuidType},
 		{table: "api_keys", column: "rolled_to", typ: uuidType},
+		// How much of an import's upload its committed rows used: the job's progress and estimate.
+		{table: "jobs", column: "bytes_read", typ: intType},
 	}
 	if d.Kind() == sqlgen.Postgres {
 		// An export's file and an import's upload are stored in 1 MiB chunks: compressing each on the way in

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/workspace-records/records/runtime/config"
 	"github.com/workspace-records/records/runtime/defset"
+	"github.com/workspace-records/records/runtime/jobs"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/store"
 )
@@ -26,11 +28,21 @@ type AdminOptions struct {
 	// Schemas compiles the resources' JSON Schemas, which validating record bodies needs (records
 	// import, seed).
 	Schemas bool
+	// Jobs gives the backend its jobs service (recordsctl jobs), without a runner: the servers run the
+	// jobs.
+	Jobs bool
 }
 
 // OpenAdmin is Open for an administrative command: it does what opts ask and no more.
 func OpenAdmin(ctx context.Context, cfg config.Config, opts AdminOptions) (*Backend, error) {
-	return open(ctx, cfg, openOptions{schemas: opts.Schemas, create: opts.Migrate, migrate: opts.Migrate, record: opts.Migrate})
+	b, err := open(ctx, cfg, openOptions{schemas: opts.Schemas || opts.Jobs, create: opts.Migrate, migrate: opts.Migrate, record: opts.Migrate})
+	if err != nil {
+		return nil, err
+	}
+	if opts.Jobs {
+		b.Jobs = jobs.New(b.Store, b.heldRecords, b.jobActor, slog.New(slog.DiscardHandler))
+	}
+	return b, nil
 }
 
 // ApplyDefinitions validates the definitions directory dir whole and applies it to cfg's database

@@ -101,6 +101,9 @@ func TestImportJobs(t *testing.T) {
 			if job["state"] != "completed" || counts(job) != "read 4 written 3 failed 1 unchanged 0" {
 				t.Fatalf("import: %v %v, %s", job["state"], job["error"], counts(job))
 			}
+			if p, _ := job["progress"].(map[string]any); fmt.Sprint(p) != "map[fraction:1 seconds_left:0]" {
+				t.Errorf("a completed import's progress: %v", job["progress"])
+			}
 			id := job["id"].(string)
 			failures := e.Do("GET", "/v1/jobs/"+id+"/failures", nil)
 			e.Expect(failures, 200, "")

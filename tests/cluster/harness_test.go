@@ -61,7 +61,17 @@ func currentScale() scale {
 type ctl struct{ db string }
 
 func (c ctl) run(args ...string) (map[string]any, error) {
-	return proc.JSON(context.Background(), filepath.Join(binDir, "recordsctl"), append([]string{"--db", c.db + "&pool_max_conns=4", "--definitions", servertest.DefinitionsDir(), "--json"}, args...)...)
+	return proc.JSON(context.Background(), filepath.Join(binDir, "recordsctl"), append([]string{"--db", poolOf4(c.db), "--definitions", servertest.DefinitionsDir(), "--json"}, args...)...)
+}
+
+// poolOf4 is db with pools of 4 connections (PostgreSQL; a SQLite file as it is): make test runs the
+// cluster scenarios side by side with other packages, and ten replicas at 8 (the default on 2
+// processors) took most of PostgreSQL's default 100 connections.
+func poolOf4(db string) string {
+	if strings.HasPrefix(db, "sqlite:") {
+		return db
+	}
+	return db + "&pool_max_conns=4"
 }
 
 // must runs recordsctl and fails the test on an error.
@@ -126,6 +136,12 @@ func startCluster(t *testing.T, n int, env ...string) *cluster {
 	return startClusterOn(t, n, redisURL(t, os.Getenv("RECORDS_TEST_REDIS")), env...)
 }
 
+// startClusterBackend is startCluster on backend b: on SQLite the replicas share one database file.
+func startClusterBackend(t *testing.T, b servertest.Backend, n int, env ...string) *cluster {
+	t.Helper()
+	return startClusterWith(t, b, n, redisURL(t, os.Getenv("RECORDS_TEST_REDIS")), env...)
+}
+
 // redisTimeout is the replicas' --redis-timeout: the default 250 ms (limits.DefaultRedisTimeout) under
 // RECORDS_TIMING=strict; 2 s in make test (servertest.Budget). A loaded machine's own scheduling counts
 // against it: with lint and the race build beside make test, every replica missed 250 ms during a burst,
@@ -137,18 +153,25 @@ var redisTimeout = servertest.Budget(limits.DefaultRedisTimeout, 2*time.Second)
 // startClusterOn is startCluster with the replicas' Redis at redisAt (redisURL's answer).
 func startClusterOn(t *testing.T, n int, redisAt string, env ...string) *cluster {
 	t.Helper()
+	return startClusterWith(t, servertest.Postgres, n, redisAt, env...)
+}
+
+func startClusterWith(t *testing.T, b servertest.Backend, n int, redisAt string, env ...string) *cluster {
+	t.Helper()
 	c := &cluster{scale: currentScale(), runID: randomHex(4)}
 	c.redis = redisAt
-	c.db = servertest.DatabaseURL(t, servertest.Postgres)
+	c.db = servertest.DatabaseURL(t, b)
 	c.ctl = ctl{db: c.db}
 	t0 := time.Now()
 	c.ctl.must(t, "migrate")
-	t.Logf("database migrated in %v; Redis %s; scale %+v", time.Since(t0).Round(time.Millisecond), c.redis, c.scale)
-	pool, err := pgxpool.New(context.Background(), c.db)
-	if err != nil {
-		t.Fatal(err)
+	t.Logf("%s database migrated in %v; Redis %s; scale %+v", b, time.Since(t0).Round(time.Millisecond), c.redis, c.scale)
+	if b == servertest.Postgres {
+		pool, err := pgxpool.New(context.Background(), c.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.pool = pool
 	}
-	c.pool = pool
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	c.client = &http.Client{Timeout: 15 * time.Second, Transport: tr}
@@ -160,9 +183,7 @@ func startClusterOn(t *testing.T, n int, redisAt string, env ...string) *cluster
 	for i, addr := range addrs {
 		c.replicas = append(c.replicas, &replica{index: i, addr: addr, Process: &proc.Process{
 			Name: fmt.Sprintf("replica %d", i), Path: filepath.Join(binDir, "recordsd"), Probe: "http://" + addr + "/v1", Log: &proc.Buffer{}, Env: env,
-			// Pools of 4 (8 by default on 2 processors): make test runs the cluster scenarios side by side
-			// with other packages, and ten replicas at 8 took most of PostgreSQL's default 100 connections.
-			Args: []string{"serve", "--addr", addr, "--db", c.db + "&pool_max_conns=4", "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--redis-timeout", redisTimeout.String(), "--log-level", "warn"}}})
+			Args: []string{"serve", "--addr", addr, "--db", poolOf4(c.db), "--definitions", servertest.DefinitionsDir(), "--plugins", plugins, "--redis", c.redis, "--redis-timeout", redisTimeout.String(), "--log-level", "warn"}}})
 	}
 	t.Cleanup(func() {
 		for _, r := range c.replicas {
@@ -171,7 +192,9 @@ func startClusterOn(t *testing.T, n int, redisAt string, env ...string) *cluster
 			}
 		}
 		tr.CloseIdleConnections()
-		pool.Close()
+		if c.pool != nil {
+			c.pool.Close()
+		}
 		if t.Failed() {
 			for _, r := range c.replicas {
 				t.Logf("replica %d log:\n%s", r.index, r.Log.Tail())

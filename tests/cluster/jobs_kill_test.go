@@ -16,7 +16,8 @@ import (
 // after its last committed chunk.
 const importLease = 2 * time.Second
 
-// TestImportSurvivesKills is issue 37's kill test on PostgreSQL with two replicas: an import of 12,000
+// TestImportSurvivesKills is issue 37's kill test, on each backend with two replicas (on SQLite, two
+// recordsd processes on one database file): an import of 12,000
 // companies (CSV in two parts, 6 chunks of 2,000) is SIGKILLed three times — after its first chunk, near
 // its middle and near its end — each time on the replica holding its lease at that moment, which is
 // restarted (a replica that does not start again fails the test) once the other replica has taken the
@@ -26,10 +27,19 @@ const importLease = 2 * time.Second
 func TestImportSurvivesKills(t *testing.T) {
 	t.Parallel() // its replicas, database, Redis keys and ports are its own
 	if testing.Short() {
-		t.Skip("starts two recordsd processes; not in -short")
+		t.Skip("starts two recordsd processes per backend; not in -short")
 	}
+	for _, b := range servertest.Backends {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			importSurvivesKills(t, b)
+		})
+	}
+}
+
+func importSurvivesKills(t *testing.T, b servertest.Backend) {
 	const rows = 12000
-	c := startCluster(t, 2, "RECORDS_JOB_LEASE="+importLease.String())
+	c := startClusterBackend(t, b, 2, "RECORDS_JOB_LEASE="+importLease.String())
 	tn := c.newTenant(t, "imports")
 	ctx := context.Background()
 	st, err := store.Open(ctx, c.db)
@@ -62,17 +72,23 @@ func TestImportSurvivesKills(t *testing.T) {
 	}
 
 	// holder is the replica holding the job's lease now, and the rows committed so far.
+	// The upload read so far (the job's progress) only grows, across kills and takeovers too.
+	var bytesRead int64
 	holder := func() (*replica, int64, string) {
-		var pid, next int64
+		var pid, next, read int64
 		var state string
-		found, err := store.QueryOne(ctx, st, st.Dialect().Bind(`SELECT coalesce(i.pid, 0), j.next_row, j.state FROM jobs j
+		found, err := store.QueryOne(ctx, st, st.Dialect().Bind(`SELECT coalesce(i.pid, 0), j.next_row, j.state, coalesce(j.bytes_read, 0) FROM jobs j
 LEFT JOIN server_instances i ON i.id = j.lease_owner AND j.lease_until > ? WHERE j.id = ?`, time.Now().UTC(), id), func(row []any) error {
-			pid, next, state = store.Int(row[0]), store.Int(row[1]), store.Text(row[2])
+			pid, next, state, read = store.Int(row[0]), store.Int(row[1]), store.Text(row[2]), store.Int(row[3])
 			return nil
 		})
 		if err != nil || !found {
 			t.Fatalf("read the job: %v (found %v)", err, found)
 		}
+		if read < bytesRead {
+			t.Errorf("the job's bytes read went back from %d to %d (%d rows committed)", bytesRead, read, next)
+		}
+		bytesRead = read
 		for _, r := range c.replicas {
 			if r.Running() && int64(r.Pid()) == pid {
 				return r, next, state
@@ -133,6 +149,17 @@ LEFT JOIN server_instances i ON i.id = j.lease_owner AND j.lease_until > ? WHERE
 		if time.Now().After(deadline) {
 			t.Fatalf("the import did not end: %v", job)
 		}
+	}
+	if up, _ := job["upload"].(map[string]any); fmt.Sprint(up["bytes"]) == "" || fmt.Sprint(job["progress"]) != "map[fraction:1 seconds_left:0]" {
+		t.Errorf("the completed import's upload and progress: %v %v", job["upload"], job["progress"])
+	}
+	if _, err := store.QueryOne(ctx, st, st.Dialect().Bind(`SELECT bytes_read, bytes FROM jobs WHERE id = ?`, id), func(row []any) error {
+		if read, size := store.Int(row[0]), store.Int(row[1]); read != size || size == 0 {
+			t.Errorf("the completed import read %d bytes of its %d-byte upload", read, size)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	cnt, _ := job["counts"].(map[string]any)
 	if job["state"] != "completed" || fmt.Sprint(cnt["read"]) != fmt.Sprint(rows) || fmt.Sprint(cnt["written"]) != fmt.Sprint(rows) || fmt.Sprint(cnt["failed"]) != "0" {

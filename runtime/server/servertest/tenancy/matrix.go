@@ -16,6 +16,7 @@ import (
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/route"
 	"github.com/workspace-records/records/engine/sample"
+	"github.com/workspace-records/records/runtime/auth"
 	"github.com/workspace-records/records/runtime/customfields"
 	"github.com/workspace-records/records/runtime/dispatch"
 	"github.com/workspace-records/records/runtime/records"
@@ -734,9 +735,12 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 	do(t, "GET", "/v1/deals/"+B.ids["deals"][0]+"/contacts?cursor="+url.QueryEscape(linkCursor), nil, 400, "invalid_request")
 	// Bulk jobs: every /v1/jobs/:id route of the route table, with A's import and A's export, is 404 for
 	// B (a part upload, a close and a cancel change nothing of A's job); B's job list holds none of A's.
+	// The admin API's job routes (/v1/admin/jobs/:id…) likewise, with an admin key of B's admin.
+	bAdmin := e.NewKey(B.member, auth.KeyOptions{Access: "admin"})
 	jobRoutes := 0
 	for _, rt := range route.Table(cat) {
-		if !strings.HasPrefix(rt.Path, "/v1/jobs/:id") {
+		admin := strings.HasPrefix(rt.Path, "/v1/admin/jobs/:id")
+		if !strings.HasPrefix(rt.Path, "/v1/jobs/:id") && !admin {
 			continue
 		}
 		jobRoutes++
@@ -747,14 +751,22 @@ func IsolationMatrix(t *testing.T, e *servertest.Env) MatrixCounts {
 			if rt.Method == "PUT" {
 				body, header = []byte("name\nB\n"), []string{"Content-Type", "text/csv"}
 			}
+			if admin {
+				counts.Requests++
+				e.Expect(e.DoKey(bAdmin, rt.Method, path, body, header...), 404, "not_found")
+				continue
+			}
 			do(t, rt.Method, path, body, 404, "not_found", header...)
 		}
 	}
-	if jobRoutes < 7 {
-		t.Errorf("the route table has %d job routes with an id, want 7 at least", jobRoutes)
+	if jobRoutes < 10 {
+		t.Errorf("the route table has %d job routes with an id, want 10 at least (7 of /v1/jobs, 3 of the admin API)", jobRoutes)
 	}
 	if l := do(t, "GET", "/v1/jobs", nil, 200, "").List(); len(l) != 0 {
 		t.Errorf("B's job list holds %d jobs", len(l))
+	}
+	if l := e.DoKey(bAdmin, "GET", "/v1/admin/jobs", nil).List(); len(l) != 0 {
+		t.Errorf("B's admin job list holds %d jobs", len(l))
 	}
 	for _, id := range []string{aImport, aExport} {
 		if j := e.DoKey(A.key, "GET", "/v1/jobs/"+id, nil).Data(); fmt.Sprintf("%v %v", j["state"], j["upload"]) != map[string]string{aImport: "open map[bytes:21 parts:1]", aExport: "completed <nil>"}[id] {
