@@ -22,7 +22,6 @@ import (
 // and by members whose role holds api.manage, and only through a key that may use the job's resource
 // (an import: write it); to anyone else it does not exist (404).
 
-
 // jobsService is the jobs of the server, or 503 when it runs none.
 func (h *Handler) jobsService() (*jobs.Service, error) {
 	if h.jobs == nil {
