@@ -5,7 +5,7 @@ package route
 // A test in httpapi checks that this list and the embedded files agree.
 var ConsoleFiles = []string{
 	"index.html", "app.css", "app.js", "api.js", "ui.js",
-	"catalog.js", "fields.js", "models.js", "members.js", "keys.js", "usage.js", "audit.js", "webhooks.js",
+	"catalog.js", "fields.js", "models.js", "members.js", "keys.js", "usage.js", "audit.js", "webhooks.js", "jobs.js",
 }
 
 // consoleRoutes serve the console's page and assets: not part of the API's contract (Documented false),

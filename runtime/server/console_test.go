@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -219,12 +220,13 @@ fetch(%q, {method: 'POST', mode: 'no-cors', credentials: 'include', headers: {'C
 	consoleKeys(t, p, e, shot)
 	consoleAdminRevoke(t, p, e)
 	consoleWebhook(t, p, e, shot)
+	consoleJobs(t, p, e, shot)
 
 	// Every page, at both sizes, with axe.
 	for _, pg := range []struct{ hash, name string }{
 		{"#/catalog", "catalog"}, {"#/catalog/companies", "catalog-companies"}, {"#/fields", "fields"},
 		{"#/models", "models"}, {"#/members", "members"}, {"#/keys", "keys"}, {"#/usage", "usage"},
-		{"#/audit", "audit"}, {"#/webhooks", "webhooks"},
+		{"#/audit", "audit"}, {"#/webhooks", "webhooks"}, {"#/jobs", "jobs"},
 	} {
 		p.openConsolePage(pg.hash)
 		if pg.name == "usage" {
@@ -574,5 +576,37 @@ func consoleRoles(t *testing.T, p *tabPage, e *servertest.Env) {
 	r := e.DoKey(admin, "GET", "/v1/admin/roles/auditor", nil)
 	if perms := fmt.Sprint(r.Data()["permissions"]); r.Status != 200 || perms != "[api.access]" {
 		t.Errorf("the role made in the page: %d %s", r.Status, r.Raw)
+	}
+}
+
+// consoleJobs shows the workspace's bulk jobs on the Jobs page: a completed export, whose file the page
+// downloads through the admin route with the session's cookie, and an open import, which the page
+// cancels (after asking) — the API then says cancelled.
+func consoleJobs(t *testing.T, p *tabPage, e *servertest.Env, shot func(string) string) {
+	t.Helper()
+	exp := e.Do("POST", "/v1/jobs", map[string]any{"type": "export", "resource": "companies", "query": map[string]any{"sort": "name"}})
+	e.Expect(exp, 201, "")
+	expID := exp.Data()["id"].(string)
+	if j := awaitJob(t, e, e.Key, expID); j["state"] != "completed" {
+		t.Fatalf("the export: %v", j)
+	}
+	imp := e.Do("POST", "/v1/jobs", map[string]any{"type": "import", "resource": "companies"})
+	e.Expect(imp, 201, "")
+	impID := imp.Data()["id"].(string)
+
+	p.openConsolePage("#/jobs")
+	p.waitFor("both jobs", `document.querySelector('main').innerText.includes(`+jsString(expID)+`) && document.querySelector('main').innerText.includes(`+jsString(impID)+`)`)
+	// The download goes through the admin route with the session (and its CSRF token, as every console
+	// request): the page receives the whole file.
+	file := e.Do("GET", "/v1/jobs/"+expID+"/download", nil, "Accept-Encoding", "identity")
+	e.Expect(file, 200, "")
+	p.click(`[data-action=download][data-job="` + expID + `"]`)
+	p.waitFor("the downloaded file", `(document.querySelector('[data-action=download]').dataset.downloaded || '') === `+jsString(strconv.Itoa(len(file.Raw))))
+	p.lookAt(shot("jobs-list"))
+	p.click(`[data-action=cancel][data-job="` + impID + `"]`)
+	p.click(`main .row-actions button.danger`)
+	p.waitFor("the cancelled import", `[...document.querySelectorAll('main [data-state]')].some(s => s.dataset.state === 'cancelled')`)
+	if st := e.Do("GET", "/v1/jobs/"+impID, nil).Data()["state"]; st != "cancelled" {
+		t.Errorf("the import cancelled in the page is %v", st)
 	}
 }

@@ -63,6 +63,42 @@ export async function api(method, path, body, { quiet401 = false } = {}) {
   return data;
 }
 
+// download fetches a file (a GET that, like every console request, carries the CSRF token, so a plain
+// link cannot) and hands it to the browser as a download named filename; it answers the file's size.
+// An error answer throws ApiError.
+export async function download(path, filename) {
+  const headers = {};
+  if (csrfToken) headers['X-CSRF-Token'] = csrfToken;
+  let res;
+  try {
+    res = await fetch(path, { headers, credentials: 'same-origin', cache: 'no-store', redirect: 'error' });
+  } catch (err) {
+    throw new ApiError(0, { error: { message: 'The server could not be reached. Check the connection and try again.' } });
+  }
+  if (!res.ok) {
+    let body = null;
+    try {
+      body = await res.json();
+    } catch (err) {
+      body = null;
+    }
+    const e = new ApiError(res.status, body);
+    if (res.status === 401) onSignedOut(e);
+    throw e;
+  }
+  const blob = await res.blob();
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 60000);
+  return blob.size;
+}
+
 // query builds ?a=b&… from the set members of params.
 export function query(params) {
   const q = new URLSearchParams();

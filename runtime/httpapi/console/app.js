@@ -10,6 +10,7 @@ import * as keys from './keys.js';
 import * as usage from './usage.js';
 import * as audit from './audit.js';
 import * as webhooks from './webhooks.js';
+import * as jobs from './jobs.js';
 
 // pages in navigation order; admin pages need the permission api.manage.
 const pages = [
@@ -19,6 +20,7 @@ const pages = [
   { path: 'members', title: 'Members & roles', admin: true, module: members },
   { path: 'keys', title: 'Keys', admin: false, module: keys },
   { path: 'usage', title: 'Usage', admin: true, module: usage },
+  { path: 'jobs', title: 'Jobs', admin: true, module: jobs },
   { path: 'audit', title: 'Audit', admin: true, module: audit },
   { path: 'webhooks', title: 'Webhooks', admin: true, module: webhooks },
 ];
