@@ -60,11 +60,20 @@ func (s *Service) newSource(ctx context.Context, j *Job, c *records.Collection) 
 		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a byte-order mark, as spreadsheets write
 	}
 	keys := make([]string, len(header))
+	refs := make([]*refColumn, len(header))
 	seen := map[string]bool{}
 	for i, h := range header {
 		key := strings.TrimSpace(h)
 		if m, ok := j.Spec.Mapping[key]; ok {
 			key = m
+		}
+		if ref, unique, isRef := strings.Cut(key, "."); isRef {
+			rc, err := refColumnOf(c, ref, unique)
+			if err != nil {
+				return nil, err
+			}
+			refs[i] = rc
+			key = ref
 		}
 		if key != "" && seen[key] {
 			return nil, apierr.New(apierr.InvalidRequest, fmt.Sprintf("The header maps two columns to %q.", key))
@@ -72,7 +81,87 @@ func (s *Service) newSource(ctx context.Context, j *Job, c *records.Collection) 
 		seen[key] = true
 		keys[i] = key
 	}
-	return &csvSource{r: cr, keys: keys, conv: conv}, nil
+	return &csvSource{r: cr, keys: keys, refs: refs, conv: conv}, nil
+}
+
+// refColumn is a CSV column that names its records' association target by one of the target's unique
+// keys (a mapping to "<reference field>.<unique key>": company_id.domain, cf__partner.cf__code): the
+// reference field it sets, and what its cells are looked up by.
+type refColumn struct {
+	field, target, unique string
+}
+
+// refColumnOf reads a mapping to ref.unique on c: ref must be a reference field (declared, or a custom
+// field of type reference) and unique a unique key of its target (checked when the rows are read).
+func refColumnOf(c *records.Collection, ref, unique string) (*refColumn, error) {
+	target := ""
+	if f, ok := c.Resource.Field(ref); ok && f.Type == model.Reference {
+		target = f.Target
+	} else if name, custom := strings.CutPrefix(ref, "cf__"); custom {
+		if d, ok := c.Fields.ByKey(name); ok && d.Type == "reference" {
+			target = d.Target
+		}
+	}
+	if target == "" || unique == "" || strings.Contains(unique, ".") {
+		return nil, apierr.New(apierr.InvalidRequest, fmt.Sprintf("The mapping names %q: a column mapped to <field>.<key> sets the reference field <field> of %s to the record of its target whose unique key <key> holds the cell's value.", ref+"."+unique, c.Resource.Name))
+	}
+	return &refColumn{field: ref, target: target, unique: unique}, nil
+}
+
+// refLookup is a cell of a refColumn, in a row's body until the row's chunk resolves it (resolveRefs).
+type refLookup struct {
+	col  *refColumn
+	text string
+}
+
+// resolveRefs replaces the refLookups in items' bodies with the ids of the records they name, looked up
+// as a may see them (records.Service.IDsByUnique: a list with an "in" filter per target and key, a
+// hundred values at a time); a cell no record a may read matches makes its row's problem
+// (reference_not_found on the column's field). A key a may not filter by (masked, hidden, no unique key)
+// fails the job, as the mapping cannot work for any row.
+func resolveRefs(ctx context.Context, svc *records.Service, a records.Actor, items []records.BatchItem) error {
+	wanted := map[*refColumn][]string{}
+	for _, it := range items {
+		for _, v := range it.Body {
+			if l, ok := v.(refLookup); ok {
+				wanted[l.col] = append(wanted[l.col], l.text)
+			}
+		}
+	}
+	if len(wanted) == 0 {
+		return nil
+	}
+	found := map[*refColumn]map[string]string{}
+	for col, texts := range wanted {
+		t, ok := svc.Catalog().Resource(col.target)
+		if !ok {
+			return apierr.New(apierr.InvalidRequest, fmt.Sprintf("The mapping's %s.%s names the resource %s, which is no longer served.", col.field, col.unique, col.target))
+		}
+		ids, err := svc.IDsByUnique(ctx, a, t, col.unique, texts)
+		if err != nil {
+			return fmt.Errorf("the mapping's %s.%s: %w", col.field, col.unique, err)
+		}
+		found[col] = ids
+	}
+	for i := range items {
+		it := &items[i]
+		var errs field.ErrorList
+		for key, v := range it.Body {
+			l, ok := v.(refLookup)
+			if !ok {
+				continue
+			}
+			if id, ok := found[l.col][l.text]; ok {
+				it.Body[key] = id
+				continue
+			}
+			errs = append(errs, field.New(field.CodeNotFound, field.NewPath(key), fmt.Sprintf("no %s record you may read has %s %q", l.col.target, l.col.unique, apierr.Clip(l.text))))
+		}
+		if len(errs) > 0 && it.Problem == nil {
+			it.Problem = apierr.Invalid("", errs)
+		}
+	}
+	return nil
 }
 
 func csvProblem(err error) string {
@@ -89,6 +178,7 @@ func csvProblem(err error) string {
 type csvSource struct {
 	r    *csv.Reader
 	keys []string
+	refs []*refColumn // per column: how its cell names a reference's target (nil: the cell is the value)
 	conv *converter
 }
 
@@ -114,6 +204,10 @@ func (s *csvSource) next() (records.BatchItem, error) {
 	for i, key := range s.keys {
 		if key == "" || rec[i] == "" {
 			continue // a skipped column, or an empty cell: the field is not set
+		}
+		if s.refs[i] != nil {
+			body[key] = refLookup{col: s.refs[i], text: strings.TrimSpace(rec[i])}
+			continue
 		}
 		v, err := s.conv.value(key, rec[i])
 		if err != nil {
@@ -270,6 +364,10 @@ func (s *Service) importRows(ctx context.Context, svc *records.Service, a record
 				return
 			}
 			ch.offset = src.offset()
+			if err := resolveRefs(ctx, svc, a, ch.items); err != nil {
+				readErr = err
+				return
+			}
 			ch.load = s.prepareCreates(svc, a, c, j, ch.items)
 			select {
 			case chunks <- ch:

@@ -22,6 +22,7 @@ import (
 
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
+	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/engine/model"
 	"github.com/workspace-records/records/engine/schema"
 	"github.com/workspace-records/records/engine/sqlgen"
@@ -299,4 +300,82 @@ WHERE cv.workspace_id = ? AND cv.field_id = ? AND cv.t = ? AND NOT r.archived LI
 		return "", false, fmt.Errorf("look up %s by %s: %w", c.Resource.Name, k.name, err)
 	}
 	return id, found, nil
+}
+
+// IDsByUnique returns the ids of the active records of r that a may read whose unique key keyName (a
+// declared unique field, or cf__<key>) holds one of values (as text, each read as a write of the key
+// would read it), keyed by the value as given: what an import's mapping to an association target by
+// unique key resolves (docs/issue-37.md). The records are found by a list of r with an "in" filter on
+// the key, so that a's record rules, plan, key allowlist and field rules hold exactly as a list's: a key
+// a's role masks or hides is refused as a filter on it is (400), and a record a may not read is not
+// found (never an oracle). A value that does not read as the key's type is not found.
+func (s *Service) IDsByUnique(ctx context.Context, a Actor, r *model.Resource, keyName string, values []string) (map[string]string, error) {
+	c, err := s.Collection(ctx, a, r, "")
+	if err != nil {
+		return nil, err
+	}
+	k, err := c.uniqueKeyOf(keyName)
+	if err != nil {
+		return nil, err
+	}
+	filterKey := k.name
+	if k.custom != nil {
+		filterKey = k.custom.FilterKey()
+	}
+	canon := map[string][]string{} // canonical value as text → the values given that read as it
+	var batch []any
+	out := make(map[string]string, len(values))
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		lq, err := ReadList(ListRequest{Body: map[string]any{"filters": []any{map[string]any{"field": filterKey, "op": "in", "value": batch}}}})
+		if err != nil {
+			return err
+		}
+		cursor := ""
+		for {
+			page, err := s.List(ctx, a, c, lq.Walk(cursor, listplan.MaxInValues))
+			if err != nil {
+				return err
+			}
+			for _, rec := range page.Records {
+				v := rec[k.name]
+				if k.custom != nil {
+					cf, _ := rec["custom_fields"].(map[string]any)
+					v = cf[k.custom.Key]
+				}
+				id, _ := rec["id"].(string)
+				for _, given := range canon[fmt.Sprint(v)] {
+					out[given] = id
+				}
+			}
+			if !page.HasMore || page.NextCursor == nil {
+				break
+			}
+			cursor = *page.NextCursor
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for _, text := range values {
+		v, err := s.canonical(c, k, pathValue(k.field, text))
+		if err != nil {
+			continue // not a value of the key's type: no record holds it
+		}
+		t := fmt.Sprint(v)
+		if _, seen := canon[t]; !seen {
+			batch = append(batch, v)
+		}
+		canon[t] = append(canon[t], text)
+		if len(batch) == listplan.MaxInValues {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

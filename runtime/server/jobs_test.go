@@ -138,6 +138,35 @@ func TestImportJobs(t *testing.T) {
 				t.Errorf("upserts: first %s, second %s", counts(first), counts(second))
 			}
 
+			// Association targets by unique key: a column mapped to company_id.domain names each contact's
+			// company by its domain. A domain no company of the workspace holds — nowhere, or only in another
+			// workspace — is the row's failure (reference_not_found on company_id), never another's record.
+			_, _, elsewhere := e.NewWorkspace("growth", "admin", "write")
+			e.Expect(e.DoKey(elsewhere, "POST", "/v1/companies", map[string]any{"name": "Elsewhere", "domain": "elsewhere.example"}), 201, "")
+			people := "first_name,last_name,Employer\nAda,One,acme.example\nBob,Two,nowhere.example\nCy,Three,elsewhere.example\nDee,Four,\n"
+			refJob := runImport(t, e, e.Key, map[string]any{"type": "import", "resource": "contacts", "mapping": map[string]any{"Employer": "company_id.domain"}}, people)
+			if counts(refJob) != "read 4 written 2 failed 2 unchanged 0" {
+				t.Errorf("an import naming companies by domain: %s %v", counts(refJob), refJob["error"])
+			}
+			refFails := e.Do("GET", "/v1/jobs/"+refJob["id"].(string)+"/failures", nil).List()
+			if len(refFails) != 2 || num(refFails[0], "row") != "2" || num(refFails[1], "row") != "3" || !strings.Contains(fmt.Sprint(refFails), "reference_not_found") || !strings.Contains(fmt.Sprint(refFails[1]), "company_id") {
+				t.Errorf("failures of the rows naming no company of the workspace: %v", refFails)
+			}
+			refDone := e.Do("GET", "/v1/jobs/"+refJob["id"].(string)+"/successes", nil).List()
+			if len(refDone) != 2 {
+				t.Fatalf("successes: %v", refDone)
+			}
+			ada := e.Do("GET", "/v1/contacts/"+refDone[0]["id"].(string), nil).Data()
+			dee := e.Do("GET", "/v1/contacts/"+refDone[1]["id"].(string), nil).Data()
+			if ada["company_id"] != s[0]["id"] || dee["company_id"] != nil {
+				t.Errorf("Ada's company %v (want Acme's %v), Dee's %v (want none)", ada["company_id"], s[0]["id"], dee["company_id"])
+			}
+			// A mapping to <field>.<key> whose field is no reference fails the job, saying so.
+			badMap := runImport(t, e, e.Key, map[string]any{"type": "import", "resource": "contacts", "mapping": map[string]any{"Employer": "last_name.domain"}}, people)
+			if badMap["state"] != "failed" || !strings.Contains(fmt.Sprint(badMap["error"]), "reference field") {
+				t.Errorf("a mapping to a field that is no reference: %v %v", badMap["state"], badMap["error"])
+			}
+
 			// Refusals: a malformed spec, closing without data, another workspace's and another member's key.
 			e.Expect(e.Do("POST", "/v1/jobs", map[string]any{"type": "import", "resource": "companies", "operation": "upsert"}), 400, "")
 			e.Expect(e.Do("POST", "/v1/jobs", map[string]any{"type": "move", "resource": "nope"}), 400, "")
