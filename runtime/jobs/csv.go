@@ -57,6 +57,17 @@ func needsQuotes(s string) bool {
 	return unicode.IsSpace(r)
 }
 
+// appendCSVValues appends vals as one CSV row, each as appendCell writes it.
+func appendCSVValues(buf []byte, vals []any) []byte {
+	for i, v := range vals {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = appendCell(buf, v)
+	}
+	return append(buf, '\n')
+}
+
 // appendCell appends the CSV field of value v: text as it is, numbers and booleans as JSON writes them,
 // a list joined by ";", an object as JSON, null as an empty field.
 func appendCell(buf []byte, v any) []byte {

@@ -85,33 +85,22 @@ func (s *Service) exportStream(ctx context.Context, svc *records.Service, a reco
 		}
 		return nil
 	}
+	var err error
 	if j.Spec.Format == "ndjson" {
-		err := svc.Stream(ctx, a, c, lq, func(rec records.Record) error {
-			b, err := jsonenc.Marshal(rec)
-			if err != nil {
-				return fmt.Errorf("encode record: %w", err)
+		err = svc.Stream(ctx, a, c, lq, func(rec records.Record) error {
+			var err error
+			if buf, err = appendNDJSON(buf, rec); err != nil {
+				return err
 			}
-			buf = append(bytes.TrimRight(append(buf, b...), "\n"), '\n')
 			return add()
 		})
-		if errors.Is(err, records.ErrNotStreamed) {
-			close(blocks)
-			<-stored
-			return err
-		}
-		return s.endStream(blocks, stored, send, err)
+	} else {
+		buf = appendCSVRow(buf, columns)
+		err = svc.StreamValues(ctx, a, c, lq, columns, func(vals []any) error {
+			buf = appendCSVValues(buf, vals)
+			return add()
+		})
 	}
-	buf = appendCSVRow(buf, columns)
-	err := svc.StreamValues(ctx, a, c, lq, columns, func(vals []any) error {
-		for i, v := range vals {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = appendCell(buf, v)
-		}
-		buf = append(buf, '\n')
-		return add()
-	})
 	if errors.Is(err, records.ErrNotStreamed) {
 		close(blocks)
 		<-stored
@@ -204,24 +193,20 @@ func (s *Service) exportWalk(ctx context.Context, svc *records.Service, a record
 		var buf []byte
 		if j.Spec.Format == "ndjson" {
 			for _, rec := range page.Records {
-				b, err := jsonenc.Marshal(rec)
-				if err != nil {
-					return fmt.Errorf("encode record: %w", err)
+				if buf, err = appendNDJSON(buf, rec); err != nil {
+					return err
 				}
-				buf = append(bytes.TrimRight(append(buf, b...), "\n"), '\n')
 			}
 		} else {
 			if seq == 0 {
 				buf = appendCSVRow(buf, columns)
 			}
+			vals := make([]any, len(columns))
 			for _, rec := range page.Records {
 				for i, col := range columns {
-					if i > 0 {
-						buf = append(buf, ',')
-					}
-					buf = appendCell(buf, value(rec, col))
+					vals[i] = value(rec, col)
 				}
-				buf = append(buf, '\n')
+				buf = appendCSVValues(buf, vals)
 			}
 		}
 		next := ""
@@ -286,4 +271,13 @@ func value(rec records.Record, col string) any {
 		return cf[name]
 	}
 	return rec[col]
+}
+
+// appendNDJSON appends rec as one line of JSON.
+func appendNDJSON(buf []byte, rec records.Record) ([]byte, error) {
+	b, err := jsonenc.Marshal(rec)
+	if err != nil {
+		return buf, fmt.Errorf("encode record: %w", err)
+	}
+	return append(bytes.TrimRight(append(buf, b...), "\n"), '\n'), nil
 }
