@@ -25,8 +25,8 @@ import (
 // a line every few seconds elsewhere — and fetches its results.
 
 const (
-	jobsImportUsage = "jobs import --workspace W --key KEY_ID --resource R --file F [--format csv|ndjson] [--operation create|update|upsert] [--upsert-key FIELD] [--map COLUMN=FIELD,…] [--dry-run] [--detach]"
-	jobsExportUsage = "jobs export --workspace W --key KEY_ID --resource R --out F [--query JSON] [--format csv|ndjson] [--detach]"
+	jobsImportUsage = "jobs import --workspace W --key KEY_ID --resource R --file F [--model-id M] [--format csv|ndjson] [--operation create|update|upsert] [--upsert-key FIELD] [--map COLUMN=FIELD,…] [--dry-run] [--detach]"
+	jobsExportUsage = "jobs export --workspace W --key KEY_ID --resource R --out F [--model-id M] [--query JSON] [--format csv|ndjson] [--detach]"
 	jobsHelp        = `A job runs on the servers (recordsd) of the database, like a job made with POST /v1/jobs, and acts as
 the API key --key names (its id, as key list shows it): the key's role, masks, record rules, resource
 allowlist and access apply. An import needs a write key; an export, a key that may read the resource.
@@ -45,6 +45,7 @@ func cmdJobsImport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	upsertKey := fs.String("upsert-key", "", "the unique key an upsert matches rows by")
 	mapping := fs.String("map", "", "CSV columns renamed to field keys: COLUMN=FIELD,… (FIELD empty: skip the column; cf__KEY: a custom field)")
 	dry := fs.Bool("dry-run", false, "check and run every row, rolled back: nothing is written")
+	modelID := fs.String("model-id", "", "the data model whose records are imported (data_model_records)")
 	detach := fs.Bool("detach", false, "print the job and return once it is queued")
 	return func(e *env, cfg config.Config, pos []string) error {
 		if err := errors.Join(need(pos, 0, jobsImportUsage), required("workspace", *ws), required("key", *key), required("resource", *res), required("file", *file)); err != nil {
@@ -71,6 +72,9 @@ func cmdJobsImport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 		}
 		if *dry {
 			body["dry_run"] = true
+		}
+		if *modelID != "" {
+			body["model_id"] = *modelID
 		}
 		if *mapping != "" {
 			m := map[string]any{}
@@ -114,6 +118,7 @@ func cmdJobsExport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 	query := fs.String("query", "", "the list's parameters as JSON: the body of POST /v1/{resource}/query (filters, sort, search, fields, …)")
 	format := fs.String("format", "csv", "csv or ndjson")
 	out := fs.String("out", "", "where the file goes once the export completes")
+	modelID := fs.String("model-id", "", "the data model whose records are exported (data_model_records)")
 	detach := fs.Bool("detach", false, "print the job and return once it is queued (fetch the file with jobs download)")
 	return func(e *env, cfg config.Config, pos []string) error {
 		if err := errors.Join(need(pos, 0, jobsExportUsage), required("workspace", *ws), required("key", *key), required("resource", *res)); err != nil {
@@ -123,6 +128,9 @@ func cmdJobsExport(fs *flag.FlagSet) func(*env, config.Config, []string) error {
 			return required("out", "")
 		}
 		body := map[string]any{"type": jobs.KindExport, "resource": *res, "format": *format}
+		if *modelID != "" {
+			body["model_id"] = *modelID
+		}
 		if *query != "" {
 			var q map[string]any
 			if err := json.Unmarshal([]byte(*query), &q); err != nil || q == nil {
@@ -167,13 +175,15 @@ func createJob(ctx context.Context, b *server.Backend, workspace, key string, bo
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", key, err)
 	}
-	if check != nil {
-		c, err := gen.Records.Collection(ctx, a, r, "")
+	if check != nil || spec.ModelID != "" {
+		c, err := gen.Records.Collection(ctx, a, r, spec.ModelID) // a data model that does not exist is refused now
 		if err != nil {
 			return nil, err
 		}
-		if err := check(a, gen.Records, c, spec); err != nil {
-			return nil, err
+		if check != nil {
+			if err := check(a, gen.Records, c, spec); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return b.Jobs.Create(ctx, workspace, a.Member, key, kind, r, spec, nil)

@@ -39,6 +39,7 @@ func jobSchemas() map[string]any {
 				"dry_run":     map[string]any{"type": "boolean", "description": "An import that validates every row (and runs it, rolled back) but writes nothing."},
 				"upload":      map[string]any{"type": "object", "additionalProperties": false, "required": []string{"parts", "bytes"}, "properties": map[string]any{"parts": count, "bytes": count}, "description": "An import's upload so far."},
 				"query":       map[string]any{"type": "object", "additionalProperties": true, "description": "An export's list parameters, as given."},
+				"model_id":    map[string]any{"type": "string", "format": "uuid", "description": "The data model whose records the job imports or exports (`data_model_records` only)."},
 				"created_by":  map[string]any{"type": "string", "format": "uuid", "description": "The member who made the job."},
 				"created_at":  map[string]any{"type": "string", "format": "date-time"},
 				"updated_at":  map[string]any{"type": "string", "format": "date-time"},
@@ -96,10 +97,11 @@ func jobOperations(ops map[route.Endpoint]map[string]any) {
 			"format":    map[string]any{"type": "string", "enum": []string{"csv", "ndjson"}, "default": "csv", "description": "CSV with a header row (values as text: numbers, `true`/`false`, a multi-select's options separated by `;`; an empty cell leaves the field unset), or one JSON object per line."},
 			"operation": map[string]any{"type": "string", "enum": []string{"create", "update", "upsert"}, "default": "create", "description": "Import only: create a record per row, update the record the row's `id` names, or upsert by `key`."},
 			"key":       str("Import only, with `upsert`: the unique key rows are matched by (its column must be in every row)."),
-			"mapping":   map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "Import only, CSV: column name → field key (`cf__<key>` for a custom field, `id` for an update's record); `\"\"` skips a column. A column not named here is taken as a field key. " +
+			"mapping": map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}, "description": "Import only, CSV: column name → field key (`cf__<key>` for a custom field, `id` for an update's record); `\"\"` skips a column. A column not named here is taken as a field key. " +
 				"`<field>.<key>` (e.g. `company_id.domain`) sets the reference field `<field>` (declared, or a custom field of type reference) to the record of its target whose unique key `<key>` holds the cell's value: looked up as a list of the target by the job's key would find it (record rules apply; a masked or hidden key fails the job, as a filter on it is refused), and a value no record it may read holds fails the row with `reference_not_found`."},
-			"dry_run":   map[string]any{"type": "boolean", "default": false, "description": "Import only: validate and run every row, then roll it back; the results say what a real run would do, and nothing is written."},
-			"query":     map[string]any{"type": "object", "additionalProperties": true, "description": "Export only: the body of `POST /v1/{resource}/query` (filters, filter groups and paths, `sort`, `order`, `search`, `fields`, `include_archived`), without paging."},
+			"dry_run":  map[string]any{"type": "boolean", "default": false, "description": "Import only: validate and run every row, then roll it back; the results say what a real run would do, and nothing is written."},
+			"query":    map[string]any{"type": "object", "additionalProperties": true, "description": "Export only: the body of `POST /v1/{resource}/query` (filters, filter groups and paths, `sort`, `order`, `search`, `fields`, `include_archived`, `model_id`), without paging."},
+			"model_id": map[string]any{"type": "string", "format": "uuid", "description": "The data model whose records the job imports or exports: required for `data_model_records` (an export may name it in `query` instead), refused for any other resource; a model that does not exist is 404."},
 		},
 	}
 	ops[route.JobCreate] = withResponses(map[string]any{"operationId": "createJob", "tags": []string{"jobs"}, "summary": "Start an import or export",
@@ -108,7 +110,7 @@ func jobOperations(ops map[route.Endpoint]map[string]any) {
 			fmt.Sprintf("At most %d jobs of a workspace are open, queued or running at once (429 with `Retry-After` beyond).", 5),
 		"parameters":  []any{ref("parameters", "IdempotencyKey")},
 		"requestBody": map[string]any{"required": true, "content": jsonContent(create)}},
-		"201", ok("The job.", schemaRef("Job"), "Location", "Idempotent-Replayed"), "400", "401", "403", "409", "413", "422", "429", "500", "503")
+		"201", ok("The job.", schemaRef("Job"), "Location", "Idempotent-Replayed"), "400", "401", "403", "404", "409", "413", "422", "429", "500", "503")
 	ops[route.JobList] = withResponses(map[string]any{"operationId": "listJobs", "tags": []string{"jobs"}, "summary": "Jobs",
 		"description": "The caller's jobs (every member's, for a role with `api.manage`), newest first.",
 		"parameters":  []any{limit(100, 20), map[string]any{"name": "cursor", "in": "query", "description": "`meta.next_cursor` of the previous page.", "schema": map[string]any{"type": "string"}}}},

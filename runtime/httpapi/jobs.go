@@ -103,20 +103,22 @@ func (h *Handler) createJob(w http.ResponseWriter, req bunrouter.Request) error 
 	if denied := p.Authorize(r, kind == jobs.KindImport); denied != nil {
 		return records.Explain(denied)
 	}
-	if kind == jobs.KindExport {
+	if kind == jobs.KindExport || spec.ModelID != "" {
 		// The query is checked now, as a list of it would be, so that a bad one is a 400 here and not a
-		// failed job later.
+		// failed job later; a data model that does not exist is 404 now too.
 		a := actorOf(ctx)
-		c, err := h.svc.Collection(ctx, a, r, "")
+		c, err := h.svc.Collection(ctx, a, r, spec.ModelID)
 		if err != nil {
 			return err
 		}
-		lq, err := records.ReadList(records.ListRequest{Body: spec.Query})
-		if err != nil {
-			return err
-		}
-		if _, err := h.svc.List(ctx, a, c, lq.Walk("", 1)); err != nil {
-			return err
+		if kind == jobs.KindExport {
+			lq, err := records.ReadList(records.ListRequest{Body: spec.Query})
+			if err != nil {
+				return err
+			}
+			if _, err := h.svc.List(ctx, a, c, lq.Walk("", 1)); err != nil {
+				return err
+			}
 		}
 	}
 	// An Idempotency-Key's answer is the job as it was made, stored in the creation's transaction and

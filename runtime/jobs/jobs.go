@@ -67,6 +67,8 @@ type Spec struct {
 	DryRun    bool              `json:"dry_run,omitempty"`
 	// Export: the list's parameters, as a query body (POST /v1/{resource}/query).
 	Query map[string]any `json:"query,omitempty"`
+	// ModelID is the data model whose records the job imports or exports (data_model_records only).
+	ModelID string `json:"model_id,omitempty"`
 }
 
 // Job is one job as its workspace sees it.
@@ -388,6 +390,9 @@ func (j *Job) View() map[string]any {
 	}
 	if j.Error != "" {
 		v["error"] = j.Error
+	}
+	if j.Spec.ModelID != "" {
+		v["model_id"] = j.Spec.ModelID
 	}
 	if j.Kind == KindImport {
 		v["operation"], v["dry_run"] = j.Spec.Operation, j.Spec.DryRun

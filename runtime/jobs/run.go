@@ -190,7 +190,7 @@ func (s *Service) runJob(ctx context.Context, j *Job) error {
 		return err
 	}
 	a.RequestID = "job:" + j.ID
-	c, err := svc.Collection(ctx, a, r, "")
+	c, err := svc.Collection(ctx, a, r, j.Spec.ModelID)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"strings"
+
 	"github.com/workspace-records/records/engine/apierr"
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
@@ -27,7 +29,7 @@ func ReadSpec(cat *model.Catalog, body map[string]any) (string, *model.Resource,
 	}
 	kind, resource, format := text("type"), text("resource"), text("format")
 	var spec Spec
-	allowed := map[string]bool{"type": true, "resource": true, "format": true}
+	allowed := map[string]bool{"type": true, "resource": true, "format": true, "model_id": true}
 	switch kind {
 	case KindImport:
 		for _, k := range []string{"operation", "key", "mapping", "dry_run"} {
@@ -59,8 +61,21 @@ func ReadSpec(cat *model.Catalog, body map[string]any) (string, *model.Resource,
 		bad("resource", field.CodeRequired, "is required")
 	case !ok:
 		bad("resource", field.CodeOption, "is not a resource of this API")
-	case r.ModelScoped:
-		bad("resource", field.CodeInvalid, "records of data models are not imported or exported by jobs yet")
+	}
+	// A data model's records: the job names the model (as a list or a write of them does).
+	spec.ModelID = strings.ToLower(text("model_id"))
+	if q, isObj := body["query"].(map[string]any); isObj && spec.ModelID == "" && kind == KindExport {
+		if m, isStr := q["model_id"].(string); isStr {
+			spec.ModelID = strings.ToLower(m) // an export's query may name it, as a list's does
+		}
+	}
+	switch {
+	case ok && r.ModelScoped && spec.ModelID == "":
+		bad("model_id", field.CodeRequired, "is required: the data model whose records the job imports or exports")
+	case ok && !r.ModelScoped && spec.ModelID != "":
+		bad("model_id", field.CodeUnknown, "only "+resource+"'s data model records take a model_id")
+	case spec.ModelID != "" && !model.IsUUID(spec.ModelID):
+		bad("model_id", field.CodeFormat, "must be a data model's id (a UUID)")
 	}
 	if kind == KindImport {
 		spec.Operation = text("operation")
