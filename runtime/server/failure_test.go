@@ -19,7 +19,7 @@ func TestDatabaseOutage(t *testing.T) {
 	u, _ := url.Parse(direct)
 	proxy := servertest.NewProxy(t, u.Host)
 	u.Host = proxy.Addr()
-	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: u.String(), RequestTimeout: 10 * time.Second})
+	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: u.String()})
 	// The contract every answer is checked against is built on first use (seconds of CPU, once per
 	// test process): build it now, not inside the load's first 15 s.
 	e.Contract()

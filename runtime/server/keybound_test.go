@@ -263,7 +263,7 @@ func TestKeyRejectionBound(t *testing.T) {
 func TestKeyStoreDown(t *testing.T) {
 	t.Parallel()
 	pg := servertest.NewPGCluster(t)
-	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: pg.URL(), RequestTimeout: 10 * time.Second})
+	e := servertest.Start(t, servertest.Postgres, servertest.Options{DB: pg.URL()})
 	valid := e.Key
 	unknown := "wsk_" + klHex(64)
 	body := valid[4:]
