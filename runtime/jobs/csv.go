@@ -11,17 +11,15 @@ import (
 
 // An export's CSV is written by hand rather than by encoding/csv, whose Writer takes a []string per row
 // (a string made for every number): appendCSVField quotes exactly as csv.Writer does with its defaults
-// (TestAppendCSVField holds the two to the same bytes).
+// (FuzzAppendCSVField holds the two to the same bytes).
 
-// appendCSVRow appends fields as one CSV row.
-func appendCSVRow(buf []byte, fields []string) []byte {
-	for i, f := range fields {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = appendCSVField(buf, f)
+// csvHeader appends the header row of columns.
+func csvHeader(buf []byte, columns []string) []byte {
+	vals := make([]any, len(columns))
+	for i, c := range columns {
+		vals[i] = c
 	}
-	return append(buf, '\n')
+	return appendCSVValues(buf, vals)
 }
 
 // appendCSVField appends s as one CSV field: as it is, or in double quotes (a quote doubled) when it

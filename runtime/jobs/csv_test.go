@@ -25,9 +25,9 @@ func FuzzAppendCSVField(f *testing.F) {
 		f.Add(s, "second")
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		got := appendCSVRow(nil, []string{a, b})
+		got := appendCSVValues(nil, []any{a, b})
 		if want := csvRow(t, []string{a, b}); !bytes.Equal(got, want) {
-			t.Fatalf("appendCSVRow(%q, %q) = %q, encoding/csv writes %q", a, b, got, want)
+			t.Fatalf("appendCSVValues(%q, %q) = %q, encoding/csv writes %q", a, b, got, want)
 		}
 	})
 }

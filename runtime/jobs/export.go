@@ -95,7 +95,7 @@ func (s *Service) exportStream(ctx context.Context, svc *records.Service, a reco
 			return add()
 		})
 	} else {
-		buf = appendCSVRow(buf, columns)
+		buf = csvHeader(buf, columns)
 		err = svc.StreamValues(ctx, a, c, lq, columns, func(vals []any) error {
 			buf = appendCSVValues(buf, vals)
 			return add()
@@ -135,12 +135,9 @@ func (s *Service) storeBlock(ctx context.Context, j *Job, seq *int64, b fileBloc
 	wctx := store.WithWorkspace(ctx, j.Workspace)
 	next := *seq
 	err := s.st.Tx(wctx, func(q store.Querier) error {
-		for off := 0; off < len(b.data) || (off == 0 && next == 0); off += ChunkBytes {
-			end := min(off+ChunkBytes, len(b.data))
-			if _, err := q.Exec(wctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, next, b.data[off:end])); err != nil {
-				return fmt.Errorf("store export chunk: %w", err)
-			}
-			next++
+		var err error
+		if next, err = s.putFile(wctx, q, j, next, b.data); err != nil {
+			return err
 		}
 		return s.advance(wctx, q, j, progress{next: j.NextRow + b.rows, read: b.rows, written: b.rows})
 	})
@@ -148,6 +145,19 @@ func (s *Service) storeBlock(ctx context.Context, j *Job, seq *int64, b fileBloc
 		*seq = next
 	}
 	return err
+}
+
+// putFile stores data as the chunks of j's file from seq on, in q, and returns the seq after them. The
+// file's first piece is stored even when empty, so that an empty export has its file.
+func (s *Service) putFile(ctx context.Context, q store.Querier, j *Job, seq int64, data []byte) (int64, error) {
+	for off := 0; off < len(data) || (off == 0 && seq == 0); off += ChunkBytes {
+		end := min(off+ChunkBytes, len(data))
+		if _, err := q.Exec(ctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, seq, data[off:end])); err != nil {
+			return seq, fmt.Errorf("store export chunk: %w", err)
+		}
+		seq++
+	}
+	return seq, nil
 }
 
 // restartExport deletes what an earlier holder of j stored of its file and sets its counts back to zero.
@@ -199,7 +209,7 @@ func (s *Service) exportWalk(ctx context.Context, svc *records.Service, a record
 			}
 		} else {
 			if seq == 0 {
-				buf = appendCSVRow(buf, columns)
+				buf = csvHeader(buf, columns)
 			}
 			vals := make([]any, len(columns))
 			for _, rec := range page.Records {
@@ -216,14 +226,15 @@ func (s *Service) exportWalk(ctx context.Context, svc *records.Service, a record
 		wctx := store.WithWorkspace(ctx, j.Workspace)
 		n := int64(len(page.Records))
 		if err := s.st.Tx(wctx, func(q store.Querier) error {
-			for off := 0; off < len(buf) || (off == 0 && seq == 0); off += ChunkBytes {
-				end := min(off+ChunkBytes, len(buf))
-				if _, err := q.Exec(wctx, s.d.Bind("INSERT INTO job_data (workspace_id, job_id, part, seq, data) VALUES (?, ?, ?, ?, ?)", j.Workspace, j.ID, outputPart, seq, buf[off:end])); err != nil {
-					return fmt.Errorf("store export chunk: %w", err)
-				}
-				seq++
+			after, err := s.putFile(wctx, q, j, seq, buf)
+			if err != nil {
+				return err
 			}
-			return s.advance(wctx, q, j, progress{next: j.NextRow + n, read: n, written: n, walk: next})
+			if err := s.advance(wctx, q, j, progress{next: j.NextRow + n, read: n, written: n, walk: next}); err != nil {
+				return err
+			}
+			seq = after
+			return nil
 		}); err != nil {
 			return err
 		}

@@ -20,8 +20,8 @@ func (s *Service) toRecord(r *model.Resource, row []any, workspace, modelID stri
 	if len(row) != len(cols)+1 {
 		return nil, fmt.Errorf("%s: row has %d columns, want %d", r.Name, len(row), len(cols)+1)
 	}
-	if got := store.UUIDText(row[0]); got != workspace {
-		return nil, fmt.Errorf("%s: %w: row of workspace %s read for workspace %s", r.Name, ErrTenancy, got, workspace)
+	if err := guardRow(r, row, workspace); err != nil {
+		return nil, err
 	}
 	row = row[1:]
 	rec := make(Record, len(cols)+1)
@@ -36,4 +36,13 @@ func (s *Service) toRecord(r *model.Resource, row []any, workspace, modelID stri
 		rec["model_id"] = modelID
 	}
 	return rec, nil
+}
+
+// guardRow fails (ErrTenancy) when row, read for workspace, is another workspace's: its first column is
+// the row's workspace_id.
+func guardRow(r *model.Resource, row []any, workspace string) error {
+	if got := store.UUIDText(row[0]); got != workspace {
+		return fmt.Errorf("%s: %w: row of workspace %s read for workspace %s", r.Name, ErrTenancy, got, workspace)
+	}
+	return nil
 }

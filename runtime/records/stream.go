@@ -38,8 +38,8 @@ func (s *Service) Stream(ctx context.Context, a Actor, c *Collection, q *ListQue
 }
 
 // StreamValues is Stream for a table: fn gets, for each record, the values of columns as the record
-// Stream would give holds them (masked where a's role masks them; a hidden field, or a name that is no
-// field, is nil), without building the record. A column is a declared field's key, model_id, or
+// Stream would give holds them — masked where a's role masks them; nil for a hidden field or a name that
+// is no field — without building the record. A column is a declared field's key, model_id, or
 // cf__<key> for a custom field. vals is reused from one call of fn to the next.
 func (s *Service) StreamValues(ctx context.Context, a Actor, c *Collection, q *ListQuery, columns []string, fn func(vals []any) error) error {
 	plan, _, err := s.streamPlan(ctx, a, c, q)
@@ -98,8 +98,8 @@ func (s *Service) StreamValues(ctx context.Context, a Actor, c *Collection, q *L
 		if len(row) != len(read)+1 {
 			return fmt.Errorf("%s: row has %d columns, want %d", r.Name, len(row), len(read)+1)
 		}
-		if got := store.UUIDText(row[0]); got != c.Workspace {
-			return fmt.Errorf("%s: %w: row of workspace %s read for workspace %s", r.Name, ErrTenancy, got, c.Workspace)
+		if err := guardRow(r, row, c.Workspace); err != nil {
+			return err
 		}
 		var stored map[string]any
 		if cf > 0 {
