@@ -150,7 +150,7 @@ LEFT JOIN server_instances i ON i.id = j.lease_owner AND j.lease_until > ? WHERE
 			t.Fatalf("the import did not end: %v", job)
 		}
 	}
-	if up, _ := job["upload"].(map[string]any); fmt.Sprint(up["bytes"]) == "" || fmt.Sprint(job["progress"]) != "map[fraction:1 seconds_left:0]" {
+	if up, _ := job["upload"].(map[string]any); fmt.Sprint(up["bytes"]) != fmt.Sprint(len(part1.String())+len(part2.String())) || fmt.Sprint(job["progress"]) != "map[fraction:1 seconds_left:0]" {
 		t.Errorf("the completed import's upload and progress: %v %v", job["upload"], job["progress"])
 	}
 	if _, err := store.QueryOne(ctx, st, st.Dialect().Bind(`SELECT bytes_read, bytes FROM jobs WHERE id = ?`, id), func(row []any) error {
