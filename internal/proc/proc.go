@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -58,29 +59,52 @@ func (b *Buffer) Count(s string) int {
 
 // FreeAddr returns a loopback address with a port that was free a moment ago.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := FreeAddrs(1)
 	if err != nil {
-		return "", fmt.Errorf("free address: %w", err)
+		return "", err
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs[0], nil
 }
 
 // FreeAddrs returns n distinct loopback addresses with ports that were free a moment ago. The ports are
 // held until all n are chosen: FreeAddr called n times may hand out one port twice (the kernel reuses a
 // port as soon as it is released), and two servers told to listen on one address would look like one
 // server answering on both.
+//
+// The ports come from below the kernel's ephemeral range (ip_local_port_range), not from a listen on port
+// 0: a port from that range is the next local port of some outgoing connection (a test's pool opening a
+// connection to PostgreSQL or Redis), and a server that starts seconds later (recordsd migrates first)
+// found its port taken by one (bind: address already in use, CI 2026-11-28). Below the range only
+// another listener can take it.
 func FreeAddrs(n int) ([]string, error) {
+	low, high := listenRange()
 	out := make([]string, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+	for attempt := 0; len(out) < n; attempt++ {
+		if attempt > 1000 {
+			return nil, fmt.Errorf("free address: no free port in %d-%d after %d tries", low, high, attempt)
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(low+rand.IntN(high-low))))
 		if err != nil {
-			return nil, fmt.Errorf("free address: %w", err)
+			continue // taken: try another
 		}
 		defer ln.Close()
 		out = append(out, ln.Addr().String())
 	}
 	return out, nil
+}
+
+// listenRange returns the ports [low, high) that FreeAddrs chooses from: the 20,000 ports (fewer if
+// there are not that many above 1024) just below the ephemeral range.
+func listenRange() (low, high int) {
+	high = 32768 // Linux's default start of the ephemeral range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil && v > 2048 {
+				high = v
+			}
+		}
+	}
+	return max(1024, high-20000), high
 }
 
 // Build compiles the module's commands (cmd/NAME) at repo into a new temporary directory and returns it;

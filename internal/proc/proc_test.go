@@ -3,9 +3,11 @@ package proc
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -145,5 +147,35 @@ func TestBuildFailureQuotesCompiler(t *testing.T) {
 	_, err := Build("../../../..", "no-such-command")
 	if err == nil || !strings.Contains(err.Error(), "go build no-such-command") {
 		t.Fatalf("Build = %v, want the go build failure", err)
+	}
+}
+
+// TestFreeAddrsBelowEphemeralRange: the ports FreeAddrs hands out are distinct, free to listen on, and
+// below the ephemeral range, where no outgoing connection takes one while the server starts.
+func TestFreeAddrsBelowEphemeralRange(t *testing.T) {
+	low, high := listenRange()
+	if low < 1024 || high <= low {
+		t.Fatalf("listenRange = [%d, %d)", low, high)
+	}
+	addrs, err := FreeAddrs(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := strconv.Atoi(port)
+		if p < low || p >= high || seen[a] {
+			t.Fatalf("%s: outside [%d, %d) or handed out twice (%v)", a, low, high, addrs)
+		}
+		seen[a] = true
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatalf("listen on a free address: %v", err)
+		}
+		ln.Close()
 	}
 }
