@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS "rec_deals" (
   "archived_at" TEXT,
   "archive_reason" TEXT,
   "custom_fields" TEXT NOT NULL DEFAULT '{}',
+  "_search_text" TEXT,
   PRIMARY KEY ("workspace_id", "id")
 ) STRICT
 
