@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workspace-records/records/engine/listplan"
 	"github.com/workspace-records/records/runtime/defset"
 	"github.com/workspace-records/records/runtime/records"
 	"github.com/workspace-records/records/runtime/server/servertest"
@@ -192,8 +193,13 @@ func testGenerationHeld(t *testing.T, b servertest.Backend, newHost bool) {
 		t.Fatalf("before: refs %d, plugin users %d, plugin processes %v; want 1, 1 and some", old.Refs(), old.PluginUsers(), oldPIDs)
 	}
 
+	// The longest poll the API allows: under make test beside another run (2026-11-28) the switch below
+	// (new definitions, a migration, a plugin host started) took past a 20 s poll, which had ended on its
+	// own before the check that it still held the old generation.
 	polled := make(chan *servertest.Response, 1)
-	go func() { polled <- e.Do("GET", "/v1/events?wait=20s&resource=tags&cursor="+cursor, nil) }()
+	go func() {
+		polled <- e.Do("GET", fmt.Sprintf("/v1/events?wait=%ds&resource=tags&cursor=%s", int(listplan.MaxEventWait.Seconds()), cursor), nil)
+	}()
 	if _, ok := servertest.WaitFor(servertest.Budget(2*time.Second, 10*time.Second), func() bool { return old.Refs() == 2 }); !ok {
 		t.Fatalf("the long poll does not hold the generation: refs %d", old.Refs())
 	}
