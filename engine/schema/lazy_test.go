@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"maps"
 	"strings"
 	"testing"
 
@@ -47,4 +48,47 @@ func TestLazyCompile(t *testing.T) {
 		}
 	}()
 	deals.Validate(map[string]any{"name": "x"}, Create)
+}
+
+// Two Sets of the same definitions (a live switch's next version, another server of the process) share
+// each resource's compiled schemas; a resource whose document differs compiles its own, and a document
+// that failed to compile is not kept.
+func TestCompiledShared(t *testing.T) {
+	cat := modeltest.Shipped(t)
+	a, b := Prepare(cat), Prepare(cat)
+	for _, set := range []*Set{a, b} {
+		if _, errs := set.Resource("companies").Validate(map[string]any{"name": "Acme"}, Create); len(errs) != 0 {
+			t.Fatalf("validate: %v", errs)
+		}
+	}
+	if a.Resource("companies").schemas[Create] != b.Resource("companies").schemas[Create] {
+		t.Error("two Sets of the same definitions compiled the companies schema twice")
+	}
+
+	changed := Prepare(cat)
+	companies := changed.Resource("companies")
+	doc := maps.Clone(companies.docs[Create])
+	props := maps.Clone(doc["properties"].(map[string]any))
+	props["name"] = map[string]any{"type": "string", "maxLength": 2}
+	doc["properties"] = props
+	companies.docs[Create] = doc
+	if _, errs := companies.Validate(map[string]any{"name": "Acme"}, Create); len(errs) == 0 {
+		t.Error("a changed document validated with the unchanged one's schema")
+	}
+	if companies.schemas[Create] == a.Resource("companies").schemas[Create] {
+		t.Error("a changed document shares the unchanged one's compiled schema")
+	}
+
+	broken := Prepare(cat)
+	broken.Resource("deals").docs[Update] = map[string]any{"type": 5}
+	if err := broken.CompileAll(); err == nil {
+		t.Fatal("a broken document compiled")
+	}
+	fixed := Prepare(cat)
+	if err := fixed.CompileAll(); err != nil {
+		t.Fatalf("the same definitions after a broken document: %v", err)
+	}
+	if fixed.Resource("deals").schemas[Update] == nil {
+		t.Error("deals' update schema missing after the broken one")
+	}
 }

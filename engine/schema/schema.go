@@ -4,6 +4,7 @@ package schema
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/workspace-records/records/engine/field"
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/internal/memo"
 )
 
 // Mode says which write a body is for.
@@ -140,31 +142,55 @@ func (s *Set) compileAll(workers int) error {
 	return errors.Join(errs...)
 }
 
-// compile compiles r's schemas, once: later calls report the first one's outcome.
+// compile compiles r's schemas, once: later calls report the first one's outcome. Schemas compiled
+// before from the same documents (another Set of the same definitions: a live switch's next version,
+// another server of the process) are taken from compiledCache.
 func (r *Resource) compile() error {
 	r.once.Do(func() {
+		var data [3][]byte
+		h := sha256.New()
+		for m, url := range r.urls {
+			if url == "" {
+				continue
+			}
+			var err error
+			if data[m], err = json.Marshal(r.docs[m]); err != nil {
+				r.err = fmt.Errorf("marshal %s %s schema: %w", r.res.Name, Mode(m), err)
+				return
+			}
+			fmt.Fprintf(h, "%d\x00%s\x00%d\x00", m, url, len(data[m]))
+			h.Write(data[m])
+		}
+		key := [sha256.Size]byte(h.Sum(nil))
+		if schemas, ok := compiledCache.Get(key); ok {
+			r.schemas = schemas
+			return
+		}
 		c := newCompiler()
 		for m, url := range r.urls {
 			if url == "" {
 				continue
 			}
-			data, err := json.Marshal(r.docs[m])
-			if err != nil {
-				r.err = fmt.Errorf("marshal %s %s schema: %w", r.res.Name, Mode(m), err)
-				return
-			}
-			if err := c.AddResource(url, bytes.NewReader(data)); err != nil {
+			if err := c.AddResource(url, bytes.NewReader(data[m])); err != nil {
 				r.err = fmt.Errorf("add %s %s schema: %w", r.res.Name, Mode(m), err)
 				return
 			}
+			var err error
 			if r.schemas[m], err = c.Compile(url); err != nil {
 				r.err = fmt.Errorf("compile %s %s schema: %w", r.res.Name, Mode(m), err)
 				return
 			}
 		}
+		compiledCache.Put(key, r.schemas)
 	})
 	return r.err
 }
+
+// compiledCache holds compiled schemas by a digest of the documents they were compiled from (modes,
+// URLs and JSON text): a compiled schema depends on nothing else (newCompiler's settings are fixed), and
+// is never changed by validation, so Sets share them. A process serves a few definitions versions and
+// the custom-field sets of its workspaces.
+var compiledCache = memo.Map[[sha256.Size]byte, [3]*jsonschema.Schema]{Limit: 2048}
 
 func newCompiler() *jsonschema.Compiler {
 	c := jsonschema.NewCompiler()
