@@ -429,8 +429,13 @@ func TestExpandStatements(t *testing.T) {
 					return count("/v1/deals/query", map[string]any{"page_size": 50, "expand": strings.Split(expand, ",")})
 				}, 5},
 			} {
+				// Measured again (up to three rounds) when the counts disagree: under make test beside
+				// another run (2026-11-28) all three requests of one count refreshed a cache.
 				small, large := c.small(), c.large()
 				plain := count("/v1/deals?page_size=50", nil)
+				for round := 1; round < 3 && (small != large || large != plain+c.extra); round++ {
+					small, large, plain = c.small(), c.large(), count("/v1/deals?page_size=50", nil)
+				}
 				t.Logf("%s %s: %d statements at page_size 5, %d at 50 with expand=%s; %d without", b, c.what, small, large, expand, plain)
 				if small != large {
 					t.Errorf("%s: %d statements at page_size 5, %d at 50", c.what, small, large)
@@ -442,6 +447,9 @@ func TestExpandStatements(t *testing.T) {
 			one := e.Do("GET", "/v1/deals?page_size=1", nil).List()[0]["id"].(string)
 			plain := count("/v1/deals/"+one, nil)
 			expanded := count("/v1/deals/"+one+"?expand="+expand, nil)
+			for round := 1; round < 3 && expanded != plain+5; round++ {
+				plain, expanded = count("/v1/deals/"+one, nil), count("/v1/deals/"+one+"?expand="+expand, nil)
+			}
 			t.Logf("%s get: %d statements, %d with expand=%s", b, plain, expanded, expand)
 			if expanded != plain+5 {
 				t.Errorf("get: %d statements with 5 expansions, %d without", expanded, plain)

@@ -265,8 +265,11 @@ func Start(t testing.TB, b Backend, opts Options) *Env {
 	cfg.DB = opts.DB
 	switch {
 	case cfg.DB != "":
-	case opts.DefinitionsDir == "" || opts.DefinitionsDir == DefinitionsDir():
-		// A copy of a database migrated once per process (templates.go).
+	case opts.DefinitionsDir == "" || opts.DefinitionsDir == DefinitionsDir() || sameTables(opts.DefinitionsDir, b):
+		// A copy of a database migrated once per process (templates.go): also for definitions of their
+		// own whose tables are the shipped ones (other roles, plans or rules), which a server finds
+		// current as it is (the schema fingerprint covers the tables alone) and would migrate to the
+		// same database.
 		cfg.DB = migratedDatabase(t, b)
 	default:
 		cfg.DB = DatabaseURL(t, b)

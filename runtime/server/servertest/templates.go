@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/workspace-records/records/engine/model"
+	"github.com/workspace-records/records/engine/sqlgen"
 	"github.com/workspace-records/records/runtime/migrate"
 	"github.com/workspace-records/records/runtime/server"
 	"github.com/workspace-records/records/runtime/store"
@@ -258,6 +259,25 @@ func dropTemplates() {
 			slog.Warn("drop template database", "name", n, "err", err)
 		}
 	}
+}
+
+// sameTables reports whether the definitions in dir make the same tables on b as the repository's
+// (migrate.Fingerprint): a database migrated for either is current for both. Definitions that do not
+// load are not (their server's start reports why).
+func sameTables(dir string, b Backend) bool {
+	cat, _, err := server.LoadDefinitions(os.DirFS(dir))
+	if err != nil {
+		return false
+	}
+	shipped, err := shippedCatalog()
+	if err != nil {
+		return false
+	}
+	d := sqlgen.New(sqlgen.SQLite)
+	if b == Postgres {
+		d = sqlgen.New(sqlgen.Postgres)
+	}
+	return migrate.Fingerprint(d, cat) == migrate.Fingerprint(d, shipped)
 }
 
 // shippedCatalog loads the repository's definitions once per process.
