@@ -33,7 +33,8 @@ import (
 // file copy for SQLite, CREATE DATABASE … TEMPLATE for PostgreSQL. The copy is what migrate.Run makes of
 // an empty database and nothing more (no cursor secret: each copy makes its own at its first start, as a
 // new database does); the server finds it current at its start (migrate.Unchanged) and skips the
-// migration. Tests with their own definitions, and DatabaseURL's callers, get an empty database.
+// migration. Tests with definitions of their own get a copy too when their tables are the shipped ones
+// (sameTables); others, and DatabaseURL's callers, get an empty database.
 
 // templatePrefix names the PostgreSQL templates: records_tpl_<unix seconds>_<random>.
 const templatePrefix = "records_tpl_"
